@@ -1,0 +1,45 @@
+"""Registry of decision methods: every module in ``methods/fixed`` (and
+``methods/sequential``) that defines ``METHOD`` is registered under its name."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+
+from . import fixed as _fixed_pkg
+
+_PACKAGES = ["methods.fixed", "methods.sequential"]
+
+
+@lru_cache(maxsize=1)
+def _all() -> dict[str, object]:
+    found: dict[str, object] = {}
+    for pkg_name in _PACKAGES:
+        try:
+            pkg = importlib.import_module(pkg_name)
+        except ModuleNotFoundError:
+            continue
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if info.name.startswith("_"):
+                continue
+            mod = importlib.import_module(f"{pkg_name}.{info.name}")
+            method = getattr(mod, "METHOD", None)
+            if method is None:
+                continue
+            if method.name in found:
+                raise RuntimeError(f"two methods are named {method.name!r}")
+            found[method.name] = method
+    return found
+
+
+def names(kind: str | None = None) -> list[str]:
+    """Registered method names (optionally only ``fixed`` or ``sequential``)."""
+    return sorted(n for n, m in _all().items() if kind is None or m.kind == kind)
+
+
+def get(name: str):
+    """Look a method up by name; an unknown name is an error listing the known ones."""
+    methods = _all()
+    if name not in methods:
+        raise KeyError(f"unknown method {name!r}; registered methods: {', '.join(sorted(methods))}")
+    return methods[name]
