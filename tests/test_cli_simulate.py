@@ -1,0 +1,50 @@
+"""The front door for the simulator: --json gives exactly one JSON object; bad input is a
+clear error naming the field."""
+import json
+
+import pytest
+
+from simlab.cli import main
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    return json.loads(out)
+
+
+def test_simulate_json_summary(capsys):
+    p = _json(capsys, ["simulate", "--reps", "500", "--seed", "3", "--json"])
+    assert p["replications"] == 500 and p["clusters"] == 30
+    assert p["trial_pairs"] == 500 * 30 * 3
+    assert set(p["cell_rates"]) == {"n11", "n10", "n01", "n00"}
+    assert p["true_difference_trial"] == pytest.approx(-0.01)
+
+
+def test_simulate_same_seed_same_output(capsys):
+    a = _json(capsys, ["simulate", "--reps", "200", "--seed", "9", "--json"])
+    b = _json(capsys, ["simulate", "--reps", "200", "--seed", "9", "--json"])
+    assert a == b
+
+
+def test_simulate_from_rates_and_text_output(capsys):
+    assert main(["simulate", "--reps", "100", "--baseline", "0.9", "--difference", "-0.03",
+                 "--discordance", "0.07"]) == 0
+    out = capsys.readouterr().out
+    assert "true_difference_trial" in out and "-0.03" in out
+
+
+def test_simulate_bad_input_names_the_field(capsys):
+    assert main(["simulate", "--rho", "1.5", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert "rho" in err
+    assert main(["simulate", "--cells", "0.5,0.5,0.5,0.5"]) == 2
+    assert "cells must sum to 1" in capsys.readouterr().err
+
+
+def test_bench_simulate_json_reports_ratio(capsys):
+    p = _json(capsys, ["bench", "simulate", "--reps", "20000", "--numpy-reps", "5000", "--json"])
+    names = [r["name"] for r in p["rows"]]
+    assert names == ["numpy_vectorised", "simlab_numba_1thread"]
+    assert p["ratio_vs_numpy"] > 0
