@@ -29,15 +29,12 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
     R, K, _ = tables.shape
     for r in range(R):
         s1 = 0.0
-        s2 = 0.0
         k_used = 0
         for k in range(K):
             n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
             if n == 0:
                 continue
-            d = (tables[r, k, 2] - tables[r, k, 1]) / n
-            s1 += d
-            s2 += d * d
+            s1 += (tables[r, k, 2] - tables[r, k, 1]) / n
             k_used += 1
         if k_used == 0:
             estimate[r] = math.nan
@@ -52,9 +49,15 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
             upper[r] = math.nan
             status[r] = INCONCLUSIVE
             continue
-        var = (s2 - k_used * mean * mean) / (k_used - 1)
-        if var < 0.0:  # round-off when every d is equal
-            var = 0.0
+        # two-pass variance: exactly zero when every cluster has the same difference
+        ss = 0.0
+        for k in range(K):
+            n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
+            if n == 0:
+                continue
+            e = (tables[r, k, 2] - tables[r, k, 1]) / n - mean
+            ss += e * e
+        var = ss / (k_used - 1)
         half = z * math.sqrt(var / k_used)
         lower[r] = mean - half
         upper[r] = mean + half

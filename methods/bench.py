@@ -1,0 +1,186 @@
+"""``simlab bench methods``: decisions per second of every registered fixed method's batch
+kernel, next to its slow per-replication reference (``methods.reference``) measured in the
+same run, on one thread.
+
+Workload: simlab's standard scenario (``simlab.benchmarks.standard_scenario``: K = 30
+clusters x 3 trials, rho = 0.1, cells 0.90/0.04/0.03/0.03), tables streamed from the
+counter-based generator in chunks; only the ``method.batch`` calls are timed (table
+generation is excluded).  Methods are discovered from the registry at run time, so
+methods added later are benchmarked without changes here; a method without a reference
+function is reported as such.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+import time
+from typing import Callable
+
+import numpy as np
+
+from methods import registry
+from methods.base import STATUS_NAMES
+
+# Speed targets per core from the issue (decisions / s), by kind of computation.
+TARGETS = {"closed_form": 2e6, "root_found": 2e5, "bootstrap": 2e3}
+_CLOSED_FORM = {"paired_wald", "agresti_min", "bonett_price", "clustered_normal", "cluster_t",
+                "cluster_robust", "obuchowski"}
+_ROOT_FOUND = {"tango_score", "newcombe_hybrid", "exact_discordant"}
+
+
+def method_class(name: str) -> str:
+    """closed_form / root_found / bootstrap, or ``other`` (no target in the issue)."""
+    if "bootstrap" in name:
+        return "bootstrap"
+    if name in _ROOT_FOUND:
+        return "root_found"
+    if name in _CLOSED_FORM:
+        return "closed_form"
+    return "other"
+
+
+def reference_functions() -> dict[str, Callable]:
+    """Reference implementations by method name: a callable named after the method in any
+    module of the ``methods.reference`` package."""
+    try:
+        pkg = importlib.import_module("methods.reference")
+    except ModuleNotFoundError:
+        return {}
+    found: dict[str, Callable] = {}
+    names = set(registry.names())
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"methods.reference.{info.name}")
+        for name in names:
+            fn = getattr(mod, name, None)
+            if callable(fn) and name not in found:
+                found[name] = fn
+    return found
+
+
+def _numba_threads(n: int | None = None) -> int:
+    """Set numba's thread count (when ``n`` is given) and return the previous one."""
+    import numba
+    before = int(numba.get_num_threads())
+    if n is not None:
+        numba.set_num_threads(n)
+    return before
+
+
+def _time_kernel(method, gen, n: int, margin: float, confidence: float, chunk_size: int) -> tuple[float, int]:
+    seconds = 0.0
+    passes = 0
+    for _, tables in gen.chunks(n, chunk_size):
+        t0 = time.perf_counter()
+        res = method.batch(tables, margin, confidence)
+        seconds += time.perf_counter() - t0
+        passes += res.pass_count()
+    return seconds, passes
+
+
+def _time_reference(fn, method, tables: np.ndarray, margin: float, confidence: float,
+                    max_seconds: float) -> dict:
+    """Run the reference one replication at a time until all of ``tables`` or the time
+    budget is used; compare with the kernel on the same replications."""
+    out = []
+    t0 = time.perf_counter()
+    for table in tables:
+        out.append(fn(table, margin, confidence))
+        if time.perf_counter() - t0 > max_seconds:
+            break
+    seconds = time.perf_counter() - t0
+    n = len(out)
+    kern = method.batch(tables[:n], margin, confidence)
+    lo = np.array([o[0] for o in out], dtype=float)
+    both = np.isfinite(lo) & np.isfinite(kern.lower)
+    status_ref = [o[3] for o in out]
+    mismatches = sum(STATUS_NAMES[int(s)] != r for s, r in zip(kern.status, status_ref))
+    return {"reference_replications": n, "reference_seconds": seconds,
+            "reference_decisions_per_s": n / seconds if seconds > 0 else math.inf,
+            "max_abs_lower_difference": float(np.max(np.abs(lo[both] - kern.lower[both]))) if both.any() else None,
+            "status_mismatches": int(mismatches)}
+
+
+def bench_methods(reps: int = 1_000_000, bootstrap_reps: int = 20_000, reference_reps: int = 2_000,
+                  names: list[str] | None = None, seed: int = 1, margin: float = 0.03,
+                  confidence: float = 0.95, chunk_size: int = 65_536, max_seconds: float = 60.0,
+                  reference_seconds: float = 10.0, progress: Callable[[str], None] | None = None) -> dict:
+    """Benchmark the batch kernels of ``names`` (default: every registered fixed method).
+
+    ``reps`` replications per method (``bootstrap_reps`` for bootstrap methods); when a
+    pilot run predicts more than ``max_seconds`` the count is reduced and the row says so.
+    The reference runs on the first ``reference_reps`` replications (at most
+    ``reference_seconds``).  Runs with one numba thread and restores the previous count."""
+    if reps < 1 or bootstrap_reps < 1 or reference_reps < 0:
+        raise ValueError("reps and bootstrap_reps must be >= 1 and reference_reps >= 0")
+    threads_before = _numba_threads(1)
+    try:
+        return _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, confidence, chunk_size,
+                      max_seconds, reference_seconds, progress)
+    finally:
+        _numba_threads(threads_before)
+
+
+def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, confidence, chunk_size,
+           max_seconds, reference_seconds, progress) -> dict:
+    from simlab.benchmarks import standard_scenario
+    from simlab.generate import TableGenerator
+
+    threads = _numba_threads()
+    scenario = standard_scenario()
+    gen = TableGenerator(scenario, seed)
+    all_fixed = registry.names("fixed")
+    names = all_fixed if names is None else list(names)
+    for n in names:
+        registry.get(n)  # unknown name -> KeyError listing the registered ones
+    refs = reference_functions()
+    ref_tables = gen.tables(0, reference_reps) if reference_reps else None
+    rows = []
+    for name in names:
+        if progress:
+            progress(name)
+        method = registry.get(name)
+        cls = method_class(name)
+        requested = bootstrap_reps if cls == "bootstrap" else reps
+        row = {"method": name, "class": cls, "target_decisions_per_s": TARGETS.get(cls),
+               "requested_replications": requested}
+        try:
+            method.batch(gen.tables(0, 64), margin, confidence)          # compile / load cache
+            pilot = min(requested, 1_000)
+            t_pilot, _ = _time_kernel(method, gen, pilot, margin, confidence, chunk_size)
+            n = requested
+            if t_pilot / pilot * requested > max_seconds:
+                n = max(pilot, int(max_seconds * pilot / t_pilot))
+            seconds, passes = _time_kernel(method, gen, n, margin, confidence, chunk_size)
+            rate = n / seconds
+            note = "bootstrap: --bootstrap-reps" if cls == "bootstrap" else None
+            if n < requested:
+                note = f"reduced from {requested:,}: pilot predicted more than {max_seconds:g} s"
+            row.update({"replications": n, "reduced": n < requested, "replications_note": note, "seconds": seconds,
+                        "decisions_per_s": rate, "pass_rate": passes / n,
+                        "meets_target": None if row["target_decisions_per_s"] is None
+                        else bool(rate >= row["target_decisions_per_s"])})
+        except Exception as exc:  # a method under construction must not stop the others
+            row.update({"error": f"kernel: {type(exc).__name__}: {exc}"})
+            rows.append(row)
+            continue
+        fn = refs.get(name)
+        if fn is None:
+            row["reference"] = "none"
+        elif ref_tables is None:
+            row["reference"] = "skipped"
+        else:
+            try:
+                row.update(_time_reference(fn, method, ref_tables, margin, confidence, reference_seconds))
+                row["reference"] = f"{fn.__module__}.{fn.__name__}"
+                row["speedup_vs_reference"] = row["decisions_per_s"] / row["reference_decisions_per_s"]
+            except Exception as exc:
+                row["reference"] = f"error: {type(exc).__name__}: {exc}"
+        rows.append(row)
+    return {"clusters": scenario.clusters, "trials": scenario.cluster_size.trials, "rho": scenario.rho,
+            "cells": list(scenario.cells), "margin": margin, "confidence": confidence, "seed": seed,
+            "numba_threads": threads, "targets": TARGETS,
+            "timing": "batch kernel calls only (table generation excluded); reference: one table at a time",
+            "rows": rows}

@@ -1,0 +1,138 @@
+"""``simlab interval``, ``simlab methods`` and ``simlab bench methods`` through
+``simlab.cli.main``."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from methods import registry
+from methods.bench import bench_methods, method_class, reference_functions
+from simlab.cli import main
+
+THYROID_ROWS = ["0,0,2,1", "2,0,1,0", "3,0,0,0", "1,0,0,0", "2,0,1,0", "4,0,0,0", "3,0,0,0"]
+
+
+def run(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def tables_args(rows):
+    return [a for r in rows for a in ("--table", r)]
+
+
+def test_interval_json_matches_analyze(capsys):
+    rc, out, _ = run(capsys, ["interval", "--method", "obuchowski", *tables_args(THYROID_ROWS),
+                              "--margin", "0.05", "--confidence", "0.9", "--json"])
+    assert rc == 0
+    payload = json.loads(out)
+    table = np.array([[int(x) for x in r.split(",")] for r in THYROID_ROWS])
+    want = registry.get("obuchowski").analyze(table, 0.05, 0.9)
+    assert payload["lower"] == want.lower and payload["upper"] == want.upper
+    assert payload["estimate"] == want.estimate and payload["status"] == want.status
+    assert payload["clusters"] == 7 and payload["trials"] == 20 and payload["estimand"] == "trial_weighted"
+    assert payload["options"] == {"min_clusters": 2.0} and len(payload["source_sha256"]) == 64
+
+
+def test_interval_text_and_options(capsys):
+    ties = tables_args(["1,0,0,0"] * 12)
+    rc, out, _ = run(capsys, ["interval", "--method", "clustered_normal", *ties])
+    assert rc == 0 and "decision: inconclusive" in out and "12 clusters" in out
+    rc, out, _ = run(capsys, ["interval", "--method", "clustered_normal", *ties, "--option", "min_clusters=12"])
+    assert rc == 0 and "decision: pass" in out and "[0.000000, 0.000000]" in out
+
+
+def test_interval_inconclusive_has_null_bounds_in_json(capsys):
+    rc, out, _ = run(capsys, ["interval", "--method", "cluster_t", "--table", "3,1,0,0", "--json"])
+    p = json.loads(out)
+    assert rc == 0 and p["status"] == "inconclusive" and p["lower"] is None and p["upper"] is None
+    assert math.isclose(p["estimate"], -0.25)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--method", "no_such_method", "--table", "1,0,0,0"], "unknown method 'no_such_method'; registered methods:"),
+    (["--method", "cluster_t", "--table", "1,0,0,0", "--table", "1,0,0"], "--table #2"),
+    (["--method", "cluster_t", "--table", "1,-1,0,0"], "--table #1"),
+    (["--method", "cluster_t"], "at least one --table"),
+    (["--method", "cluster_t", "--table", "1,0,0,0", "--option", "bogus=1"], "no option(s) ['bogus']"),
+    (["--method", "cluster_t", "--table", "1,0,0,0", "--option", "min_clusters"], "key=number"),
+    (["--method", "cluster_t", "--table", "1,0,0,0", "--margin", "0"], "margin must lie in (0, 1)"),
+])
+def test_interval_errors_are_clear(capsys, argv, message):
+    rc, out, err = run(capsys, ["interval", *argv])
+    assert rc == 2 and message in err and out == ""
+    rc, out, _ = run(capsys, ["interval", *argv, "--json"])
+    assert rc == 2 and message in json.loads(out)["error"]
+
+
+def test_interval_refuses_sequential_methods(capsys, monkeypatch):
+    import types
+    import methods.registry as reg
+    fake = types.SimpleNamespace(name="fake_sequential", kind="sequential")
+    monkeypatch.setattr(reg, "get", lambda name: fake if name == "fake_sequential" else registry.get(name))
+    rc, _, err = run(capsys, ["interval", "--method", "fake_sequential", "--table", "1,0,0,0"])
+    assert rc == 2 and "'fake_sequential' is sequential" in err
+
+
+def test_unknown_method_error_lists_registered_names(capsys):
+    _, _, err = run(capsys, ["interval", "--method", "nope", "--table", "1,0,0,0"])
+    for name in ("clustered_normal", "cluster_t", "cluster_robust", "obuchowski"):
+        assert name in err
+
+
+def test_methods_listing(capsys):
+    rc, out, _ = run(capsys, ["methods", "--json"])
+    rows = {r["name"]: r for r in json.loads(out)["methods"]}
+    assert rc == 0 and set(rows) == set(registry.names())
+    assert rows["cluster_robust"]["estimand"] == "trial_weighted"
+    assert "Bell & McCaffrey" in rows["cluster_robust"]["citation"]
+    assert rows["cluster_t"]["kind"] == "fixed" and rows["cluster_t"]["version"] == "1"
+    rc, out, _ = run(capsys, ["methods"])
+    assert rc == 0 and "obuchowski" in out and "Obuchowski (1998)" in out
+
+
+def test_bench_methods_cli_json(capsys):
+    rc, out, _ = run(capsys, ["bench", "methods", "--reps", "3000", "--reference-reps", "30",
+                              "--methods", "cluster_t,obuchowski", "--json"])
+    assert rc == 0
+    p = json.loads(out)
+    assert (p["clusters"], p["trials"], p["numba_threads"]) == (30, 3, 1)
+    rows = {r["method"]: r for r in p["rows"]}
+    assert set(rows) == {"cluster_t", "obuchowski"}
+    for r in rows.values():
+        assert r["replications"] == 3000 and r["decisions_per_s"] > 0 and r["class"] == "closed_form"
+        assert r["reference"].startswith("methods.reference.cluster.")
+        assert r["reference_replications"] == 30 and r["status_mismatches"] == 0
+        assert r["max_abs_lower_difference"] < 1e-9
+        assert r["speedup_vs_reference"] == pytest.approx(r["decisions_per_s"] / r["reference_decisions_per_s"])
+    rc, out, _ = run(capsys, ["bench", "methods", "--reps", "500", "--reference-reps", "5",
+                              "--methods", "cluster_robust"])
+    assert rc == 0 and "cluster_robust" in out and "decisions/s" in out
+
+
+def test_bench_covers_every_registered_fixed_method():
+    """Methods are picked up from the registry at run time; one without a reference is
+    reported as such, one whose kernel fails is reported, not fatal."""
+    p = bench_methods(reps=256, bootstrap_reps=64, reference_reps=3, reference_seconds=0.5)
+    names = [r["method"] for r in p["rows"]]
+    assert names == registry.names("fixed")
+    refs = reference_functions()
+    for r in p["rows"]:
+        if "error" in r:
+            continue
+        assert r["replications"] == (64 if r["class"] == "bootstrap" else 256)
+        assert (r["reference"] == "none") == (r["method"] not in refs)
+    assert {"clustered_normal", "cluster_t", "cluster_robust", "obuchowski"} <= set(refs)
+
+
+def test_method_classes_and_bootstrap_reps():
+    assert method_class("cluster_bootstrap") == "bootstrap"
+    assert method_class("tango_score") == "root_found"
+    assert method_class("cluster_robust") == "closed_form"
+    assert method_class("something_new") == "other"
+    with pytest.raises(KeyError, match="unknown method"):
+        bench_methods(reps=10, names=["nope"])
