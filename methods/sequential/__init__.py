@@ -1,0 +1,1 @@
+"""Sequential non-inferiority methods, one module each (see methods.sequential.base)."""
