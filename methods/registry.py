@@ -6,7 +6,6 @@ import importlib
 import pkgutil
 from functools import lru_cache
 
-from . import fixed as _fixed_pkg
 
 _PACKAGES = ["methods.fixed", "methods.sequential"]
 

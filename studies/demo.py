@@ -1,0 +1,185 @@
+"""``simlab demo``: the seed's headline findings, exactly and by simulation, and the whole
+method library at the seed's design point (30 customers, margin 0.03).
+
+1. Headline (evidence-spine chapter, "Three different decisions"): ``clustered_normal``
+   with 30 one-trial customers, baseline always passing, candidate losing with
+   probability 0.04, margin 0.03, 95%: P(pass) = 0.96^30 = 0.29386 -- computed by the
+   exact engine, by the formula, and by simulation (with its MC SE and z-score).
+2. Unequal clusters (DESIGN.md): 15 customers winning 1/1 and 15 losing 9/9.  The
+   trial-weighted difference is -0.8, the cluster-weighted one 0; every method's
+   estimate is reported beside the estimand it targets.
+3. Library comparison: every registered fixed-sample method on the same tables, at the
+   seed's scenario (false pass, exact where an engine applies) and on a grid of true
+   differences at 30 customers x 3 trials (baseline 0.9, discordance 0.1, rho 0.1),
+   margin 0.03.  Slow kernels (Bayesian, bootstrap) get fewer replications, chosen from
+   a timed pilot so the demo stays within its time budget; the MC SE of every figure is
+   reported.  The dataset and a plot are written to ``results/demo/``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from simlab.scenario import ExplicitSizes, PairedScenario
+
+from .exact import exact_engine, exact_grid, exact_measures
+from .runner import RunInfo, ScenarioCounts, _now, evaluate_scenario, target_value
+from .sampling import scenario_tables
+from .spec import MethodRef, StudySpec
+
+SEED_CELLS = (0.96, 0.04, 0.0, 0.0)
+SEED_CLUSTERS = 30
+MARGIN = 0.03
+CONFIDENCE = 0.95
+MIN_REPLICATIONS = 200
+DIFFERENCES = (-0.06, -0.04, -0.03, -0.02, 0.0)
+
+
+def seed_scenario() -> PairedScenario:
+    """30 customers, one trial each, baseline always passes, candidate loses w.p. 0.04."""
+    return PairedScenario(cells=SEED_CELLS, clusters=SEED_CLUSTERS)
+
+
+def unequal_scenario() -> PairedScenario:
+    """15 one-trial customers whose candidate wins, 15 nine-trial customers whose candidate loses."""
+    win, lose = (0.0, 0.0, 1.0, 0.0), (0.0, 1.0, 0.0, 0.0)
+    return PairedScenario(cells=(0.0, 0.9, 0.1, 0.0), clusters=30,
+                          cluster_size=ExplicitSizes(sizes=(1,) * 15 + (9,) * 15),
+                          cluster_cells=(win,) * 15 + (lose,) * 15)
+
+
+def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:
+    return StudySpec.model_validate({
+        "name": "demo", "description": "30 customers x 3 trials, rho 0.1, baseline 0.9, discordance 0.1, margin 0.03",
+        "methods": methods,
+        "scenario": {"clusters": SEED_CLUSTERS, "trials": 3, "rho": 0.1, "baseline": 0.9, "discordance": 0.1,
+                     "difference": 0.0},
+        "grid": {"difference": list(DIFFERENCES)},
+        "margins": [MARGIN], "confidences": [CONFIDENCE], "replications": replications, "seed": seed,
+        "exact": True})
+
+
+def _replication_plan(methods, refs, scenario, replications: int, seconds: float, seed: int) -> dict[str, int]:
+    """Replications per method: all of ``replications`` unless a timed pilot says the
+    method's kernel would need more than ``seconds`` for them (then fewer, >= MIN_REPLICATIONS)."""
+    tables = scenario_tables(scenario, seed, 0, 400)
+    plan = {}
+    for ref, m in zip(refs, methods):
+        m.batch(tables[:2], MARGIN, CONFIDENCE)  # load / compile outside the timing
+        t0 = time.perf_counter()
+        m.batch(tables, MARGIN, CONFIDENCE)
+        per = (time.perf_counter() - t0) / tables.shape[0]
+        n = replications if per * replications <= seconds else int(seconds / per)
+        plan[ref.key] = int(max(MIN_REPLICATIONS, min(replications, n // 100 * 100)))
+    return plan
+
+
+def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
+    groups: dict[int, list] = {}
+    for ref in refs:
+        groups.setdefault(plan[ref.key], []).append(ref)
+    parts = [evaluate_scenario(scenario, grp, [MARGIN], [CONFIDENCE], n, seed) for n, grp in sorted(groups.items())]
+    c = ScenarioCounts.concat(parts)
+    order = [c.methods.index(r.key) for r in refs]
+    return ScenarioCounts(tuple(c.methods[i] for i in order), c.margins, c.confidences, c.theta[order],
+                          c.tally[order], c.sampler, c.ranges)
+
+
+def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, headline_replications: int = 400_000,
+             seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0) -> dict:
+    """Run the demo; returns the payload the CLI prints (and writes dataset + plot)."""
+    from methods import registry
+
+    from .plot import plot_dataset
+    from .results import build_dataset, save_dataset
+
+    t_start = time.perf_counter()
+    started = _now()
+    names = registry.names("fixed")
+    refs = [MethodRef(name=n) for n in names]
+    methods = [r.resolve() for r in refs]
+
+    # 1. headline ---------------------------------------------------------------
+    s0 = seed_scenario()
+    cn = registry.get("clustered_normal")
+    ex = exact_measures(s0, cn, MARGIN, CONFIDENCE)
+    sim = evaluate_scenario(s0, ["clustered_normal"], [MARGIN], [CONFIDENCE], headline_replications, seed)
+    sm = sim.measures()
+    p_sim, se_sim = float(sm["pass_rate"].ravel()[0]), float(sm["pass_rate_mcse"].ravel()[0])
+    headline = {"scenario": "30 customers x 1 trial, cells (p11, p10, p01, p00) = (0.96, 0.04, 0, 0), "
+                            "margin 0.03, 95%",
+                "formula": 0.96 ** 30, "exact": ex.pass_rate, "exact_engine": ex.engine,
+                "simulated": p_sim, "mc_se": se_sim, "replications": headline_replications,
+                "z": (p_sim - ex.pass_rate) / se_sim if se_sim > 0 else math.nan,
+                "true_difference": s0.true_difference_trial()}
+
+    # 2. unequal clusters ---------------------------------------------------------
+    su = unequal_scenario()
+    table = scenario_tables(su, seed, 0, 1)
+    unequal_rows = []
+    for ref, m in zip(refs, methods):
+        r = m.batch(table, MARGIN, CONFIDENCE)
+        est = str(getattr(m.estimand, "value", m.estimand))
+        unequal_rows.append({"method": ref.key, "estimand": est, "target": target_value(su, m),
+                             "estimate": float(r.estimate[0]), "lower": float(r.lower[0]),
+                             "upper": float(r.upper[0]),
+                             "status": {0: "fail", 1: "pass", 2: "inconclusive"}[int(r.status[0])]})
+    unequal = {"scenario": "15 customers win 1/1, 15 customers lose 9/9 (deterministic)",
+               "true_difference_trial": su.true_difference_trial(),
+               "true_difference_cluster": su.true_difference_cluster(), "rows": unequal_rows}
+
+    # 3. library comparison -----------------------------------------------------------
+    spec = demo_spec(names, replications, seed)
+    points = spec.points()
+    plan = _replication_plan(methods, refs, points[0][1], replications,
+                             method_seconds / (len(points) + 1), seed)
+    counts = [_grouped_counts(sc, refs, plan, seed) for _, sc in points]
+    exact_rows = exact_grid(points, refs, methods, spec.margins, spec.confidences, max_seconds=exact_seconds)
+    seed_counts = _grouped_counts(s0, refs, plan, seed)
+    seed_meas = seed_counts.measures()
+    info = RunInfo(tasks=len(points), computed=len(points), started=started)
+    info.finished = _now()
+    info.seconds = time.perf_counter() - t_start
+    ds = build_dataset(spec, points, counts, methods, refs, exact_rows, info)
+    ds.attrs["replications_by_method"] = str(plan)
+    out = Path(out_dir)
+    nc = save_dataset(ds, out / "demo.nc")
+    png = plot_dataset(ds, out / "demo.png")
+
+    sel = ds.sel(margin=MARGIN, confidence=CONFIDENCE)
+    rows = []
+    for i, (ref, m) in enumerate(zip(refs, methods)):
+        engine, _ = exact_engine(s0, m, CONFIDENCE)
+        seed_fp = {"value": float(seed_meas["pass_rate"][i, 0, 0]),
+                   "mc_se": float(seed_meas["pass_rate_mcse"][i, 0, 0]),
+                   "exact": False}
+        if engine is not None:
+            e = exact_measures(s0, m, MARGIN, CONFIDENCE, engine, max_seconds=exact_seconds * 5)
+            seed_fp = {"value": e.pass_rate, "mc_se": 0.0, "exact": True}
+        pm = sel.isel(method=i)
+
+        def at(d, var, pm=pm):
+            return float(pm[var].sel(difference=d).values)
+
+        rows.append({
+            "method": ref.key, "estimand": str(getattr(m.estimand, "value", m.estimand)),
+            "replications": plan[ref.key],
+            "seed_false_pass": seed_fp,
+            "false_pass_boundary": {"value": at(-0.03, "pass_rate"), "mc_se": at(-0.03, "pass_rate_mcse"),
+                                    "exact": at(-0.03, "exact_pass_rate")},
+            "false_pass_-0.04": {"value": at(-0.04, "pass_rate"), "mc_se": at(-0.04, "pass_rate_mcse")},
+            "power_0": {"value": at(0.0, "pass_rate"), "mc_se": at(0.0, "pass_rate_mcse")},
+            "coverage_boundary": {"value": at(-0.03, "coverage"), "mc_se": at(-0.03, "coverage_mcse")},
+            "inconclusive_boundary": at(-0.03, "inconclusive_rate"),
+            "mean_width_boundary": at(-0.03, "mean_width"),
+        })
+    return {"headline": headline, "unequal": unequal,
+            "comparison": {"design": spec.description, "margin": MARGIN, "confidence": CONFIDENCE,
+                           "nominal_alpha": (1 - CONFIDENCE) / 2, "differences": list(DIFFERENCES),
+                           "rows": rows},
+            "files": {"dataset": str(nc), "plot": str(png)}, "spec_hash": spec.hash,
+            "seconds": time.perf_counter() - t_start}
+
+
+__all__ = ["run_demo", "seed_scenario", "unequal_scenario", "demo_spec"]

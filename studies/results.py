@@ -1,0 +1,189 @@
+"""Study results as an ``xarray.Dataset``, saved as netCDF (h5netcdf engine).
+
+Dimensions: the varied scenario fields (in grid order), then ``method``, ``margin``,
+``confidence``.  Variables: every count and measure of ``studies.measures`` (``*_mcse``
+their Monte Carlo SEs, ``*_cp_lower/upper`` exact Clopper-Pearson bounds of rates), the
+scenario's true values, and -- when requested -- ``exact_*`` values from the exact
+engines (NaN where none applies; ``exact_engine`` names the engine).  Attributes: the
+spec JSON and hash, method identities (name, version, source sha256, estimand, options),
+package versions, code revision, seed, replications and timestamps.  A grid value that
+is not a scalar (``cells``, ``sizes`` ...) is a JSON string coordinate.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .measures import COUNTS, MEASURES, RATE_MEASURES, nominal_alpha
+
+MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
+EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lower_miss_rate", "bias",
+                  "empirical_se", "mean_width", "p_interval")
+_PACKAGES = ("simlab", "numpy", "numba", "scipy", "xarray", "h5netcdf", "joblib", "pydantic", "rfc8785")
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for p in _PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = "not installed"
+    return out
+
+
+def code_revision() -> str:
+    """``git rev-parse HEAD`` of the source tree, ``+dirty`` with uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+        return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _coord_values(values) -> np.ndarray:
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values):
+        return np.asarray(values)
+    return np.asarray([json.dumps(v, sort_keys=True) if not isinstance(v, str) else v for v in values], dtype=object)
+
+
+def _strings(a) -> np.ndarray:
+    return np.asarray(a, dtype=object)
+
+
+def build_dataset(spec, points, counts, resolved, refs, exact_rows, info) -> xr.Dataset:
+    """Assemble the dataset of a run (see the module docstring)."""
+    dims = spec.dims
+    shape = spec.shape
+    mdims = dims + ("method", "margin", "confidence")
+    coords: dict[str, Any] = {d: _coord_values(spec.grid[d]) for d in dims}
+    coords["method"] = _strings([r.key for r in refs])
+    coords["margin"] = np.asarray(spec.margins, dtype=np.float64)
+    coords["confidence"] = np.asarray(spec.confidences, dtype=np.float64)
+    coords["method_name"] = ("method", _strings([m.name for m in resolved]))
+    coords["method_estimand"] = ("method", _strings([str(getattr(m.estimand, "value", m.estimand))
+                                                     for m in resolved]))
+    coords["nominal_alpha"] = ("confidence", np.asarray([nominal_alpha(c) for c in spec.confidences]))
+    per = [c.measures(spec.mc_confidence) for c in counts]
+    data: dict[str, Any] = {}
+    for name in per[0]:
+        arr = np.stack([p[name] for p in per]).reshape(shape + per[0][name].shape)
+        data[name] = (mdims, arr)
+    scen = {k: np.array([s.true_values()[k] for _, s in points]).reshape(shape)
+            for k in ("true_difference_trial", "true_difference_cluster", "observed_difference_trial",
+                      "observed_difference_cluster")}
+    for k, v in scen.items():
+        data[k] = (dims, v)
+    data["scenario_key"] = (dims, _strings([s.key for _, s in points]).reshape(shape))
+    data["scenario_json"] = (dims, _strings([s.canonical_json().decode() for _, s in points]).reshape(shape))
+    data["sampler"] = (dims, _strings([c.sampler for c in counts]).reshape(shape))
+    if exact_rows is not None:
+        for name in EXACT_MEASURES:
+            data[f"exact_{name}"] = (mdims, exact_rows[name].reshape(shape + exact_rows[name].shape[1:]))
+        data["exact_engine"] = (dims + ("method",), exact_rows["engine"].reshape(shape + (len(refs),)))
+    identities = [{**m.identity.as_dict(), "label": r.key, "estimand": str(getattr(m.estimand, "value", m.estimand)),
+                   "options": dict(m.options), "citation": m.citation} for m, r in zip(resolved, refs)]
+    attrs = {
+        "title": f"simlab study {spec.name}",
+        "spec_name": spec.name,
+        "spec_json": spec.to_json(),
+        "spec_hash": spec.hash,
+        "method_identities": json.dumps(identities, sort_keys=True),
+        "package_versions": json.dumps(package_versions(), sort_keys=True),
+        "code_revision": code_revision(),
+        "seed": int(spec.seed),
+        "replications": int(spec.n_replications),
+        "mc_confidence": float(spec.mc_confidence),
+        "started": info.started,
+        "finished": info.finished,
+        "run_seconds": float(info.seconds),
+        "run_tasks": int(info.tasks),
+        "run_tasks_resumed": int(info.resumed),
+        "measures_reference": MORRIS,
+        "null_rule": "false_pass_rate where true_value <= -margin (boundary included); power otherwise",
+    }
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def save_dataset(ds: xr.Dataset, path: str | Path) -> Path:
+    """Write ``ds`` as netCDF (h5netcdf) to ``path``, creating folders."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp")
+    ds.to_netcdf(tmp, engine="h5netcdf")
+    tmp.replace(p)
+    return p
+
+
+def open_dataset(path: str | Path) -> xr.Dataset:
+    """Read a dataset written by :func:`save_dataset` fully into memory."""
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"no such dataset: {p}")
+    with xr.open_dataset(p, engine="h5netcdf") as ds:
+        return ds.load()
+
+
+
+
+def grid_dims(ds: xr.Dataset) -> list[str]:
+    """The varied scenario fields of a study dataset (its dimensions before ``method``)."""
+    return [d for d in ds.pass_rate.dims if d not in ("method", "margin", "confidence")]
+
+
+def summary_rows(ds: xr.Dataset, margin: float | None = None, confidence: float | None = None) -> list[dict]:
+    """One row per scenario x method (at one margin and confidence level) for tables."""
+    margin = float(ds.margin.values[0]) if margin is None else float(margin)
+    confidence = float(ds.confidence.values[0]) if confidence is None else float(confidence)
+    if margin not in ds.margin.values:
+        raise ValueError(f"margin {margin} not in the dataset (has {ds.margin.values.tolist()})")
+    if confidence not in ds.confidence.values:
+        raise ValueError(f"confidence {confidence} not in the dataset (has {ds.confidence.values.tolist()})")
+    sel = ds.sel(margin=margin, confidence=confidence)
+    dims = grid_dims(ds)
+    rows = []
+    stacked = sel.stack(point=dims) if dims else sel.expand_dims(point=[0])
+    for p in range(stacked.sizes["point"]):
+        pt = stacked.isel(point=p)
+        coords = {d: _py(pt[d].values) for d in dims}
+        for i, method in enumerate(pt.method.values):
+            row = {**coords, "method": str(method), "estimand": str(pt.method_estimand.values[i]),
+                   "margin": margin, "confidence": confidence}
+            for name in ("true_value", "n_reps") + MEASURES:
+                row[name] = _py(pt[name].values[i])
+                if f"{name}_mcse" in pt:
+                    row[f"{name}_mcse"] = _py(pt[f"{name}_mcse"].values[i])
+            for name in RATE_MEASURES:
+                row[f"{name}_cp_lower"] = _py(pt[f"{name}_cp_lower"].values[i])
+                row[f"{name}_cp_upper"] = _py(pt[f"{name}_cp_upper"].values[i])
+            if "exact_pass_rate" in pt:
+                row["exact_engine"] = str(pt.exact_engine.values[i])
+                for name in ("pass_rate", "coverage", "bias", "mean_width", "inconclusive_rate"):
+                    row[f"exact_{name}"] = _py(pt[f"exact_{name}"].values[i])
+            rows.append(row)
+    return rows
+
+
+def _py(v):
+    v = np.asarray(v)
+    if v.dtype.kind in "iu":
+        return int(v)
+    if v.dtype.kind == "f":
+        return float(v)
+    return v.item() if v.shape == () else v.tolist()
+
+
+__all__ = ["build_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "package_versions",
+           "code_revision", "COUNTS", "MEASURES"]

@@ -1,0 +1,302 @@
+"""Run studies: every method on the same simulated tables, tallied in integers.
+
+* :func:`evaluate_scenario` -- one scenario, a replication range, all methods, every
+  margin and confidence level -> :class:`ScenarioCounts` (integer tallies).  Tallies of
+  disjoint replication ranges add (``a.merge(b)``) to exactly the tallies of their union,
+  so sequential-MC users may grow a study a block at a time.
+* :func:`run_study` -- a :class:`~studies.spec.StudySpec` -> ``xarray.Dataset``: joblib
+  over ``(scenario, chunk)`` tasks, finished chunks saved on disk (``work_dir``) so an
+  interrupted run resumes without recomputing them, an optional progress bar.
+
+Common random numbers: within a task one buffer of tables is generated per batch and
+every method (and margin, confidence) is evaluated on it.  Bitwise reproducibility:
+replication ``r`` depends only on ``(seed, scenario, r)`` and tallies are integers, so
+the result is the same for any ``n_jobs``, chunk size and batch size.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from simlab.rng import MAX_REPLICATIONS
+from simlab.scenario import PairedScenario
+
+from . import tally as _tally
+from .measures import measures as _measures
+from .sampling import COMPOSITION_VERSION, TableSource, source_name, table_source
+from .spec import MethodRef, StudySpec, as_method_refs
+
+BATCH_BYTES = 8 << 20  # table buffer per batch (fits a typical L2/L3 slice)
+MAX_BATCH = 16_384
+
+
+def target_value(scenario: PairedScenario, method) -> float:
+    """True value of the estimand ``method`` targets (true outcomes, not recorded ones)."""
+    est = getattr(method.estimand, "value", method.estimand)
+    if est == "trial_weighted":
+        return scenario.true_difference_trial()
+    if est == "cluster_weighted":
+        return scenario.true_difference_cluster()
+    raise ValueError(f"method {method.name!r}: unknown estimand {est!r}")
+
+
+@dataclass
+class ScenarioCounts:
+    """Integer tallies of one scenario: ``tally[method, margin, confidence, field]``."""
+    methods: tuple[str, ...]
+    margins: tuple[float, ...]
+    confidences: tuple[float, ...]
+    theta: np.ndarray            # float64[method]: targeted true value
+    tally: np.ndarray            # int64[method, margin, confidence, NF]
+    sampler: str = ""
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    def merge(self, other: "ScenarioCounts") -> "ScenarioCounts":
+        """Tallies of both replication ranges (they must not overlap)."""
+        if (self.methods, self.margins, self.confidences) != (other.methods, other.margins, other.confidences):
+            raise ValueError("cannot merge counts of different methods, margins or confidence levels")
+        for a0, a1 in self.ranges:
+            for b0, b1 in other.ranges:
+                if a0 < b1 and b0 < a1:
+                    raise ValueError(f"replication ranges overlap: [{a0}, {a1}) and [{b0}, {b1})")
+        return ScenarioCounts(self.methods, self.margins, self.confidences, self.theta,
+                              _tally.add(self.tally, other.tally), self.sampler,
+                              sorted(self.ranges + other.ranges))
+
+    @staticmethod
+    def concat(parts: Sequence["ScenarioCounts"]) -> "ScenarioCounts":
+        """Counts of several method groups of one scenario side by side (methods axis);
+        groups may cover different replication counts (each its first ``n``)."""
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        first = parts[0]
+        for p in parts[1:]:
+            if (p.margins, p.confidences) != (first.margins, first.confidences):
+                raise ValueError("cannot concatenate counts of different margins or confidence levels")
+        methods = tuple(m for p in parts for m in p.methods)
+        if len(set(methods)) != len(methods):
+            raise ValueError(f"duplicate methods: {methods}")
+        return ScenarioCounts(methods, first.margins, first.confidences,
+                              np.concatenate([p.theta for p in parts]),
+                              np.concatenate([p.tally for p in parts], axis=0), first.sampler,
+                              sorted({r for p in parts for r in p.ranges}))
+
+    def measures(self, mc_confidence: float = 0.95) -> dict[str, np.ndarray]:
+        """Measures with MC SEs, arrays shaped ``[method, margin, confidence]``."""
+        theta = self.theta[:, None, None]
+        margin = np.asarray(self.margins)[None, :, None]
+        return _measures(self.tally, theta, margin, mc_confidence)
+
+    def count(self, field_name: str, method: str, margin: float | None = None,
+              confidence: float | None = None) -> int:
+        i = self.methods.index(method)
+        j = 0 if margin is None else self.margins.index(margin)
+        c = 0 if confidence is None else self.confidences.index(confidence)
+        return int(self.tally[i, j, c, _tally.F[field_name]])
+
+
+def _resolve(methods) -> tuple[tuple[MethodRef, ...], list]:
+    refs = as_method_refs(methods)
+    if not refs:
+        raise ValueError("give at least one method")
+    keys = [r.key for r in refs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate method labels: {keys}")
+    return refs, [r.resolve() for r in refs]
+
+
+def _batch_size(clusters: int) -> int:
+    return int(max(1, min(MAX_BATCH, BATCH_BYTES // (16 * max(clusters, 1)))))
+
+
+def evaluate_tables(tables: np.ndarray, methods: Sequence, thetas: Sequence[float], margins: Sequence[float],
+                    confidences: Sequence[float], out: np.ndarray) -> None:
+    """Add the tallies of every method x margin x confidence on ``tables`` to ``out``."""
+    for i, m in enumerate(methods):
+        for c, conf in enumerate(confidences):
+            for j, margin in enumerate(margins):
+                r = m.batch(tables, margin, conf)
+                _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
+
+
+def _evaluate_range(source: TableSource, methods, thetas, margins, confidences, start: int, stop: int,
+                    batch: int | None = None) -> np.ndarray:
+    out = np.zeros((len(methods), len(margins), len(confidences), _tally.NF), np.int64)
+    if stop <= start:
+        return out
+    b = batch or _batch_size(source.clusters)
+    buf = np.empty((min(b, stop - start), source.clusters, 4), np.int32)
+    for s in range(start, stop, b):
+        n = min(b, stop - s)
+        tables = source.fill(buf[:n], s)
+        evaluate_tables(tables, methods, thetas, margins, confidences, out)
+    return out
+
+
+def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequence[float] = (0.03,),
+                      confidences: Sequence[float] = (0.95,), replications: int = 10_000, seed: int = 20261129,
+                      start: int = 0, sampler: str = "auto", batch: int | None = None) -> ScenarioCounts:
+    """Evaluate ``methods`` (names, ``MethodRef`` or ``{name, options, label}``) on
+    replications ``start .. start + replications - 1`` of ``scenario`` under ``seed``."""
+    if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
+        raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
+    refs, resolved = _resolve(methods)
+    margins, confidences = tuple(float(m) for m in margins), tuple(float(c) for c in confidences)
+    thetas = np.array([target_value(scenario, m) for m in resolved])
+    source = table_source(scenario, seed, sampler)
+    t = _evaluate_range(source, resolved, thetas, margins, confidences, start, start + replications, batch)
+    return ScenarioCounts(tuple(r.key for r in refs), margins, confidences, thetas, t, source.name,
+                          [(start, start + replications)])
+
+
+# ---------------------------------------------------------------- whole studies
+
+def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, confidences, seed: int, sampler: str,
+          start: int, stop: int) -> np.ndarray:
+    resolved = [r.resolve() for r in refs]
+    thetas = [target_value(scenario, m) for m in resolved]
+    return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, confidences,
+                           start, stop)
+
+
+def run_key(spec: StudySpec, chunk_size: int) -> str:
+    """Identity of a run's chunk files: spec hash, method implementations, samplers, chunking."""
+    from simlab.generate import GENERATOR_VERSION
+
+    refs = spec.methods
+    ids = [r.resolve().identity.as_dict() for r in refs]
+    blob = json.dumps({"spec": spec.hash, "methods": ids, "composition": COMPOSITION_VERSION,
+                       "generator": GENERATOR_VERSION, "chunk": int(chunk_size)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+@dataclass
+class RunInfo:
+    """What happened in :func:`run_study` (also stored in the dataset's attrs)."""
+    tasks: int = 0
+    computed: int = 0
+    resumed: int = 0
+    started: str = ""
+    finished: str = ""
+    seconds: float = 0.0
+    work_dir: str | None = None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _save_atomic(path: Path, arr: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, arr)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, work_dir: str | Path | None = None,
+              resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
+              on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None):
+    """Run ``spec`` and return its ``xarray.Dataset`` (see ``studies.results``).
+
+    ``n_jobs``: joblib workers (-1 = all cores).  ``chunk_size``: replications per task
+    (default ``spec.chunk_size``).  ``work_dir``: where finished chunks are kept while the
+    run is going (a sub-folder per run key); with ``resume`` an earlier interrupted run's
+    chunks are reused, and the folder is removed at the end unless ``keep_chunks``.
+    ``progress``: rich progress bar on an interactive terminal (None = only for long
+    runs).  ``on_task_done(done, total)`` is called after each finished chunk is saved.
+    ``exact``: add exact results where an exact engine applies (default ``spec.exact``)."""
+    from .results import build_dataset
+
+    t0 = time.perf_counter()
+    info = RunInfo(started=_now())
+    chunk = int(chunk_size or spec.chunk_size)
+    if chunk < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk}")
+    refs, resolved = _resolve(spec.methods)
+    points = spec.points()
+    n = spec.n_replications
+    tasks = [(si, s, min(s + chunk, n)) for si in range(len(points)) for s in range(0, n, chunk)]
+    info.tasks = len(tasks)
+    results: dict[tuple[int, int, int], np.ndarray] = {}
+    run_dir = None
+    if work_dir is not None:
+        key = run_key(spec, chunk)
+        run_dir = Path(work_dir) / key
+        run_dir.mkdir(parents=True, exist_ok=True)
+        info.work_dir = str(run_dir)
+        meta = run_dir / "run.json"
+        if not meta.exists():
+            meta.write_text(json.dumps({"run_key": key, "spec": json.loads(spec.to_json())}, sort_keys=True))
+        if resume:
+            for si, s, e in tasks:
+                f = run_dir / f"t{si:05d}_{s}_{e}.npy"
+                if f.exists():
+                    try:
+                        arr = np.load(f)
+                    except (OSError, ValueError, EOFError):
+                        continue  # unreadable: recompute this chunk
+                    if arr.shape == (len(refs), len(spec.margins), len(spec.confidences), _tally.NF) \
+                            and arr.dtype == np.int64:
+                        results[(si, s, e)] = arr
+        info.resumed = len(results)
+    todo = [t for t in tasks if t not in results]
+    total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.confidences)
+    show = progress if progress is not None else total_work > 20_000_000
+    payloads = [(points[si][1], refs, spec.margins, spec.confidences, spec.seed, spec.sampler, s, e)
+                for si, s, e in todo]
+
+    from simlab.progress import progress_bar
+
+    done = len(results)
+    with progress_bar(sum(e - s for _, s, e in tasks), f"study {spec.name}", enabled=bool(show)) as advance:
+        advance(sum(e - s for (_, s, e) in results))
+        if n_jobs == 1:
+            stream = ((t, _task(*p)) for t, p in zip(todo, payloads))
+        else:
+            from joblib import Parallel, delayed
+
+            par = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1)
+            stream = par(delayed(_pair)(t, p) for t, p in zip(todo, payloads))
+        for t, arr in stream:
+            if run_dir is not None:
+                _save_atomic(run_dir / f"t{t[0]:05d}_{t[1]}_{t[2]}.npy", arr)
+            results[t] = arr
+            info.computed += 1
+            done += 1
+            advance(t[2] - t[1])
+            if on_task_done is not None:
+                on_task_done(done, len(tasks))
+    counts = []
+    for si, (coords, scenario) in enumerate(points):
+        tot = np.zeros((len(refs), len(spec.margins), len(spec.confidences), _tally.NF), np.int64)
+        for s in range(0, n, chunk):
+            tot = _tally.add(tot, results[(si, s, min(s + chunk, n))])
+        thetas = np.array([target_value(scenario, m) for m in resolved])
+        counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.confidences),
+                                     thetas, tot, source_name(scenario, spec.sampler), [(0, n)]))
+    exact_rows = None
+    if exact if exact is not None else spec.exact:
+        from .exact import exact_grid
+
+        exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.confidences)
+    info.finished = _now()
+    info.seconds = time.perf_counter() - t0
+    ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)
+    if run_dir is not None and not keep_chunks:
+        for f in run_dir.iterdir():
+            f.unlink()
+        run_dir.rmdir()
+    return ds
+
+
+def _pair(t, p):
+    return t, _task(*p)

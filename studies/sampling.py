@@ -1,0 +1,242 @@
+"""Where a study's tables come from: the composition sampler or the trial-level generator.
+
+``trial`` is ``simlab.generate.TableGenerator`` (one uniform per trial pair, the
+project's reference stream: the tables ``simulate_tables`` returns).
+
+``composition`` draws whole cluster tables: each cluster's exact recorded-table law
+(``simlab.exact.cluster_laws``: multinomial / Dirichlet-multinomial over the
+compositions of its size) is tabulated once, consecutive clusters are grouped so that a
+group's joint law has at most ``GROUP_OUTCOMES`` outcomes (e.g. three 3-trial clusters:
+20^3 = 8000; six 1-trial clusters: 4^6 = 4096), and each group is drawn with
+ONE uniform through Walker's alias method (Walker 1977, ACM TOMS 3:253-256; table set-up
+by Vose 1991, IEEE TSE 17:972-975): ``x = u n``, ``j = floor(x)``, take ``j`` if
+``x - j < prob[j]`` else ``alias[j]``.  The uniform is ``simlab.rng.uniform(k1, k2, rep,
+group)`` with the key of ``(seed, scenario key | composition-v1)``, so every replication
+is still a pure function of its index: identical for any chunking or worker count.
+The joint law is the product of the member laws, so the tables have exactly the
+scenario's distribution (the 53-bit uniform leaves ``53 - log2(n)`` bits for the alias
+fraction); only the realisation differs from the ``trial`` stream.
+
+``auto`` uses ``composition`` when the cluster laws are available (fixed or explicit
+sizes; rho = 0 or perfect recording or one-trial clusters; at most ``SINGLE_OUTCOMES``
+tables per cluster) and ``trial`` otherwise.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from simlab.exact import ExactUnsupported, cluster_laws
+from simlab.generate import GENERATOR_VERSION, TableGenerator
+from simlab.rng import MAX_REPLICATIONS, stream_key, uniform
+from simlab.scenario import PairedScenario
+
+COMPOSITION_VERSION = "1"
+GROUP_OUTCOMES = 8192      # joint outcomes per group (alias table rows)
+TOTAL_OUTCOMES = 1 << 21   # all distinct alias tables of a scenario together
+SINGLE_OUTCOMES = 65_536   # tables of one cluster's law, beyond which ``auto`` falls back
+MAX_GROUP = 16             # clusters per group
+
+
+@nb.njit(cache=True)
+def _fill_groups(k1, k2, rep_start, out64, prob, alias, comp64, g_off, g_n, g_first, g_width):
+    """out64: int64[R, 2K] view of int32[R, K, 4]; group h writes g_width[h] int64 words
+    starting at word 2 * g_first[h] from row ``alias-selected`` of its table."""
+    R = out64.shape[0]
+    G = g_off.shape[0]
+    for i in range(R):
+        rep = rep_start + i
+        for h in range(G):
+            n = g_n[h]
+            off = g_off[h]
+            x = uniform(k1, k2, rep, h) * n
+            j = int(x)
+            if j >= n:
+                j = n - 1
+            if x - j >= prob[off + j]:
+                j = alias[off + j]
+            w0 = 2 * g_first[h]
+            row = off + j
+            for t in range(g_width[h]):
+                out64[i, w0 + t] = comp64[row, t]
+
+
+@nb.njit(cache=True)
+def vose_alias(p):
+    """Alias table (prob, alias) for the probabilities ``p`` (Vose 1991, "Method 3")."""
+    n = p.shape[0]
+    q = p * n
+    prob = np.zeros(n)
+    alias = np.arange(n).astype(np.int64)
+    small = np.empty(n, np.int64)
+    large = np.empty(n, np.int64)
+    ns = 0
+    nl = 0
+    for i in range(n):
+        if q[i] < 1.0:
+            small[ns] = i
+            ns += 1
+        else:
+            large[nl] = i
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        nl -= 1
+        g = large[nl]
+        prob[s] = q[s]
+        alias[s] = g
+        q[g] = (q[g] + q[s]) - 1.0
+        if q[g] < 1.0:
+            small[ns] = g
+            ns += 1
+        else:
+            large[nl] = g
+            nl += 1
+    for t in range(nl):
+        prob[large[t]] = 1.0
+    for t in range(ns):
+        prob[small[t]] = 1.0
+    return prob, alias
+
+
+class TableSource:
+    """Fills ``int32[R, K, 4]`` buffers with replications of one scenario under one seed."""
+    name = "?"
+    version = "?"
+
+    def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def tables(self, start: int, stop: int) -> np.ndarray:
+        if stop < start:
+            raise ValueError(f"stop ({stop}) must be >= start ({start})")
+        return self.fill(np.empty((stop - start, self.clusters, 4), np.int32), start)
+
+
+class TrialSource(TableSource):
+    name = "trial"
+    version = GENERATOR_VERSION
+
+    def __init__(self, scenario: PairedScenario, seed: int):
+        self.clusters = scenario.clusters
+        self._gen = TableGenerator(scenario, seed)
+
+    def fill(self, out, rep_start):
+        return self._gen.fill(out, rep_start)
+
+
+class CompositionSource(TableSource):
+    name = "composition"
+    version = COMPOSITION_VERSION
+
+    def __init__(self, scenario: PairedScenario, seed: int):
+        laws = cluster_laws(scenario)  # raises ExactUnsupported
+        if max(law[0].shape[0] for law in laws) > SINGLE_OUTCOMES:
+            raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
+        self.clusters = scenario.clusters
+        self.k1, self.k2 = stream_key(int(seed), f"{scenario.key}|composition-v{COMPOSITION_VERSION}")
+        limit = GROUP_OUTCOMES
+        while True:
+            built = self._build(laws, limit)
+            if built <= TOTAL_OUTCOMES or limit <= max(law[0].shape[0] for law in laws):
+                break
+            limit //= 4
+
+    def _build(self, laws, limit: int) -> int:
+        law_ids = {}
+        ids = []
+        for law in laws:
+            ids.append(law_ids.setdefault(id(law), len(law_ids)))
+        by_id = {i: laws[k] for k, i in enumerate(ids)}
+        # greedy grouping of consecutive clusters
+        groups = []  # (first cluster, tuple of law ids)
+        k = 0
+        K = len(laws)
+        while k < K:
+            members = [ids[k]]
+            size = laws[k][0].shape[0]
+            while (k + len(members) < K and len(members) < MAX_GROUP
+                   and size * laws[k + len(members)][0].shape[0] <= limit):
+                size *= laws[k + len(members)][0].shape[0]
+                members.append(ids[k + len(members)])
+            groups.append((k, tuple(members)))
+            k += len(members)
+        tables_by_sig: dict[tuple, int] = {}
+        probs, aliases, comps, offsets, counts = [], [], [], [], []
+        total = 0
+        width_max = 2 * max(len(m) for _, m in groups)
+        g_off, g_n, g_first, g_width = [], [], [], []
+        for first, sig in groups:
+            if sig not in tables_by_sig:
+                joint_p = np.ones(1)
+                joint_t = np.zeros((1, 0, 4), np.int32)
+                for lid in sig:
+                    t, p = by_id[lid]
+                    joint_p = (joint_p[:, None] * p[None, :]).ravel()
+                    joint_t = np.concatenate([np.repeat(joint_t, t.shape[0], axis=0),
+                                              np.tile(t[:, None, :], (joint_t.shape[0], 1, 1))], axis=1)
+                joint_p = joint_p / joint_p.sum()
+                pr, al = vose_alias(joint_p)
+                c64 = np.zeros((joint_p.size, width_max), np.int64)
+                c64[:, :2 * len(sig)] = np.ascontiguousarray(joint_t).view(np.int64).reshape(joint_p.size, -1)
+                tables_by_sig[sig] = len(offsets)
+                offsets.append(total)
+                counts.append(joint_p.size)
+                probs.append(pr)
+                aliases.append(al)
+                comps.append(c64)
+                total += joint_p.size
+            t_id = tables_by_sig[sig]
+            g_off.append(offsets[t_id])
+            g_n.append(counts[t_id])
+            g_first.append(first)
+            g_width.append(2 * len(sig))
+        self._prob = np.concatenate(probs)
+        self._alias = np.concatenate(aliases)
+        self._comp = np.ascontiguousarray(np.concatenate(comps, axis=0))
+        self._g = tuple(np.asarray(a, np.int64) for a in (g_off, g_n, g_first, g_width))
+        self.groups = len(groups)
+        return total
+
+    def fill(self, out, rep_start):
+        R = out.shape[0]
+        if out.dtype != np.int32 or out.ndim != 3 or out.shape[1:] != (self.clusters, 4) \
+                or not out.flags.c_contiguous:
+            raise ValueError(f"out must be C-contiguous int32[R, {self.clusters}, 4], got {out.dtype}{out.shape}")
+        if rep_start < 0 or rep_start + R > MAX_REPLICATIONS:
+            raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {rep_start}..{rep_start + R}")
+        if R:
+            _fill_groups(self.k1, self.k2, np.int64(rep_start), out.view(np.int64).reshape(R, 2 * self.clusters),
+                         self._prob, self._alias, self._comp, *self._g)
+        return out
+
+
+def table_source(scenario: PairedScenario, seed: int, sampler: str = "auto") -> TableSource:
+    """The table source a study uses for ``scenario`` (see the module docstring)."""
+    if sampler == "trial":
+        return TrialSource(scenario, seed)
+    if sampler not in ("auto", "composition"):
+        raise ValueError(f"sampler must be 'auto', 'composition' or 'trial', got {sampler!r}")
+    try:
+        return CompositionSource(scenario, seed)
+    except ExactUnsupported as exc:
+        if sampler == "composition":
+            raise ValueError(f"the composition sampler cannot draw this scenario: {exc}") from None
+        return TrialSource(scenario, seed)
+
+
+def source_name(scenario: PairedScenario, sampler: str = "auto") -> str:
+    """Which source ``table_source`` picks, without building its tables."""
+    if sampler == "trial":
+        return "trial"
+    try:
+        laws = cluster_laws(scenario)
+    except ExactUnsupported:
+        return "trial"
+    return "composition" if max(law[0].shape[0] for law in laws) <= SINGLE_OUTCOMES else "trial"
+
+
+def scenario_tables(scenario: PairedScenario, seed: int, start: int, stop: int, sampler: str = "auto") -> np.ndarray:
+    """Exactly the tables a study evaluates for replications ``start .. stop-1``."""
+    return table_source(scenario, seed, sampler).tables(start, stop)

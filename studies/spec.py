@@ -1,0 +1,401 @@
+"""Study specification: methods x scenario grid x margins x confidence levels.
+
+A :class:`StudySpec` is a frozen pydantic model, loadable from TOML or JSON
+(:func:`load_spec`), identified by ``spec.hash`` = sha256 of its RFC 8785 canonical JSON
+(the execution-only field ``chunk_size`` is left out: it never changes a result).
+
+The scenario is described by a :class:`ScenarioTemplate` -- every ``PairedScenario``
+field plus the convenient derived parameters -- and ``grid`` lists the values of the
+fields that vary; the study's scenarios are the cartesian product, in the order the
+grid lists its fields (that order is also the order of the dataset's dimensions)::
+
+    name = "boundary"
+    methods = ["clustered_normal", {name = "cluster_t", options = {min_clusters = 5}}]
+    margins = [0.03]
+    confidence = 0.95
+    replications = 20000          # or: target_mcse = 0.002
+    seed = 1
+
+    [scenario]
+    clusters = 30
+    trials = 3
+    rho = 0.1
+    baseline = 0.9
+    discordance = 0.1
+    difference = -0.03
+
+    [grid]
+    difference = [-0.05, -0.03, 0.0]
+    clusters = [10, 30]
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import rfc8785
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from simlab.rng import MAX_REPLICATIONS
+from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, LabelNoise, Missingness,
+                             PairedScenario, PoissonSize)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+# ---------------------------------------------------------------- scenario template
+class ScenarioTemplate(_Frozen):
+    """Every way a study may describe a ``PairedScenario``.
+
+    Cells (exactly one way): ``cells = [p11, p10, p01, p00]``; or ``baseline`` +
+    ``difference`` + ``discordance`` (``PairedScenario.from_rates``); or ``baseline`` +
+    ``candidate`` (independent arms); or ``cluster_cells`` alone (their mean is the
+    population cells).  Sizes (at most one way; default one trial): ``trials`` (fixed),
+    ``mean_trials`` with ``size_law`` poisson/geometric and ``min_trials``, or ``sizes``
+    (explicit, one per cluster).  Judge noise: ``sensitivity`` / ``specificity`` for both
+    arms, or per arm (``baseline_sensitivity`` ...).  Loss: ``loss_rate`` and
+    ``loss_rate_candidate_fail``."""
+    cells: tuple[float, float, float, float] | None = None
+    baseline: float | None = None
+    difference: float | None = None
+    discordance: float | None = None
+    candidate: float | None = None
+    cluster_cells: tuple[tuple[float, float, float, float], ...] | None = None
+    clusters: int | None = None
+    trials: int | None = None
+    mean_trials: float | None = None
+    size_law: Literal["poisson", "geometric"] = "poisson"
+    min_trials: int = 1
+    sizes: tuple[int, ...] | None = None
+    rho: float = 0.0
+    sensitivity: float | None = None
+    specificity: float | None = None
+    baseline_sensitivity: float | None = None
+    baseline_specificity: float | None = None
+    candidate_sensitivity: float | None = None
+    candidate_specificity: float | None = None
+    loss_rate: float = 0.0
+    loss_rate_candidate_fail: float | None = None
+
+    def build(self) -> PairedScenario:
+        """The ``PairedScenario`` this template describes (errors name the field)."""
+        try:
+            return self._build()
+        except ValidationError as exc:
+            raise ValueError(f"scenario: {_short_validation(exc)}") from None
+
+    def _build(self) -> PairedScenario:
+        size = self._size()
+        clusters = self.clusters
+        if clusters is None:
+            if self.sizes is not None:
+                clusters = len(self.sizes)
+            elif self.cluster_cells is not None:
+                clusters = len(self.cluster_cells)
+            else:
+                clusters = 30
+        noise = self._noise()
+        miss = Missingness(loss_rate=self.loss_rate, loss_rate_candidate_fail=self.loss_rate_candidate_fail)
+        common = dict(clusters=clusters, cluster_size=size, rho=self.rho, label_noise=noise, missingness=miss,
+                      cluster_cells=self.cluster_cells)
+        ways = {"cells": self.cells is not None,
+                "baseline+difference+discordance": self.difference is not None or self.discordance is not None,
+                "baseline+candidate": self.candidate is not None}
+        chosen = [k for k, v in ways.items() if v]
+        if len(chosen) > 1:
+            raise ValueError(f"scenario: give the cells one way only, got {' and '.join(chosen)}")
+        if not chosen:
+            if self.cluster_cells is None:
+                raise ValueError("scenario: give cells, baseline+difference+discordance, baseline+candidate "
+                                 "or cluster_cells")
+            if self.baseline is not None:
+                raise ValueError("scenario.baseline needs difference+discordance or candidate")
+            w = [1.0] * len(self.cluster_cells) if self.sizes is None else [float(s) for s in self.sizes]
+            tot = sum(w) or 1.0
+            mean = [sum(wi * row[j] for wi, row in zip(w, self.cluster_cells)) / tot for j in range(4)]
+            s = sum(mean)
+            return PairedScenario(cells=tuple(x / s for x in mean), **common)
+        if chosen[0] == "cells":
+            if self.baseline is not None:
+                raise ValueError("scenario: baseline conflicts with cells")
+            return PairedScenario(cells=self.cells, **common)
+        if self.baseline is None:
+            raise ValueError(f"scenario: {chosen[0]} needs baseline")
+        if chosen[0] == "baseline+candidate":
+            return PairedScenario.independent_arms(self.baseline, self.candidate, **common)
+        if self.difference is None or self.discordance is None:
+            raise ValueError("scenario: baseline, difference and discordance go together")
+        return PairedScenario.from_rates(self.baseline, self.difference, self.discordance, **common)
+
+    def _size(self):
+        given = [k for k in ("trials", "mean_trials", "sizes") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"scenario: give cluster sizes one way only, got {' and '.join(given)}")
+        if self.sizes is not None:
+            return ExplicitSizes(sizes=self.sizes)
+        if self.mean_trials is not None:
+            law = PoissonSize if self.size_law == "poisson" else GeometricSize
+            return law(mean_trials=self.mean_trials, minimum=self.min_trials)
+        return FixedSize(trials=1 if self.trials is None else self.trials)
+
+    def _noise(self) -> LabelNoise:
+        kw = {}
+        for arm in ("baseline", "candidate"):
+            for what in ("sensitivity", "specificity"):
+                own = getattr(self, f"{arm}_{what}")
+                both = getattr(self, what)
+                if own is not None and both is not None:
+                    raise ValueError(f"scenario: {arm}_{what} conflicts with {what}")
+                v = own if own is not None else both
+                if v is not None:
+                    kw[f"{arm}_{what}"] = v
+        return LabelNoise(**kw)
+
+
+def _short_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+    return "; ".join(parts)
+
+
+SCENARIO_FIELDS = tuple(ScenarioTemplate.model_fields)
+
+
+# ---------------------------------------------------------------- methods
+class MethodRef(_Frozen):
+    """A registered method, optionally with options, under a label (default: the name,
+    plus ``[option=value,...]`` when options are given)."""
+    name: str
+    options: dict[str, float] = Field(default_factory=dict)
+    label: str | None = None
+
+    @property
+    def key(self) -> str:
+        if self.label:
+            return self.label
+        if not self.options:
+            return self.name
+        return f"{self.name}[{','.join(f'{k}={v:g}' for k, v in sorted(self.options.items()))}]"
+
+    def resolve(self):
+        """The ``FixedMethod`` (with options applied) from the registry."""
+        from methods import registry
+
+        method = registry.get(self.name)
+        if getattr(method, "kind", "fixed") != "fixed" or not hasattr(method, "batch"):
+            raise ValueError(f"method {self.name!r} is not a fixed-sample method")
+        return method.with_options(**self.options) if self.options else method
+
+
+def as_method_refs(methods) -> tuple[MethodRef, ...]:
+    out = []
+    for i, m in enumerate(methods):
+        if isinstance(m, MethodRef):
+            out.append(m)
+        elif isinstance(m, str):
+            out.append(MethodRef(name=m))
+        elif isinstance(m, dict):
+            out.append(MethodRef.model_validate(m))
+        else:
+            raise ValueError(f"methods[{i}]: expected a name or {{name, options, label}}, got {m!r}")
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- the spec
+def plural_alias(data: dict, single: str, plural: str) -> None:
+    """Accept ``single = x`` (or a list) for the tuple field ``plural`` in spec files."""
+    if single in data:
+        if plural in data:
+            raise ValueError(f"give {single} or {plural}, not both")
+        v = data.pop(single)
+        data[plural] = v if isinstance(v, (list, tuple)) else [v]
+
+
+def _distinct_in_range(name: str, v: tuple[float, ...], lo: float, hi: float, lo_open: bool) -> tuple[float, ...]:
+    if not v:
+        raise ValueError(f"{name}: give at least one value")
+    for i, x in enumerate(v):
+        if not ((lo < x) if lo_open else (lo <= x)) or not x < hi:
+            raise ValueError(f"{name}[{i}] must lie in {'(' if lo_open else '['}{lo:g}, {hi:g}), got {x!r}")
+    if len(set(v)) != len(v):
+        raise ValueError(f"{name}: values must be distinct")
+    return v
+
+
+class GridSpec(_Frozen):
+    """What fixed-sample and sequential study specs share: methods, a base scenario and a
+    grid of varied scenario fields (cartesian product), margins, seed and sampler.  The
+    content hash leaves out the execution-only ``chunk_size`` (it never changes results)."""
+    name: str = "study"
+    description: str = ""
+    scenario: ScenarioTemplate = ScenarioTemplate()
+    grid: dict[str, tuple[Any, ...]] = Field(default_factory=dict)
+    margins: tuple[float, ...] = (0.03,)
+    seed: int = Field(default=20261129, ge=0)
+    chunk_size: int = Field(default=65_536, ge=1)
+    sampler: Literal["auto", "composition", "trial"] = "auto"
+    mc_confidence: float = Field(default=0.95, gt=0, lt=1)
+
+    @field_validator("methods", check_fields=False)
+    @classmethod
+    def _methods(cls, v):
+        if not v:
+            raise ValueError("a study needs at least one method")
+        keys = [m.key for m in v]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise ValueError(f"duplicate method labels {dup}; give each a distinct 'label'")
+        return v
+
+    @field_validator("margins")
+    @classmethod
+    def _margins(cls, v):
+        return _distinct_in_range("margins", v, 0.0, 1.0, lo_open=True)
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, v):
+        for field, values in v.items():
+            if field not in SCENARIO_FIELDS:
+                raise ValueError(f"grid.{field} is not a scenario field; known: {', '.join(SCENARIO_FIELDS)}")
+            if len(values) == 0:
+                raise ValueError(f"grid.{field} lists no values")
+            keys = [json.dumps(x, sort_keys=True) for x in values]
+            if len(set(keys)) != len(keys):
+                raise ValueError(f"grid.{field} repeats a value")
+        return v
+
+    # -- identity ----------------------------------------------------------
+    def canonical_json(self) -> bytes:
+        """RFC 8785 canonical JSON of the spec without the execution-only ``chunk_size``."""
+        return rfc8785.dumps(self.model_dump(mode="json", exclude={"chunk_size"}))
+
+    @cached_property
+    def hash(self) -> str:
+        return hashlib.sha256(self.canonical_json()).hexdigest()
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True)
+
+    # -- grid ----------------------------------------------------------------
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return tuple(self.grid)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(self.grid[f]) for f in self.grid)
+
+    @property
+    def method_keys(self) -> tuple[str, ...]:
+        return tuple(m.key for m in self.methods)
+
+    def _base_scenario(self) -> dict[str, Any]:
+        return self.scenario.model_dump(exclude_unset=False)
+
+    def _check_point(self, coords: dict[str, Any], scenario: PairedScenario) -> None:
+        """Hook for spec kinds that constrain grid points further."""
+
+    def points(self) -> list[tuple[dict[str, Any], PairedScenario]]:
+        """Every grid point as ``(varied field values, PairedScenario)``, in C order."""
+        base = self._base_scenario()
+        fields = list(self.grid)
+        out = []
+        for combo in itertools.product(*(self.grid[f] for f in fields)):
+            coords = dict(zip(fields, combo))
+            try:
+                scenario = ScenarioTemplate.model_validate({**base, **coords}).build()
+            except (ValidationError, ValueError) as exc:
+                msg = _short_validation(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise ValueError(f"grid point {coords}: {msg}") from None
+            self._check_point(coords, scenario)
+            out.append((coords, scenario))
+        if not out:
+            raise ValueError("the grid is empty")
+        return out
+
+
+class StudySpec(GridSpec):
+    """What to run.  See the module docstring for the file format."""
+    methods: tuple[MethodRef, ...]
+    confidences: tuple[float, ...] = (0.95,)
+    replications: int | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
+    target_mcse: float | None = Field(default=None, gt=0, lt=0.5)
+    planning_rate: float = Field(default=0.5, gt=0, lt=1)
+    exact: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data):
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        plural_alias(data, "margin", "margins")
+        plural_alias(data, "confidence", "confidences")
+        if "methods" in data:
+            data["methods"] = as_method_refs(data["methods"])
+        return data
+
+    @field_validator("confidences")
+    @classmethod
+    def _confidences(cls, v):
+        return _distinct_in_range("confidences", v, 0.5, 1.0, lo_open=False)
+
+    @model_validator(mode="after")
+    def _replications(self):
+        if (self.replications is None) == (self.target_mcse is None):
+            raise ValueError("give exactly one of replications or target_mcse")
+        return self
+
+    @property
+    def n_replications(self) -> int:
+        """Replications per scenario: given, or ``ceil(r (1 - r) / target_mcse^2)`` for the
+        planning rate ``r`` (Morris, White & Crowther 2019, Stat Med 38:2074-2102, sec. 5.3)."""
+        if self.replications is not None:
+            return int(self.replications)
+        n = math.ceil(self.planning_rate * (1.0 - self.planning_rate) / self.target_mcse ** 2)
+        return min(max(n, 1), MAX_REPLICATIONS)
+
+
+def read_spec_file(path: str | Path) -> dict:
+    """The raw mapping of a ``.toml`` or ``.json`` spec file (errors name the file)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read spec {p}: {exc.strerror}") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            return tomllib.loads(raw.decode())
+        if p.suffix.lower() == ".json":
+            return json.loads(raw)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"spec {p}: {exc}") from None
+    raise ValueError(f"spec {p}: use a .toml or .json file")
+
+
+def validate_spec(model: type[GridSpec], data: dict, source: str = "spec"):
+    """``model.model_validate(data)`` with a one-line error naming the source and fields."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"{source}: {_short_validation(exc)}") from None
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """Read a spec from a ``.toml`` or ``.json`` file (errors name the file and field)."""
+    return parse_spec(read_spec_file(path), source=str(path))
+
+
+def parse_spec(data: dict, source: str = "spec") -> StudySpec:
+    return validate_spec(StudySpec, data, source)

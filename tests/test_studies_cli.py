@@ -1,0 +1,125 @@
+"""CLI commands of the studies layer: study run / show / plot, false-pass, demo,
+bench study.  Each prints exactly one JSON object with --json."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from methods import registry
+from simlab.cli import main
+
+SPEC = """
+name = "cli"
+methods = ["paired_wald", {name = "clustered_normal", options = {min_clusters = 2}}]
+margins = [0.03]
+confidence = 0.95
+replications = 3000
+seed = 2
+
+[scenario]
+clusters = 10
+trials = 2
+baseline = 0.9
+discordance = 0.1
+difference = -0.03
+
+[grid]
+difference = [-0.05, 0.0]
+"""
+
+
+def run_json(capsys, argv):
+    rc = main(argv)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1, out
+    return rc, json.loads(out[0])
+
+
+def test_study_run_show_plot(tmp_path, capsys, monkeypatch):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    nc = tmp_path / "out.nc"
+    rc, p = run_json(capsys, ["study", "run", str(spec), "--out", str(nc), "--work-dir", str(tmp_path / "w"),
+                              "--exact", "--json"])
+    assert rc == 0 and nc.exists() and p["dataset"] == str(nc)
+    assert len(p["rows"]) == 4 and p["dims"] == ["difference"]
+    assert all(r["n_reps"] == 3000 for r in p["rows"])
+    assert all(r["exact_engine"] in ("pooled", "moments") for r in p["rows"])
+    rc, s = run_json(capsys, ["study", "show", str(nc), "--json"])
+    assert rc == 0 and s["rows"] == p["rows"] and s["spec_hash"] == p["spec_hash"]
+    png = tmp_path / "c.png"
+    rc, q = run_json(capsys, ["study", "plot", str(nc), "--out", str(png), "--json"])
+    assert rc == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["study", "show", str(nc)]) == 0  # the rich table renders
+    assert "paired_wald" in capsys.readouterr().out
+
+
+def test_false_pass_exact_and_simulated(capsys):
+    rc, p = run_json(capsys, ["false-pass", "--method", "clustered_normal", "--clusters", "30", "--json"])
+    assert rc == 0 and p["exact"] is True and p["mc_se"] == 0.0
+    assert p["value"] == pytest.approx(0.96 ** 30, rel=1e-12) and p["is_null"] is True
+    rc, s = run_json(capsys, ["false-pass", "--method", "clustered_normal", "--clusters", "30", "--simulate",
+                              "--reps", "40000", "--json"])
+    assert rc == 0 and s["exact"] is False and s["mc_se"] > 0
+    assert abs(s["value"] - p["value"]) < 4 * math.sqrt(p["value"] * (1 - p["value"]) / 40000)
+    assert s["cp_lower"] < s["value"] < s["cp_upper"]
+
+
+def test_false_pass_falls_back_to_simulation_and_reports_errors(capsys):
+    rc, p = run_json(capsys, ["false-pass", "--method", "cluster_bootstrap", "--clusters", "30", "--reps", "1500",
+                              "--json"])
+    assert rc == 0 and p["exact"] is False and "order" in p["why_not_exact"]
+    rc, e = run_json(capsys, ["false-pass", "--method", "nope", "--json"])
+    assert rc == 2 and "unknown method" in e["error"]
+    rc, e = run_json(capsys, ["false-pass", "--method", "paired_wald", "--cells", "0.9,0.1", "--json"])
+    assert rc != 0
+
+
+def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
+    rc, p = run_json(capsys, ["demo", "--out", str(tmp_path / "demo"), "--reps", "2000", "--json"])
+    assert rc == 0
+    h = p["headline"]
+    assert h["exact"] == pytest.approx(0.96 ** 30, rel=1e-12) and h["formula"] == pytest.approx(0.29386, abs=5e-6)
+    assert abs(h["simulated"] - h["exact"]) < 4 * h["mc_se"]
+    u = p["unequal"]
+    assert u["true_difference_trial"] == pytest.approx(-0.8) and u["true_difference_cluster"] == pytest.approx(0.0)
+    targets = {r["method"]: r["target"] for r in u["rows"]}
+    assert targets["clustered_normal"] == pytest.approx(0.0) and targets["paired_wald"] == pytest.approx(-0.8)
+    rows = {r["method"]: r for r in p["comparison"]["rows"]}
+    assert set(rows) == set(registry.names("fixed"))
+    assert rows["clustered_normal"]["seed_false_pass"] == {"value": pytest.approx(0.96 ** 30), "mc_se": 0.0,
+                                                           "exact": True}
+    assert (tmp_path / "demo" / "demo.nc").exists() and (tmp_path / "demo" / "demo.png").exists()
+
+
+LIMIT = '''
+import numpy as np
+def _run(seed, R, K, M, pb, pc, margin, z):
+    rng = np.random.default_rng(seed)
+    d = (rng.random((R, K, M)) < pc).astype(float) - (rng.random((R, K, M)) < pb)
+    cm = d.mean(axis=2)
+    lower = cm.mean(axis=1) - z * cm.std(axis=1, ddof=1) / np.sqrt(K)
+    return int((lower >= -margin).sum())
+cpu_ser = _run
+cpu_par = _run
+'''
+
+
+def test_bench_study_smoke(tmp_path, capsys):
+    k = tmp_path / "limit.py"
+    k.write_text(LIMIT)
+    rc, p = run_json(capsys, ["bench", "study", "--reps", "60000", "--numpy-reps", "20000", "--limit-kernel", str(k),
+                              "--n-jobs", "1", "--repeat", "1", "--json"])
+    assert rc == 0
+    names = [r["name"] for r in p["rows"]]
+    assert names == ["numpy_vectorised", "study_runner_1job", "fused_kernel_1thread"]
+    e = p["exact_pass_rate"]
+    for r in p["rows"]:
+        assert abs(r["pass_rate"] - e) < 4 * math.sqrt(e * (1 - e) / r["replications"])
+    assert set(p["ratios"]) == {"runner_vs_numpy_per_core", "runner_vs_fused_per_core"}
+    rc, err = run_json(capsys, ["bench", "study", "--limit-kernel", str(tmp_path / "missing.py"), "--json",
+                                "--reps", "1000", "--numpy-reps", "1000", "--n-jobs", "1"])
+    assert rc == 2 and "no such file" in err["error"]
