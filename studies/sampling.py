@@ -23,6 +23,8 @@ tables per cluster) and ``trial`` otherwise.
 """
 from __future__ import annotations
 
+import abc
+
 import numba as nb
 import numpy as np
 
@@ -100,13 +102,14 @@ def vose_alias(p):
     return prob, alias
 
 
-class TableSource:
+class TableSource(abc.ABC):
     """Fills ``int32[R, K, 4]`` buffers with replications of one scenario under one seed."""
     name = "?"
     version = "?"
 
-    def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:
+        """Write replications ``rep_start .. rep_start + len(out) - 1`` into ``out``."""
 
     def tables(self, start: int, stop: int) -> np.ndarray:
         if stop < start:
