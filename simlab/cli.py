@@ -929,8 +929,12 @@ def cmd_size(args: argparse.Namespace) -> None:
         if km1:
             print(f"power at K-1 = {km1['power']:.4f} (MC SE {km1['mcse']:.4f}, CI {km1['ci_lower']:.4f}.."
                   f"{km1['ci_upper']:.4f}, {km1['n_reps']} reps)")
-        print("resolved: the power CIs exclude the target on both sides" if p["resolved"] else
-              "NOT resolved: the replication cap was reached before both CIs excluded the target")
+        where = f"at the power root K = {p['power_clusters']}"
+        print(f"power search resolved {where}: the power CIs exclude the target on both sides" if p["resolved"] else
+              f"power search NOT resolved {where}: the replication cap was reached before both CIs excluded "
+              "the target")
+        if p["clusters"] != p["power_clusters"]:
+            print(f"K raised from {p['power_clusters']} to {p['clusters']} by the false-pass constraint")
         fp = p["false_pass"]
         if fp.get("checked"):
             print(f"false-pass at the null boundary (K={fp['clusters']}): {fp['rate']:.4g} (upper {fp['cp_upper']:.4g} "
