@@ -46,13 +46,22 @@ def clopper_pearson(x: np.ndarray, n: np.ndarray, confidence: float = 0.95) -> t
     return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
 
 
-def _rate(x, n):
+def rate(x, n):
+    """Proportion x / n and its binomial MC SE sqrt(p (1 - p) / n); NaN where n = 0."""
     x = np.asarray(x, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = np.where(n > 0, x / n, np.nan)
         se = np.where(n > 0, np.sqrt(p * (1 - p) / n), np.nan)
     return p, se
+
+
+def put_rate(out: dict, name: str, x, n, mc_confidence: float) -> None:
+    """Store ``name`` (= x / n), ``name_mcse`` and its Clopper-Pearson ``name_cp_lower/upper``."""
+    p, se = rate(x, n)
+    lo, hi = clopper_pearson(x, n, mc_confidence)
+    out[name], out[f"{name}_mcse"] = p, se
+    out[f"{name}_cp_lower"], out[f"{name}_cp_upper"] = lo, hi
 
 
 def _moments(t: np.ndarray, name: str, count: str) -> tuple[np.ndarray, np.ndarray]:
@@ -92,10 +101,7 @@ def measures(t: np.ndarray, theta: np.ndarray, margin: np.ndarray,
     out["true_value"] = np.array(theta, dtype=np.float64)
 
     def put(name, x, m):
-        p, se = _rate(x, m)
-        lo, hi = clopper_pearson(x, m, mc_confidence)
-        out[name], out[f"{name}_mcse"] = p, se
-        out[f"{name}_cp_lower"], out[f"{name}_cp_upper"] = lo, hi
+        put_rate(out, name, x, m, mc_confidence)
 
     put("pass_rate", out["n_pass"], n)
     put("fail_rate", out["n_fail"], n)
@@ -124,7 +130,7 @@ def measures(t: np.ndarray, theta: np.ndarray, margin: np.ndarray,
 
 def rate_summary(count: int, n: int, mc_confidence: float = 0.95) -> dict[str, float]:
     """One rate with its MC SE and Clopper-Pearson bounds, as plain floats."""
-    p, se = _rate(count, n)
+    p, se = rate(count, n)
     lo, hi = clopper_pearson(count, n, mc_confidence)
     return {"value": float(p), "mc_se": float(se), "cp_lower": float(lo), "cp_upper": float(hi),
             "count": int(count), "n": int(n)}

@@ -157,33 +157,36 @@ def summary_rows(ds: xr.Dataset, margin: float | None = None, confidence: float 
     stacked = sel.stack(point=dims) if dims else sel.expand_dims(point=[0])
     for p in range(stacked.sizes["point"]):
         pt = stacked.isel(point=p)
-        coords = {d: _py(pt[d].values) for d in dims}
+        coords = {d: to_python(pt[d].values) for d in dims}
         for i, method in enumerate(pt.method.values):
             row = {**coords, "method": str(method), "estimand": str(pt.method_estimand.values[i]),
                    "margin": margin, "confidence": confidence}
             for name in ("true_value", "n_reps") + MEASURES:
-                row[name] = _py(pt[name].values[i])
+                row[name] = to_python(pt[name].values[i])
                 if f"{name}_mcse" in pt:
-                    row[f"{name}_mcse"] = _py(pt[f"{name}_mcse"].values[i])
+                    row[f"{name}_mcse"] = to_python(pt[f"{name}_mcse"].values[i])
             for name in RATE_MEASURES:
-                row[f"{name}_cp_lower"] = _py(pt[f"{name}_cp_lower"].values[i])
-                row[f"{name}_cp_upper"] = _py(pt[f"{name}_cp_upper"].values[i])
+                row[f"{name}_cp_lower"] = to_python(pt[f"{name}_cp_lower"].values[i])
+                row[f"{name}_cp_upper"] = to_python(pt[f"{name}_cp_upper"].values[i])
             if "exact_pass_rate" in pt:
                 row["exact_engine"] = str(pt.exact_engine.values[i])
                 for name in ("pass_rate", "coverage", "bias", "mean_width", "inconclusive_rate"):
-                    row[f"exact_{name}"] = _py(pt[f"exact_{name}"].values[i])
+                    row[f"exact_{name}"] = to_python(pt[f"exact_{name}"].values[i])
             rows.append(row)
     return rows
 
 
-def _py(v):
+def to_python(v):
+    """A dataset value as a plain Python scalar (or list) for rows and JSON."""
     v = np.asarray(v)
     if v.dtype.kind in "iu":
         return int(v)
     if v.dtype.kind == "f":
         return float(v)
+    if v.dtype.kind == "b":
+        return bool(v)
     return v.item() if v.shape == () else v.tolist()
 
 
 __all__ = ["build_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "package_versions",
-           "code_revision", "COUNTS", "MEASURES"]
+           "code_revision", "to_python", "COUNTS", "MEASURES"]

@@ -43,18 +43,18 @@ from typing import Any, Sequence
 import numba as nb
 import numpy as np
 import xarray as xr
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from methods.sequential.base import NO_PROMOTION, PROMOTE, STOP_HARM, LookSchedule, SequentialMethod
 from simlab.exact import ExactUnsupported
 from simlab.rng import MAX_REPLICATIONS
 from simlab.scenario import PairedScenario
 
-from .measures import NULL_TOL, clopper_pearson
-from .results import code_revision, package_versions
+from .measures import NULL_TOL, put_rate, rate
+from .results import code_revision, package_versions, to_python
 from .runner import target_value
 from .sampling import table_source
-from .spec import GridSpec, ScenarioTemplate, plural_alias, read_spec_file, validate_spec
+from .spec import GridSpec, ScenarioTemplate, coerce_refs, plural_alias, read_spec_file, validate_spec
 
 STUDY_KIND = "sequential"
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
@@ -63,11 +63,6 @@ BATCH_BYTES = 8 << 20
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-def _msg(exc: ValidationError) -> str:
-    return "; ".join((".".join(str(x) for x in e.get("loc", ())) + ": " if e.get("loc") else "") + str(e.get("msg"))
-                     for e in exc.errors())
 
 
 # ---------------------------------------------------------------- methods
@@ -113,20 +108,7 @@ class SequentialMethodRef(_Frozen):
 
 
 def as_method_refs(methods) -> tuple[SequentialMethodRef, ...]:
-    out = []
-    for i, m in enumerate(methods):
-        if isinstance(m, SequentialMethodRef):
-            out.append(m)
-        elif isinstance(m, str):
-            out.append(SequentialMethodRef(name=m))
-        elif isinstance(m, dict):
-            try:
-                out.append(SequentialMethodRef.model_validate(m))
-            except ValidationError as exc:
-                raise ValueError(f"methods[{i}]: {_msg(exc)}") from None
-        else:
-            raise ValueError(f"methods[{i}]: expected a name or {{name, options, inner, label}}, got {m!r}")
-    return tuple(out)
+    return coerce_refs(methods, SequentialMethodRef, "name, options, inner, label")
 
 
 # ---------------------------------------------------------------- the spec
@@ -250,15 +232,6 @@ def evaluate_sequential(scenario: PairedScenario, methods: Sequence[SequentialMe
 
 
 # ---------------------------------------------------------------- measures
-def _rate(x, n):
-    x = np.asarray(x, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(n > 0, x / n, np.nan)
-        se = np.where(n > 0, np.sqrt(p * (1.0 - p) / n), np.nan)
-    return p, se
-
-
 def _mean_se(s1, s2, n):
     s1 = np.asarray(s1, dtype=np.float64)
     s2 = np.asarray(s2, dtype=np.float64)
@@ -283,10 +256,7 @@ def sequential_measures(t: np.ndarray, L: int, theta: np.ndarray, margin: np.nda
     out["is_null"] = null.astype(np.int8)
 
     def put(name, x, m):
-        p, se = _rate(x, m)
-        lo, hi = clopper_pearson(x, m, mc_confidence)
-        out[name], out[f"{name}_mcse"] = p, se
-        out[f"{name}_cp_lower"], out[f"{name}_cp_upper"] = lo, hi
+        put_rate(out, name, x, m, mc_confidence)
 
     put("promote_rate", out["n_promote"], n)
     put("harm_rate", out["n_harm"], n)
@@ -303,10 +273,10 @@ def sequential_measures(t: np.ndarray, L: int, theta: np.ndarray, margin: np.nda
     sb = t[..., NS + 2 * L:NS + 3 * L]
     nn = n[..., None]
     out["n_promote_by_look"], out["n_harm_by_look"], out["n_stop_by_look"] = pb, hb, sb
-    out["first_promotion_rate"], out["first_promotion_rate_mcse"] = _rate(pb, nn)
-    out["cumulative_promotion_rate"], out["cumulative_promotion_rate_mcse"] = _rate(np.cumsum(pb, axis=-1), nn)
-    out["harm_by_look_rate"], out["harm_by_look_rate_mcse"] = _rate(hb, nn)
-    out["stop_look_rate"], out["stop_look_rate_mcse"] = _rate(sb, nn)
+    out["first_promotion_rate"], out["first_promotion_rate_mcse"] = rate(pb, nn)
+    out["cumulative_promotion_rate"], out["cumulative_promotion_rate_mcse"] = rate(np.cumsum(pb, axis=-1), nn)
+    out["harm_by_look_rate"], out["harm_by_look_rate_mcse"] = rate(hb, nn)
+    out["stop_look_rate"], out["stop_look_rate_mcse"] = rate(sb, nn)
     return out
 
 
@@ -491,31 +461,19 @@ def summary_rows(ds: xr.Dataset, margin: float | None = None) -> list[dict]:
     rows = []
     for p in range(stacked.sizes["point"]):
         pt = stacked.isel(point=p)
-        coords = {d: _py(pt[d].values) for d in grid}
+        coords = {d: to_python(pt[d].values) for d in grid}
         for i, method in enumerate(pt.method.values):
-            row = {**coords, "method": str(method), "margin": margin, "true_value": _py(pt.true_value.values[i]),
-                   "is_null": bool(pt.is_null.values[i]), "n_reps": _py(pt.n_reps.values[i])}
+            row = {**coords, "method": str(method), "margin": margin, "true_value": to_python(pt.true_value.values[i]),
+                   "is_null": bool(pt.is_null.values[i]), "n_reps": to_python(pt.n_reps.values[i])}
             for k in ("promote_rate", "harm_rate", "expected_clusters", "expected_trials", "bound_miss_rate"):
-                row[k] = _py(pt[k].values[i])
-                row[f"{k}_mcse"] = _py(pt[f"{k}_mcse"].values[i])
+                row[k] = to_python(pt[k].values[i])
+                row[f"{k}_mcse"] = to_python(pt[f"{k}_mcse"].values[i])
             row["cumulative_promotion_rate"] = [float(x) for x in pt.cumulative_promotion_rate.values[i]]
             row["stop_look_rate"] = [float(x) for x in pt.stop_look_rate.values[i]]
             if "exact_promote_rate" in pt:
-                row["exact_promote_rate"] = _py(pt.exact_promote_rate.values[i])
-                row["exact_expected_trials"] = _py(pt.exact_expected_trials.values[i])
+                row["exact_promote_rate"] = to_python(pt.exact_promote_rate.values[i])
+                row["exact_expected_trials"] = to_python(pt.exact_expected_trials.values[i])
                 row["exact_cumulative_promotion_rate"] = [float(x) for x in
                                                           pt.exact_cumulative_promotion_rate.values[i]]
             rows.append(row)
     return rows
-
-
-def _py(v):
-    v = np.asarray(v)
-    if v.dtype.kind in "iu":
-        return int(v)
-    if v.dtype.kind == "f":
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if v.dtype.kind == "b":
-        return bool(v)
-    return v.item() if v.shape == () else v.tolist()

@@ -48,7 +48,7 @@ import numpy as np
 from scipy import stats
 
 from methods.base import PASS
-from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, clip_discordance, cp_lower, cp_upper,
+from methods.qualification import (EXCEEDS, UNDETERMINED, clip_discordance, cp_lower, cp_upper,
                                    verdict_of)
 from simlab.scenario import FixedSize, PairedScenario
 
@@ -142,7 +142,7 @@ class PowerFrame:
     def _passes(self, tables: np.ndarray, k: int) -> int:
         sub = tables[:, :k, :]
         if getattr(self.method, "kind", "fixed") == "sequential":
-            from methods.sequential.base import PROMOTE, LookSchedule
+            from methods.sequential.base import PROMOTE
             sched = look_schedule(k, self.looks)
             r = self.method.batch(np.ascontiguousarray(sub), sched, self.margin, self.alpha)
             return int(np.count_nonzero(r.decision == PROMOTE))

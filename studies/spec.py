@@ -197,18 +197,27 @@ class MethodRef(_Frozen):
         return method.with_options(**self.options) if self.options else method
 
 
-def as_method_refs(methods) -> tuple[MethodRef, ...]:
+def coerce_refs(methods, ref_cls: type[BaseModel], fields: str) -> tuple:
+    """Spec entries (a name, a mapping of ``fields``, or a ref) as ``ref_cls`` objects;
+    errors name the entry."""
     out = []
     for i, m in enumerate(methods):
-        if isinstance(m, MethodRef):
+        if isinstance(m, ref_cls):
             out.append(m)
         elif isinstance(m, str):
-            out.append(MethodRef(name=m))
+            out.append(ref_cls(name=m))
         elif isinstance(m, dict):
-            out.append(MethodRef.model_validate(m))
+            try:
+                out.append(ref_cls.model_validate(m))
+            except ValidationError as exc:
+                raise ValueError(f"methods[{i}]: {_short_validation(exc)}") from None
         else:
-            raise ValueError(f"methods[{i}]: expected a name or {{name, options, label}}, got {m!r}")
+            raise ValueError(f"methods[{i}]: expected a name or {{{fields}}}, got {m!r}")
     return tuple(out)
+
+
+def as_method_refs(methods) -> tuple[MethodRef, ...]:
+    return coerce_refs(methods, MethodRef, "name, options, label")
 
 
 # ---------------------------------------------------------------- the spec
