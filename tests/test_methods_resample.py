@@ -88,7 +88,7 @@ def test_reference_generator_matches_simlab_rng():
 @settings(max_examples=200, deadline=None, derandomize=True)
 def test_table_key_matches_reference(t):
     kernel_key = int(_resample.table_key(t.astype(np.int32)[None], 0))
-    assert kernel_key == ref.resampling_key(ref._rows(t))
+    assert kernel_key == ref.resampling_key(ref.cluster_rows(t))
 
 
 def test_key_changes_with_any_count_and_with_cluster_order():
@@ -114,7 +114,7 @@ def test_bootstrap_statistics_equal_reference_exactly(t):
     n = np.empty(K, np.int64)
     out = np.empty(B)
     m = _resample.sorted_bootstrap(t.astype(np.int32)[None], 0, d, n, out)
-    assert m == len(ref._rows(t))
+    assert m == len(ref.cluster_rows(t))
     if m >= 2:
         expected = sorted(float(s) for s in ref.bootstrap_statistics(t, B))
         assert out.tolist() == expected
@@ -188,15 +188,15 @@ def test_bca_level_formula_and_domain_limits():
 
 def test_jackknife_acceleration_matches_exact_and_is_zero_when_symmetric():
     t = np.array([[3, 0, 0, 0], [2, 1, 0, 0], [1, 0, 2, 1], [0, 3, 0, 1], [2, 0, 1, 0]])
-    rows = ref._rows(t)
+    rows = ref.cluster_rows(t)
     d = (rows[:, 2] - rows[:, 1]).astype(np.int64)
     n = rows.sum(axis=1).astype(np.int64)
     assert _resample.jackknife_acceleration(d, n, len(d)) == pytest.approx(ref.jackknife_acceleration(rows), rel=1e-12)
     same = np.array([[2, 1, 0, 0]] * 5)       # every leave-one-out value equal
     assert _resample.jackknife_acceleration(np.full(5, -1, np.int64), np.full(5, 3, np.int64), 5) == 0.0
-    assert ref.jackknife_acceleration(ref._rows(same)) == 0.0
+    assert ref.jackknife_acceleration(ref.cluster_rows(same)) == 0.0
     two = np.array([[2, 1, 0, 0], [1, 0, 1, 0]])
-    r2 = ref._rows(two)
+    r2 = ref.cluster_rows(two)
     assert _resample.jackknife_acceleration((r2[:, 2] - r2[:, 1]).astype(np.int64), r2.sum(axis=1), 2) == 0.0
 
 

@@ -14,22 +14,7 @@ import math
 import numpy as np
 from scipy import stats
 
-
-def _rows(table) -> np.ndarray:
-    t = np.asarray(table, dtype=np.int64)
-    if t.ndim == 1:
-        t = t[None, :]
-    if t.ndim != 2 or t.shape[1] != 4:
-        raise ValueError(f"a table must have shape (K, 4), got {t.shape}")
-    if np.any(t < 0):
-        raise ValueError("counts must be >= 0")
-    return t[t.sum(axis=1) > 0]          # missing (empty) clusters carry no information
-
-
-def _decide(lower: float, margin: float) -> str:
-    if math.isnan(lower):
-        return "inconclusive"
-    return "pass" if lower >= -margin else "fail"
+from methods.reference._tables import cluster_rows, decide
 
 
 def _nan_result(estimate: float):
@@ -38,7 +23,7 @@ def _nan_result(estimate: float):
 
 def cluster_differences(table) -> np.ndarray:
     """d_k = (n01 - n10) / n_k of each non-empty cluster."""
-    t = _rows(table)
+    t = cluster_rows(table)
     return (t[:, 2] - t[:, 1]) / t.sum(axis=1)
 
 
@@ -57,7 +42,7 @@ def clustered_normal(table, margin: float, confidence: float = 0.95, min_cluster
     z = stats.norm.ppf(1.0 - (1.0 - confidence) / 2.0)
     half = float(z * np.std(d, ddof=1) / math.sqrt(K))
     lower, upper = mean - half, mean + half
-    return lower, upper, mean, _decide(lower, margin)
+    return lower, upper, mean, decide(lower, margin)
 
 
 def cluster_t(table, margin: float, confidence: float = 0.95, min_clusters: float = 2.0):
@@ -75,7 +60,7 @@ def cluster_t(table, margin: float, confidence: float = 0.95, min_clusters: floa
     else:
         ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
         lower, upper = float(ci.low), float(ci.high)
-    return lower, upper, mean, _decide(lower, margin)
+    return lower, upper, mean, decide(lower, margin)
 
 
 # ---------------------------------------------------------------- trial-weighted
@@ -84,7 +69,7 @@ def cluster_t(table, margin: float, confidence: float = 0.95, min_clusters: floa
 def pair_level(table) -> tuple[np.ndarray, np.ndarray]:
     """Expand non-empty clusters to pairs: y = candidate - baseline in {-1, 0, 1} and the
     cluster id of each pair."""
-    t = _rows(table)
+    t = cluster_rows(table)
     y, g = [], []
     for k, (n11, n10, n01, n00) in enumerate(t):
         y += [0] * int(n11) + [-1] * int(n10) + [1] * int(n01) + [0] * int(n00)
@@ -123,14 +108,14 @@ def cluster_robust(table, margin: float, confidence: float = 0.95, min_clusters:
     se = math.sqrt(max(float(cov[0, 0]), 0.0))
     tq = stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, K - 1)
     lower, upper = float(beta[0]) - tq * se, float(beta[0]) + tq * se
-    return lower, upper, float(beta[0]), _decide(lower, margin)
+    return lower, upper, float(beta[0]), decide(lower, margin)
 
 
 def obuchowski_moments(table, under_null: bool = False) -> dict:
     """Obuchowski (1998) eqs. 1-4 arm by arm: ratio estimators p_b, p_c, their empirical
     variances and covariance, and var(p_c - p_b).  ``under_null`` evaluates the variance
     and covariance at the pooled p = (p_b + p_c) / 2 (the test of H0: p_b = p_c)."""
-    t = _rows(table)
+    t = cluster_rows(table)
     n = t.sum(axis=1).astype(float)
     x = (t[:, 0] + t[:, 1]).astype(float)   # baseline passes
     yv = (t[:, 0] + t[:, 2]).astype(float)  # candidate passes
@@ -154,7 +139,7 @@ def obuchowski_chi2(table, under_null: bool = True) -> float:
 def obuchowski(table, margin: float, confidence: float = 0.95, min_clusters: float = 2.0):
     """Wald interval p_c - p_b +- z sqrt(var) with Obuchowski's variance at the unrestricted
     estimates."""
-    t = _rows(table)
+    t = cluster_rows(table)
     K = t.shape[0]
     if K == 0:
         return _nan_result(math.nan)
@@ -166,4 +151,4 @@ def obuchowski(table, margin: float, confidence: float = 0.95, min_clusters: flo
     z = stats.norm.ppf(1.0 - (1.0 - confidence) / 2.0)
     half = float(z * math.sqrt(max(m["var_difference"], 0.0)))
     lower, upper = estimate - half, estimate + half
-    return lower, upper, estimate, _decide(lower, margin)
+    return lower, upper, estimate, decide(lower, margin)

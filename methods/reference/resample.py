@@ -31,24 +31,9 @@ from fractions import Fraction
 import numpy as np
 from scipy import integrate, optimize, special
 
+from methods.reference._tables import cluster_rows, decide
+
 # ---------------------------------------------------------------- shared helpers
-
-
-def _rows(table) -> np.ndarray:
-    t = np.asarray(table, dtype=np.int64)
-    if t.ndim == 1:
-        t = t[None, :]
-    if t.ndim != 2 or t.shape[1] != 4:
-        raise ValueError(f"a table must have shape (K, 4), got {t.shape}")
-    if np.any(t < 0):
-        raise ValueError("counts must be >= 0")
-    return t[t.sum(axis=1) > 0]          # missing (empty) clusters carry no information
-
-
-def _decide(lower: float, margin: float) -> str:
-    if math.isnan(lower):
-        return "inconclusive"
-    return "pass" if lower >= -margin else "fail"
 
 
 def _alpha(confidence: float) -> float:
@@ -91,7 +76,7 @@ def resampling_key(rows: np.ndarray) -> int:
 def bootstrap_statistics(table, resamples: int = 999) -> list[Fraction]:
     """The ``resamples`` cluster-bootstrap statistics sum(n01 - n10) / sum(n), exactly
     (as fractions), in resample order."""
-    rows = _rows(table)
+    rows = cluster_rows(table)
     m = len(rows)
     d = [int(r[2] - r[1]) for r in rows]
     n = [int(r.sum()) for r in rows]
@@ -127,7 +112,7 @@ def _theta_hat(rows) -> Fraction:
 
 def cluster_bootstrap(table, margin: float, confidence: float = 0.95, resamples: int = 999):
     """Percentile interval of the cluster bootstrap (Efron & Tibshirani 1993, eq. 13.5)."""
-    rows = _rows(table)
+    rows = cluster_rows(table)
     if len(rows) == 0:
         return math.nan, math.nan, math.nan, "inconclusive"
     est = float(_theta_hat(rows))
@@ -137,7 +122,7 @@ def cluster_bootstrap(table, margin: float, confidence: float = 0.95, resamples:
     a = _alpha(confidence)
     lower = _order_quantile(stats, a)
     upper = _order_quantile(stats, 1.0 - a)
-    return lower, upper, est, _decide(lower, margin)
+    return lower, upper, est, decide(lower, margin)
 
 
 def jackknife_acceleration(rows) -> float:
@@ -157,7 +142,7 @@ def jackknife_acceleration(rows) -> float:
 def cluster_bootstrap_bca(table, margin: float, confidence: float = 0.95, resamples: int = 999):
     """BCa interval (Efron 1987, eq. 2.3), z0 from the share of resamples below theta_hat
     (ties one half, clamped to [1/(2B), 1 - 1/(2B)]), jackknife acceleration."""
-    rows = _rows(table)
+    rows = cluster_rows(table)
     if len(rows) == 0:
         return math.nan, math.nan, math.nan, "inconclusive"
     theta = _theta_hat(rows)
@@ -183,7 +168,7 @@ def cluster_bootstrap_bca(table, margin: float, confidence: float = 0.95, resamp
     a = _alpha(confidence)
     lower = _order_quantile(stats, level(float(special.ndtri(a))))
     upper = _order_quantile(stats, level(float(special.ndtri(1.0 - a))))
-    return lower, upper, float(theta), _decide(lower, margin)
+    return lower, upper, float(theta), decide(lower, margin)
 
 
 # ---------------------------------------------------------------- Dirichlet-difference mixtures
@@ -242,13 +227,13 @@ def _credible_interval(a10, a01, ar, w, confidence: float) -> tuple[float, float
 def bayes_paired(table, margin: float, confidence: float = 0.95):
     """Equal-tailed credible interval of p01 - p10 under the Jeffreys Dirichlet posterior
     of the pooled cells (Gelman et al. 2013, BDA3 sec. 3.4)."""
-    rows = _rows(table)
+    rows = cluster_rows(table)
     n11, n10, n01, n00 = (int(v) for v in rows.sum(axis=0)) if len(rows) else (0, 0, 0, 0)
     n = n11 + n10 + n01 + n00
     if n == 0:
         return math.nan, math.nan, math.nan, "inconclusive"
     lo, hi = _credible_interval([n10 + 0.5], [n01 + 0.5], [n11 + n00 + 1.0], [1.0], confidence)
-    return lo, hi, (n01 - n10) / (n + 2.0), _decide(lo, margin)
+    return lo, hi, (n01 - n10) / (n + 2.0), decide(lo, margin)
 
 
 # ---------------------------------------------------------------- hierarchical
@@ -289,7 +274,7 @@ def log_alpha_integral(T: int, sizes) -> float:
 def hierarchical_mixture(table):
     """Exact posterior of (p10, p01, rest) as arrays (a10, a01, a_rest, weight); components
     below 1e-18 of the largest are dropped."""
-    rows = _rows(table)
+    rows = cluster_rows(table)
     sizes = [int(r.sum()) for r in rows]
     polys = [stirling_polynomial(rows[:, j]) for j in range(4)]   # index = t_j
     logS = [[math.log(c) if c > 0 else -math.inf for c in p] for p in polys]
@@ -322,10 +307,10 @@ def hierarchical_mixture(table):
 def bayes_hierarchical(table, margin: float, confidence: float = 0.95):
     """Equal-tailed credible interval of the population p01 - p10: clusters
     Dirichlet-multinomial(alpha p), p ~ Dirichlet(1/2), pi(alpha) = 1/(1 + alpha)^2."""
-    rows = _rows(table)
+    rows = cluster_rows(table)
     if len(rows) == 0:
         return math.nan, math.nan, math.nan, "inconclusive"
     a10, a01, ar, w = hierarchical_mixture(table)
     mean = float(np.sum(w * (a01 - a10) / (a10 + a01 + ar)))
     lo, hi = _credible_interval(a10, a01, ar, w, confidence)
-    return lo, hi, mean, _decide(lo, margin)
+    return lo, hi, mean, decide(lo, margin)

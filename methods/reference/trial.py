@@ -18,28 +18,17 @@ import numpy as np
 from scipy import optimize, stats
 from statsmodels.stats.proportion import proportion_confint
 
+from methods.reference._tables import cluster_rows, decide
+
 
 def pooled(table) -> tuple[int, int, int, int]:
     """Pooled (n11, n10, n01, n00) of a (K, 4) or (4,) table of non-negative counts."""
-    t = np.asarray(table, dtype=np.int64)
-    if t.ndim == 1:
-        t = t[None, :]
-    if t.ndim != 2 or t.shape[1] != 4:
-        raise ValueError(f"a table must have shape (K, 4), got {t.shape}")
-    if np.any(t < 0):
-        raise ValueError("counts must be >= 0")
-    a, b, c, d = (int(v) for v in t.sum(axis=0))
+    a, b, c, d = (int(v) for v in cluster_rows(table, keep_empty=True).sum(axis=0))
     return a, b, c, d
 
 
 def _z(confidence: float) -> float:
     return float(stats.norm.ppf(1.0 - (1.0 - confidence) / 2.0))
-
-
-def _status(lower: float, margin: float) -> str:
-    if math.isnan(lower):
-        return "inconclusive"
-    return "pass" if lower >= -margin else "fail"
 
 
 _NO_TRIALS = (math.nan, math.nan, math.nan, "inconclusive")
@@ -65,7 +54,7 @@ def paired_wald(table, margin: float, confidence: float = 0.95):
     if n == 0:
         return _NO_TRIALS
     lo, hi = _wald_from_cells(np.array([a, b, c, d], dtype=float), _z(confidence))
-    return lo, hi, (c - b) / n, _status(lo, margin)
+    return lo, hi, (c - b) / n, decide(lo, margin)
 
 
 def agresti_min(table, margin: float, confidence: float = 0.95):
@@ -75,7 +64,7 @@ def agresti_min(table, margin: float, confidence: float = 0.95):
     if n == 0:
         return _NO_TRIALS
     lo, hi = _wald_from_cells(np.array([a, b, c, d], dtype=float) + 0.5, _z(confidence))
-    return lo, hi, (c - b) / n, _status(lo, margin)
+    return lo, hi, (c - b) / n, decide(lo, margin)
 
 
 def bonett_price(table, margin: float, confidence: float = 0.95):
@@ -87,7 +76,7 @@ def bonett_price(table, margin: float, confidence: float = 0.95):
         return _NO_TRIALS
     cells = np.array([n - b - c, b + 1.0, c + 1.0, 0.0])   # total n + 2
     lo, hi = _wald_from_cells(cells, _z(confidence))
-    return lo, hi, (c - b) / n, _status(lo, margin)
+    return lo, hi, (c - b) / n, decide(lo, margin)
 
 
 def tango_constrained_q(delta: float, win: int, loss: int, n: int) -> float:
@@ -133,7 +122,7 @@ def tango_score(table, margin: float, confidence: float = 0.95):
         right = 1.0 - 1e-15
         hi = right if f(right, -z) >= 0 else optimize.brentq(f, dhat, right, args=(-z,), xtol=1e-14,
                                                              rtol=4 * np.finfo(float).eps, maxiter=500)
-    return lo, hi, dhat, _status(lo, margin)
+    return lo, hi, dhat, decide(lo, margin)
 
 
 def newcombe_phi(a: int, b: int, c: int, d: int) -> float:
@@ -165,7 +154,7 @@ def newcombe_hybrid(table, margin: float, confidence: float = 0.95):
     upper_sq = (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
     lo = max(est - math.sqrt(max(lower_sq, 0.0)), -1.0)   # inside [-1, 1] up to round-off
     hi = min(est + math.sqrt(max(upper_sq, 0.0)), 1.0)
-    return lo, hi, (c - b) / n, _status(lo, margin)
+    return lo, hi, (c - b) / n, decide(lo, margin)
 
 
 def _clopper_pearson(x: int, m: int, alpha2: float) -> tuple[float, float]:
@@ -190,7 +179,7 @@ def exact_discordant(table, margin: float, confidence: float = 0.95):
     corners_low = [psi * (1 - 2 * th_hi) for psi in (ps_lo, ps_hi)]
     corners_high = [psi * (1 - 2 * th_lo) for psi in (ps_lo, ps_hi)]
     lo, hi = min(corners_low), max(corners_high)
-    return lo, hi, (c - b) / n, _status(lo, margin)
+    return lo, hi, (c - b) / n, decide(lo, margin)
 
 
 INTERVALS = {
