@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .results import select_level
+
 MAX_PANELS = 12
 
 
@@ -44,13 +46,7 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    margin = float(ds.margin.values[0]) if margin is None else float(margin)
-    confidence = float(ds.confidence.values[0]) if confidence is None else float(confidence)
-    if margin not in ds.margin.values:
-        raise ValueError(f"margin {margin} not in the dataset (has {ds.margin.values.tolist()})")
-    if confidence not in ds.confidence.values:
-        raise ValueError(f"confidence {confidence} not in the dataset (has {ds.confidence.values.tolist()})")
-    sel = ds.sel(margin=margin, confidence=confidence)
+    sel, margin, confidence = select_level(ds, margin, confidence)
     grid_dims = [d for d in sel.pass_rate.dims if d != "method"]
     xdim = _x_dim(sel, grid_dims)
     other = [d for d in grid_dims if d != xdim]

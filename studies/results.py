@@ -143,15 +143,22 @@ def grid_dims(ds: xr.Dataset) -> list[str]:
     return [d for d in ds.pass_rate.dims if d not in ("method", "margin", "confidence")]
 
 
-def summary_rows(ds: xr.Dataset, margin: float | None = None, confidence: float | None = None) -> list[dict]:
-    """One row per scenario x method (at one margin and confidence level) for tables."""
+def select_level(ds: xr.Dataset, margin: float | None = None,
+                 confidence: float | None = None) -> tuple[xr.Dataset, float, float]:
+    """``ds`` at one margin and confidence level (default: the first of each); a level the
+    dataset lacks is an error listing the ones it has."""
     margin = float(ds.margin.values[0]) if margin is None else float(margin)
     confidence = float(ds.confidence.values[0]) if confidence is None else float(confidence)
     if margin not in ds.margin.values:
         raise ValueError(f"margin {margin} not in the dataset (has {ds.margin.values.tolist()})")
     if confidence not in ds.confidence.values:
         raise ValueError(f"confidence {confidence} not in the dataset (has {ds.confidence.values.tolist()})")
-    sel = ds.sel(margin=margin, confidence=confidence)
+    return ds.sel(margin=margin, confidence=confidence), margin, confidence
+
+
+def summary_rows(ds: xr.Dataset, margin: float | None = None, confidence: float | None = None) -> list[dict]:
+    """One row per scenario x method (at one margin and confidence level) for tables."""
+    sel, margin, confidence = select_level(ds, margin, confidence)
     dims = grid_dims(ds)
     rows = []
     stacked = sel.stack(point=dims) if dims else sel.expand_dims(point=[0])
@@ -189,4 +196,4 @@ def to_python(v):
 
 
 __all__ = ["build_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "package_versions",
-           "code_revision", "to_python", "COUNTS", "MEASURES"]
+           "code_revision", "to_python", "select_level", "COUNTS", "MEASURES"]
