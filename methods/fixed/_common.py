@@ -27,3 +27,18 @@ def pooled_counts(tables, r):
         c += tables[r, k, 2]
         d += tables[r, k, 3]
     return a, b, c, d
+
+
+@nb.njit(inline="always", cache=True)
+def write_inconclusive(r, lower, upper, estimate, status):
+    """Replication r has no trials: no interval, no estimate."""
+    estimate[r] = math.nan
+    no_bounds(r, lower, upper, status)
+
+
+@nb.njit(inline="always", cache=True)
+def no_bounds(r, lower, upper, status):
+    """Replication r keeps its estimate but gets no interval (e.g. too few clusters)."""
+    lower[r] = math.nan
+    upper[r] = math.nan
+    status[r] = INCONCLUSIVE

@@ -14,18 +14,8 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import INCONCLUSIVE
 
 TANGO_TOL = 1e-10  # absolute tolerance of the Tango bounds (root of the score statistic)
-
-
-@nb.njit(inline="always", cache=True)
-def write_inconclusive(r, lower, upper, estimate, status):
-    """Replication r has no trials: no interval, no estimate."""
-    lower[r] = math.nan
-    upper[r] = math.nan
-    estimate[r] = math.nan
-    status[r] = INCONCLUSIVE
 
 
 @nb.njit(inline="always", cache=True)

@@ -19,8 +19,8 @@ import numba as nb
 
 from methods.base import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts
-from methods.fixed._trial import clip_unit, wald_half_width, write_inconclusive
+from methods.fixed._common import decide, pooled_counts, write_inconclusive
+from methods.fixed._trial import clip_unit, wald_half_width
 
 PSEUDO = 0.5  # added to each of the four cells
 

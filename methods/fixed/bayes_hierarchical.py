@@ -51,9 +51,9 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, one_sided_alpha, source_files_of
+from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
 from methods.fixed import _common, _resample
-from methods.fixed._common import decide
+from methods.fixed._common import decide, write_inconclusive
 from methods.fixed._resample import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
                                      dirichlet_component_moments, finish_meta, lbeta)
 
@@ -325,10 +325,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         for k in range(tables.shape[1]):
             n += tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
         if n == 0:
-            estimate[r] = math.nan
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            write_inconclusive(r, lower, upper, estimate, status)
             continue
         pp, coef, rmin, mean = posterior(tables, r, meta)
         estimate[r] = mean

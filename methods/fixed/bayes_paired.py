@@ -21,14 +21,13 @@ I_{1/2}(n01 + 1/2, n10 + 1/2)``.  Clusters are ignored (pooled): like the other
 trial-level methods it exists to show what ignoring clustering costs.  No trials ->
 inconclusive.
 """
-import math
 
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, one_sided_alpha, source_files_of
+from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
 from methods.fixed import _common, _resample
-from methods.fixed._common import decide, pooled_counts
+from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._resample import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
                                      dirichlet_component_moments, finish_meta, lbeta)
 
@@ -65,10 +64,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         n11, n10, n01, n00 = pooled_counts(tables, r)
         n = n11 + n10 + n01 + n00
         if n == 0:
-            estimate[r] = math.nan
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            write_inconclusive(r, lower, upper, estimate, status)
             continue
         rmin = posterior(n11, n10, n01, n00, pp, coef, meta)
         estimate[r] = (n01 - n10) / (n + 2.0)

@@ -34,9 +34,9 @@ from numba.typed import Dict
 import numpy as np
 from scipy import stats
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, one_sided_alpha, source_files_of
+from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
 from methods.fixed import _common
-from methods.fixed._common import decide
+from methods.fixed._common import decide, write_inconclusive
 
 
 @nb.njit(inline="always", cache=True)
@@ -212,10 +212,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
             n += tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
             x += tables[r, k, 1]
         if n == 0:
-            lower[r] = math.nan
-            upper[r] = math.nan
-            estimate[r] = math.nan
-            status[r] = INCONCLUSIVE
+            write_inconclusive(r, lower, upper, estimate, status)
             continue
         estimate[r] = -x / n
         key = np.int64(n) * np.int64(4294967296) + np.int64(x)

@@ -27,9 +27,9 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, one_sided_alpha, source_files_of
+from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
 from methods.fixed import _common, _resample
-from methods.fixed._common import decide
+from methods.fixed._common import decide, no_bounds
 from methods.fixed._resample import order_quantile, sorted_bootstrap
 
 
@@ -70,9 +70,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
                 N += n[i]
             estimate[r] = D / N
         if m < 2:
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            no_bounds(r, lower, upper, status)
             continue
         lower[r] = order_quantile(stats, consts[1])
         upper[r] = order_quantile(stats, consts[2])

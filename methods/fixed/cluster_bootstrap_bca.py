@@ -19,14 +19,13 @@ from inside the formula's domain (0 for the lower, 1 for the upper endpoint).  Q
 order statistic of rank ``(B + 1) p``, linearly interpolated, clamped to the sample range
 (Davison & Hinkley 1997, eq. 5.18).  Fewer than 2 non-empty clusters -> inconclusive.
 """
-import math
 
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, source_files_of
+from methods.base import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _resample
-from methods.fixed._common import decide
+from methods.fixed._common import decide, no_bounds, write_inconclusive
 from methods.fixed._resample import bca_level, jackknife_acceleration, norm_ppf, order_quantile, sorted_bootstrap
 from methods.fixed.cluster_bootstrap import prepare
 
@@ -41,10 +40,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
     for r in range(tables.shape[0]):
         m = sorted_bootstrap(tables, r, d, n, stats)
         if m == 0:
-            estimate[r] = math.nan
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            write_inconclusive(r, lower, upper, estimate, status)
             continue
         D = 0
         N = 0
@@ -54,9 +50,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         theta = D / N
         estimate[r] = theta
         if m < 2:
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            no_bounds(r, lower, upper, status)
             continue
         below = 0
         ties = 0

@@ -19,10 +19,10 @@ import math
 
 import numba as nb
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, source_files_of
+from methods.base import Estimand, FixedMethod, source_files_of
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import cluster_mean_var, t_consts
-from methods.fixed._common import decide
+from methods.fixed._common import decide, no_bounds
 
 
 @nb.njit(cache=True)
@@ -32,9 +32,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         k_used, mean, var = cluster_mean_var(tables, r)
         estimate[r] = mean
         if k_used < 2 or k_used < min_clusters:
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            no_bounds(r, lower, upper, status)
             continue
         half = consts[k_used - 1] * math.sqrt(var / k_used)
         lower[r] = mean - half

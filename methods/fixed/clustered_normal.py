@@ -17,9 +17,9 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, source_files_of, z_value
+from methods.base import Estimand, FixedMethod, source_files_of, z_value
 from methods.fixed import _common
-from methods.fixed._common import decide
+from methods.fixed._common import decide, no_bounds, write_inconclusive
 
 
 @nb.njit(cache=True)
@@ -37,17 +37,12 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
             s1 += (tables[r, k, 2] - tables[r, k, 1]) / n
             k_used += 1
         if k_used == 0:
-            estimate[r] = math.nan
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            write_inconclusive(r, lower, upper, estimate, status)
             continue
         mean = s1 / k_used
         estimate[r] = mean
         if k_used < 2 or k_used < min_clusters:
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            no_bounds(r, lower, upper, status)
             continue
         # two-pass variance: exactly zero when every cluster has the same difference
         ss = 0.0

@@ -44,8 +44,8 @@ from scipy import stats
 
 from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
 from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts
-from methods.fixed._trial import cp_lookup, cp_ranges, write_inconclusive
+from methods.fixed._common import decide, pooled_counts, write_inconclusive
+from methods.fixed._trial import cp_lookup, cp_ranges
 
 
 @nb.njit(cache=True)

@@ -36,10 +36,10 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, INCONCLUSIVE, source_files_of, z_value
+from methods.base import Estimand, FixedMethod, source_files_of, z_value
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import check_min_clusters, scaled_residual, trial_totals
-from methods.fixed._common import decide
+from methods.fixed._common import decide, no_bounds, write_inconclusive
 
 
 @nb.njit(cache=True)
@@ -50,18 +50,13 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
     for r in range(R):
         k_used, N, S = trial_totals(tables, r)
         if k_used == 0:
-            estimate[r] = math.nan
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            write_inconclusive(r, lower, upper, estimate, status)
             continue
         Nf = float(N)
         est = S / Nf
         estimate[r] = est
         if k_used < 2 or k_used < min_clusters:
-            lower[r] = math.nan
-            upper[r] = math.nan
-            status[r] = INCONCLUSIVE
+            no_bounds(r, lower, upper, status)
             continue
         # residual D_k - n_k dhat = I_k / N with I_k an exact integer
         acc = 0.0
