@@ -454,8 +454,9 @@ def cmd_bench_study(args: argparse.Namespace) -> None:
     def render(p: dict) -> None:
         w = p["workload"]
         print(f"bench study: K={w['clusters']} x M={w['trials']}, baseline {w['baseline']}, candidate "
-              f"{w['candidate']}, rho 0, {w['method']}, margin {w['margin']}  (sampler: {p['sampler']}; "
-              f"exact pass rate {p['exact_pass_rate']:.6f})")
+              f"{w['candidate']}, rho 0, {w['method']}, margin {w['margin']}  (sampler: {p['sampler']}, "
+              f"runner path: {p['path']}; exact pass rate {p['exact_pass_rate']:.6f})")
+        print(f"moment path and table path give identical datasets: {p['same_results_both_paths']}")
         print_table(f"replications per second ({p['timing']})",
                     ["name", "threads", "replications", "seconds", "reps/s", "pass rate"],
                     [[r["name"], r["threads"], r["replications"], r["seconds"], r["replications_per_s"],
@@ -517,8 +518,10 @@ def _register_studies(sub, bench_sub) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = bench_sub.add_parser("study", help="study runner vs numpy and the fused limit kernel")
-    p.add_argument("--reps", type=int, default=4_000_000)
-    p.add_argument("--numpy-reps", type=int, default=400_000)
+    p.add_argument("--reps", type=int, default=16_000_000,
+                   help="replications of the runner and fused-kernel rows (default %(default)s)")
+    p.add_argument("--numpy-reps", type=int, default=400_000,
+                   help="replications of the numpy row (default %(default)s)")
     p.add_argument("--limit-kernel", help="path of limit_bench.py (its cpu_ser / cpu_par are timed too)")
     p.add_argument("--n-jobs", type=int, help="cores for the all-cores run (default: all available)")
     p.add_argument("--repeat", type=int, default=3, help="time each row this often, keep the fastest (%(default)s)")

@@ -8,8 +8,14 @@ process:
 * ``numpy_vectorised`` -- the textbook numpy implementation of the same workload (two
   uniform arrays per chunk, cluster means, SD, normal bound), one thread;
 * ``study_runner_1job`` -- :func:`studies.runner.run_study` on a one-scenario spec with
-  ``n_jobs = 1`` (composition sampler: one uniform per group of three clusters, the
-  method's own batch kernel, integer tallies, dataset assembly);
+  ``n_jobs = 1`` (composition sampler: one uniform per group of three clusters; every
+  method here decides from cluster moments and the clusters share one size, so the
+  runner takes its moment path: each replication's ``(K, sum D, sum D^2)`` is drawn
+  without writing tables, then the method's moment kernel, integer tallies, dataset
+  assembly);
+* ``study_runner_1job_tables`` -- the same run forced onto the table path (``tables[R,
+  K, 4]`` filled, then the method's table kernel): what a study pays when one of its
+  methods needs the tables;
 * ``fused_kernel_1thread`` -- ``cpu_ser`` of the ``--limit-kernel`` file (a fused,
   single-purpose numba loop with two draws per trial pair);
 * then all cores (each row: the fastest of ``repeat`` runs, as ``timeit`` reports): ``run_study`` with ``n_jobs = cores`` (joblib worker pool warmed by a
@@ -91,14 +97,28 @@ def _best(fn, repeat: int) -> tuple[float, int]:
     return best, value
 
 
-def bench_study(reps: int = 4_000_000, numpy_reps: int = 400_000, limit_kernel: str | Path | None = None,
+def _same_measures(a, b) -> bool:
+    """Every data variable of two study datasets bitwise equal (NaN equal to NaN)."""
+    if set(a.data_vars) != set(b.data_vars):
+        return False
+    for v in a.data_vars:
+        x, y = a[v].values, b[v].values
+        if x.dtype.kind == "f" and not np.array_equal(x, y, equal_nan=True):
+            return False
+        if x.dtype.kind != "f" and not np.array_equal(x, y):
+            return False
+    return True
+
+
+def bench_study(reps: int = 16_000_000, numpy_reps: int = 400_000, limit_kernel: str | Path | None = None,
                 n_jobs: int | None = None, seed: int = 1, repeat: int = 3) -> dict:
     import numba
 
     from methods import registry
 
     from .exact import exact_measures
-    from .runner import run_study
+    from .runner import moment_path, run_study
+    from .sampling import table_source
     from .spec import parse_spec
 
     cores = n_jobs or _cores()
@@ -121,6 +141,8 @@ def bench_study(reps: int = 4_000_000, numpy_reps: int = 400_000, limit_kernel: 
     chunk = max(1, reps // 8)
     dt, ds = _best(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False), repeat)
     row("study_runner_1job", 1, reps, dt, int(ds.n_pass.values.ravel()[0]))
+    dt, dt_tables = _best(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False, moments=False), repeat)
+    row("study_runner_1job_tables", 1, reps, dt, int(dt_tables.n_pass.values.ravel()[0]))
 
     fused = None
     if limit_kernel is not None:
@@ -148,7 +170,8 @@ def bench_study(reps: int = 4_000_000, numpy_reps: int = 400_000, limit_kernel: 
 
     rate = {r["name"]: r["replications_per_s"] for r in rows}
     eng1 = rate["study_runner_1job"]
-    ratios = {"runner_vs_numpy_per_core": eng1 / rate["numpy_vectorised"]}
+    ratios = {"runner_vs_numpy_per_core": eng1 / rate["numpy_vectorised"],
+              "table_path_vs_numpy_per_core": rate["study_runner_1job_tables"] / rate["numpy_vectorised"]}
     if "fused_kernel_1thread" in rate:
         ratios["runner_vs_fused_per_core"] = eng1 / rate["fused_kernel_1thread"]
     if f"study_runner_{cores}jobs" in rate:
@@ -158,6 +181,7 @@ def bench_study(reps: int = 4_000_000, numpy_reps: int = 400_000, limit_kernel: 
         ratios["fused_scaling"] = par[0]["replications_per_s"] / rate["fused_kernel_1thread"]
         all_cores = rate.get(f"study_runner_{cores}jobs", math.nan)
         ratios["runner_vs_fused_all_cores"] = all_cores / par[0]["replications_per_s"]
+    source = table_source(spec.points()[0][1], seed, spec.sampler)
     exact = exact_measures(spec.points()[0][1], registry.get("clustered_normal"), MARGIN, CONFIDENCE)
     return {"workload": {"clusters": K, "trials": M, "baseline": PB, "candidate": PC, "rho": 0.0,
                          "method": "clustered_normal", "margin": MARGIN, "confidence": CONFIDENCE},
@@ -165,4 +189,6 @@ def bench_study(reps: int = 4_000_000, numpy_reps: int = 400_000, limit_kernel: 
             "ratios": ratios,
             "targets": {"runner_vs_numpy_per_core": 10.0, "runner_vs_fused_per_core": 1.0, "runner_scaling": 1.8},
             "exact_pass_rate": exact.pass_rate, "sampler": str(ds.sampler.values.ravel()[0]),
+            "path": "moments" if moment_path(source, [registry.get("clustered_normal")]) else "tables",
+            "same_results_both_paths": _same_measures(ds, dt_tables),
             "limit_kernel": None if limit_kernel is None else str(limit_kernel)}

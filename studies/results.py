@@ -11,6 +11,7 @@ is not a scalar (``cells``, ``sizes`` ...) is a JSON string coordinate.
 """
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import subprocess
@@ -30,6 +31,11 @@ _PACKAGES = ("simlab", "numpy", "numba", "scipy", "xarray", "h5netcdf", "joblib"
 
 
 def package_versions() -> dict[str, str]:
+    return dict(_package_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str]:  # importlib.metadata costs ~10 ms a call
     out = {"python": platform.python_version()}
     for p in _PACKAGES:
         try:

@@ -9,7 +9,10 @@
   interrupted run resumes without recomputing them, an optional progress bar.
 
 Common random numbers: within a task one buffer of tables is generated per batch and
-every method (and margin, confidence) is evaluated on it.  Bitwise reproducibility:
+every method (and margin, confidence) is evaluated on it.  When every method of the
+study decides from cluster moments and the scenario's clusters share one size, the
+buffer holds each replication's ``(k, sum D, sum D^2)`` instead (``moment_path``): the
+same draws, the same decisions, no tables written.  Bitwise reproducibility:
 replication ``r`` depends only on ``(seed, scenario, r)`` and tallies are integers, so
 the result is the same for any ``n_jobs``, chunk size and batch size.
 """
@@ -35,6 +38,7 @@ from .spec import MethodRef, StudySpec, as_method_refs
 
 BATCH_BYTES = 8 << 20  # table buffer per batch (fits a typical L2/L3 slice)
 MAX_BATCH = 16_384
+MOMENT_BATCH = 65_536  # rows of (k, S1, S2) per batch on the moment path
 
 
 def target_value(scenario: PairedScenario, method) -> float:
@@ -126,10 +130,36 @@ def evaluate_tables(tables: np.ndarray, methods: Sequence, thetas: Sequence[floa
                 _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
 
 
+def moment_path(source: TableSource, methods: Sequence) -> bool:
+    """True when every method can decide from cluster moments and ``source`` can draw
+    them: the runner then skips the tables (bitwise-identical tallies, tested)."""
+    return source.moment_size is not None and all(
+        getattr(m, "moments_kernel", None) is not None for m in methods)
+
+
+def _evaluate_moments(source: TableSource, methods, thetas, margins, confidences, start: int, stop: int,
+                      out: np.ndarray, batch: int | None) -> None:
+    K, m = source.clusters, source.moment_size
+    consts = [[meth.moment_consts(conf, K) for conf in confidences] for meth in methods]
+    b = batch or MOMENT_BATCH
+    buf = np.empty((min(b, stop - start), 3), np.int64)
+    for s in range(start, stop, b):
+        n = min(b, stop - s)
+        stats = source.fill_moments(buf[:n], s)
+        for i, meth in enumerate(methods):
+            for c, conf in enumerate(confidences):
+                for j, margin in enumerate(margins):
+                    r = meth.batch_moments(stats, m, K, margin, conf, consts[i][c])
+                    _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
+
+
 def _evaluate_range(source: TableSource, methods, thetas, margins, confidences, start: int, stop: int,
-                    batch: int | None = None) -> np.ndarray:
+                    batch: int | None = None, moments: bool = True) -> np.ndarray:
     out = np.zeros((len(methods), len(margins), len(confidences), _tally.NF), np.int64)
     if stop <= start:
+        return out
+    if moments and moment_path(source, methods):
+        _evaluate_moments(source, methods, thetas, margins, confidences, start, stop, out, batch)
         return out
     b = batch or _batch_size(source.clusters)
     buf = np.empty((min(b, stop - start), source.clusters, 4), np.int32)
@@ -142,16 +172,20 @@ def _evaluate_range(source: TableSource, methods, thetas, margins, confidences, 
 
 def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequence[float] = (0.03,),
                       confidences: Sequence[float] = (0.95,), replications: int = 10_000, seed: int = 20261129,
-                      start: int = 0, sampler: str = "auto", batch: int | None = None) -> ScenarioCounts:
+                      start: int = 0, sampler: str = "auto", batch: int | None = None,
+                      moments: bool = True) -> ScenarioCounts:
     """Evaluate ``methods`` (names, ``MethodRef`` or ``{name, options, label}``) on
-    replications ``start .. start + replications - 1`` of ``scenario`` under ``seed``."""
+    replications ``start .. start + replications - 1`` of ``scenario`` under ``seed``.
+    ``moments=False`` forces the table path where the moment path would apply (the
+    results are the same; for tests and benchmarks)."""
     if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
         raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
     refs, resolved = _resolve(methods)
     margins, confidences = tuple(float(m) for m in margins), tuple(float(c) for c in confidences)
     thetas = np.array([target_value(scenario, m) for m in resolved])
     source = table_source(scenario, seed, sampler)
-    t = _evaluate_range(source, resolved, thetas, margins, confidences, start, start + replications, batch)
+    t = _evaluate_range(source, resolved, thetas, margins, confidences, start, start + replications, batch,
+                        moments)
     return ScenarioCounts(tuple(r.key for r in refs), margins, confidences, thetas, t, source.name,
                           [(start, start + replications)])
 
@@ -159,11 +193,11 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
 # ---------------------------------------------------------------- whole studies
 
 def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, confidences, seed: int, sampler: str,
-          start: int, stop: int) -> np.ndarray:
+          start: int, stop: int, moments: bool = True) -> np.ndarray:
     resolved = [r.resolve() for r in refs]
     thetas = [target_value(scenario, m) for m in resolved]
     return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, confidences,
-                           start, stop)
+                           start, stop, moments=moments)
 
 
 def run_key(spec: StudySpec, chunk_size: int) -> str:
@@ -204,7 +238,8 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
 
 def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, work_dir: str | Path | None = None,
               resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
-              on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None):
+              on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None,
+              moments: bool = True):
     """Run ``spec`` and return its ``xarray.Dataset`` (see ``studies.results``).
 
     ``n_jobs``: joblib workers (-1 = all cores).  ``chunk_size``: replications per task
@@ -213,7 +248,8 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     chunks are reused, and the folder is removed at the end unless ``keep_chunks``.
     ``progress``: rich progress bar on an interactive terminal (None = only for long
     runs).  ``on_task_done(done, total)`` is called after each finished chunk is saved.
-    ``exact``: add exact results where an exact engine applies (default ``spec.exact``)."""
+    ``exact``: add exact results where an exact engine applies (default ``spec.exact``).
+    ``moments=False``: never take the moment path (same results; for benchmarks)."""
     from .results import build_dataset
 
     t0 = time.perf_counter()
@@ -251,7 +287,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     todo = [t for t in tasks if t not in results]
     total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.confidences)
     show = progress if progress is not None else total_work > 20_000_000
-    payloads = [(points[si][1], refs, spec.margins, spec.confidences, spec.seed, spec.sampler, s, e)
+    payloads = [(points[si][1], refs, spec.margins, spec.confidences, spec.seed, spec.sampler, s, e, moments)
                 for si, s, e in todo]
 
     from simlab.progress import progress_bar

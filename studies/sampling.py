@@ -17,6 +17,12 @@ The joint law is the product of the member laws, so the tables have exactly the
 scenario's distribution (the 53-bit uniform leaves ``53 - log2(n)`` bits for the alias
 fraction); only the realisation differs from the ``trial`` stream.
 
+Moment path: when every non-empty cluster table of the scenario has the same size ``m``
+(``moment_size``), ``fill_moments`` makes the same draws but adds up each drawn group
+outcome's precomputed ``(clusters, sum D, sum D^2)`` instead of writing its tables
+(``D = n01 - n10``): the sufficient statistics of the cluster-moment methods
+(``methods.fixed._moments``), at a fraction of the memory traffic.
+
 ``auto`` uses ``composition`` when the cluster laws are available (fixed or explicit
 sizes; rho = 0 or perfect recording or one-trial clusters; at most ``SINGLE_OUTCOMES``
 tables per cluster) and ``trial`` otherwise.
@@ -28,6 +34,7 @@ import abc
 import numba as nb
 import numpy as np
 
+from methods.fixed._moments import MAX_TRIALS_EXACT
 from simlab.exact import ExactUnsupported, cluster_laws
 from simlab.generate import GENERATOR_VERSION, TableGenerator
 from simlab.rng import MAX_REPLICATIONS, stream_key, uniform
@@ -40,6 +47,18 @@ SINGLE_OUTCOMES = 65_536   # tables of one cluster's law, beyond which ``auto`` 
 MAX_GROUP = 16             # clusters per group
 
 
+@nb.njit(inline="always", cache=True)
+def _draw_row(k1, k2, rep, h, prob, alias, off, n):
+    """Row of group ``h``'s alias table drawn for replication ``rep`` (one uniform)."""
+    x = uniform(k1, k2, rep, h) * n
+    j = int(x)
+    if j >= n:
+        j = n - 1
+    if x - j >= prob[off + j]:
+        j = alias[off + j]
+    return off + j
+
+
 @nb.njit(cache=True)
 def _fill_groups(k1, k2, rep_start, out64, prob, alias, comp64, g_off, g_n, g_first, g_width):
     """out64: int64[R, 2K] view of int32[R, K, 4]; group h writes g_width[h] int64 words
@@ -49,18 +68,39 @@ def _fill_groups(k1, k2, rep_start, out64, prob, alias, comp64, g_off, g_n, g_fi
     for i in range(R):
         rep = rep_start + i
         for h in range(G):
+            row = _draw_row(k1, k2, rep, h, prob, alias, g_off[h], g_n[h])
+            w0 = 2 * g_first[h]
+            for t in range(g_width[h]):
+                out64[i, w0 + t] = comp64[row, t]
+
+
+@nb.njit(cache=True)
+def _fill_group_moments(k1, k2, rep_start, out, pack, g_off, g_n):
+    """out: int64[R, 3] rows (k_used, S1, S2): the sums over groups of the drawn outcomes'
+    moments -- the same draws as ``_fill_groups``, without writing tables.  ``pack`` row
+    ``off + j`` = (alias probability, moments of outcome j, moments of its alias, pad):
+    one cache line per draw instead of three dependent loads (1.6x faster)."""
+    R = out.shape[0]
+    G = g_off.shape[0]
+    for i in range(R):
+        rep = rep_start + i
+        k_used = 0
+        S1 = 0
+        S2 = 0
+        for h in range(G):
             n = g_n[h]
-            off = g_off[h]
             x = uniform(k1, k2, rep, h) * n
             j = int(x)
             if j >= n:
                 j = n - 1
-            if x - j >= prob[off + j]:
-                j = alias[off + j]
-            w0 = 2 * g_first[h]
-            row = off + j
-            for t in range(g_width[h]):
-                out64[i, w0 + t] = comp64[row, t]
+            row = g_off[h] + j
+            c = 4 if x - j >= pack[row, 0] else 1
+            k_used += np.int64(pack[row, c])
+            S1 += np.int64(pack[row, c + 1])
+            S2 += np.int64(pack[row, c + 2])
+        out[i, 0] = k_used
+        out[i, 1] = S1
+        out[i, 2] = S2
 
 
 @nb.njit(cache=True)
@@ -106,6 +146,7 @@ class TableSource(abc.ABC):
     """Fills ``int32[R, K, 4]`` buffers with replications of one scenario under one seed."""
     name = "?"
     version = "?"
+    moment_size: int | None = None  # set when fill_moments can draw (k, S1, S2) directly
 
     @abc.abstractmethod
     def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:
@@ -115,6 +156,11 @@ class TableSource(abc.ABC):
         if stop < start:
             raise ValueError(f"stop ({stop}) must be >= start ({start})")
         return self.fill(np.empty((stop - start, self.clusters, 4), np.int32), start)
+
+    def fill_moments(self, out: np.ndarray, rep_start: int) -> np.ndarray:
+        """Write the cluster moments ``(k_used, S1, S2)`` of replications ``rep_start ..``
+        into ``int64[R, 3]`` ``out``: exactly ``table_moments`` of what ``fill`` writes."""
+        raise NotImplementedError(f"the {self.name} source cannot draw cluster moments")
 
 
 class TrialSource(TableSource):
@@ -138,6 +184,7 @@ class CompositionSource(TableSource):
         if max(law[0].shape[0] for law in laws) > SINGLE_OUTCOMES:
             raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
         self.clusters = scenario.clusters
+        self.moment_size = _common_size(laws, scenario.clusters)
         self.k1, self.k2 = stream_key(int(seed), f"{scenario.key}|composition-v{COMPOSITION_VERSION}")
         limit = GROUP_OUTCOMES
         while True:
@@ -166,7 +213,7 @@ class CompositionSource(TableSource):
             groups.append((k, tuple(members)))
             k += len(members)
         tables_by_sig: dict[tuple, int] = {}
-        probs, aliases, comps, offsets, counts = [], [], [], [], []
+        probs, aliases, comps, moms, offsets, counts = [], [], [], [], [], []
         total = 0
         width_max = 2 * max(len(m) for _, m in groups)
         g_off, g_n, g_first, g_width = [], [], [], []
@@ -189,6 +236,7 @@ class CompositionSource(TableSource):
                 probs.append(pr)
                 aliases.append(al)
                 comps.append(c64)
+                moms.append(_row_moments(joint_t))
                 total += joint_p.size
             t_id = tables_by_sig[sig]
             g_off.append(offsets[t_id])
@@ -198,6 +246,7 @@ class CompositionSource(TableSource):
         self._prob = np.concatenate(probs)
         self._alias = np.concatenate(aliases)
         self._comp = np.ascontiguousarray(np.concatenate(comps, axis=0))
+        self._pack = _moment_pack(self._prob, self._alias, np.concatenate(moms, axis=0), offsets, counts)
         self._g = tuple(np.asarray(a, np.int64) for a in (g_off, g_n, g_first, g_width))
         self.groups = len(groups)
         return total
@@ -213,6 +262,53 @@ class CompositionSource(TableSource):
             _fill_groups(self.k1, self.k2, np.int64(rep_start), out.view(np.int64).reshape(R, 2 * self.clusters),
                          self._prob, self._alias, self._comp, *self._g)
         return out
+
+
+    def fill_moments(self, out, rep_start):
+        if self.moment_size is None:
+            return super().fill_moments(out, rep_start)
+        R = out.shape[0]
+        if out.dtype != np.int64 or out.shape != (R, 3) or not out.flags.c_contiguous:
+            raise ValueError(f"out must be C-contiguous int64[R, 3], got {out.dtype}{out.shape}")
+        if rep_start < 0 or rep_start + R > MAX_REPLICATIONS:
+            raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {rep_start}..{rep_start + R}")
+        if R:
+            _fill_group_moments(self.k1, self.k2, np.int64(rep_start), out, self._pack, self._g[0], self._g[1])
+        return out
+
+
+def _common_size(laws, clusters: int) -> int | None:
+    """The one size ``m`` every non-empty cluster table of every law has, if there is one
+    (and the moments stay exact in int64: ``m K <= MAX_TRIALS_EXACT``); else None."""
+    sizes = set()
+    for t, _ in laws:
+        n = t.sum(axis=1)
+        sizes.update(int(v) for v in np.unique(n[n > 0]))
+    if len(sizes) != 1:
+        return None
+    m = sizes.pop()
+    return m if m * clusters <= MAX_TRIALS_EXACT else None
+
+
+def _row_moments(joint_t: np.ndarray) -> np.ndarray:
+    """int64[rows, 3]: (non-empty clusters, sum D, sum D^2) of each joint outcome."""
+    t = joint_t.astype(np.int64)
+    D = t[..., 2] - t[..., 1]
+    return np.stack([(t.sum(axis=2) > 0).sum(axis=1), D.sum(axis=1), (D * D).sum(axis=1)], axis=1)
+
+
+def _moment_pack(prob, alias, mom, offsets, counts) -> np.ndarray:
+    """float64[rows, 8]: (prob, own k/S1/S2, alias's k/S1/S2, 0) per alias slot; the
+    moments are small integers, exact in float64."""
+    rows = prob.shape[0]
+    absolute = alias.copy()
+    for off, n in zip(offsets, counts):
+        absolute[off:off + n] += off  # alias entries are relative to their table
+    pack = np.zeros((rows, 8), np.float64)
+    pack[:, 0] = prob
+    pack[:, 1:4] = mom
+    pack[:, 4:7] = mom[absolute]
+    return pack
 
 
 def table_source(scenario: PairedScenario, seed: int, sampler: str = "auto") -> TableSource:

@@ -115,11 +115,12 @@ def test_bench_study_smoke(tmp_path, capsys):
                               "--n-jobs", "1", "--repeat", "1", "--json"])
     assert rc == 0
     names = [r["name"] for r in p["rows"]]
-    assert names == ["numpy_vectorised", "study_runner_1job", "fused_kernel_1thread"]
+    assert names == ["numpy_vectorised", "study_runner_1job", "study_runner_1job_tables", "fused_kernel_1thread"]
+    assert p["path"] == "moments" and p["same_results_both_paths"] is True
     e = p["exact_pass_rate"]
     for r in p["rows"]:
         assert abs(r["pass_rate"] - e) < 4 * math.sqrt(e * (1 - e) / r["replications"])
-    assert set(p["ratios"]) == {"runner_vs_numpy_per_core", "runner_vs_fused_per_core"}
+    assert set(p["ratios"]) == {"runner_vs_numpy_per_core", "table_path_vs_numpy_per_core", "runner_vs_fused_per_core"}
     rc, err = run_json(capsys, ["bench", "study", "--limit-kernel", str(tmp_path / "missing.py"), "--json",
                                 "--reps", "1000", "--numpy-reps", "1000", "--n-jobs", "1"])
     assert rc == 2 and "no such file" in err["error"]

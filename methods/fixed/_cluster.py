@@ -42,37 +42,6 @@ def scaled_residual(tables, r, k, N, S):
     return float(np.int64(N) * D - n * np.int64(S)), float(n)
 
 
-@nb.njit(inline="always", cache=True)
-def cluster_mean_var(tables, r):
-    """(k_used, mean, var) of the cluster differences d_k = D_k / n_k of replication r.
-
-    Two passes (mean, then squared deviations; ddof = 1) so equal d_k give a variance of
-    exactly zero up to one rounding of the mean.  var is NaN when k_used < 2 and mean is
-    NaN when k_used == 0."""
-    K = tables.shape[1]
-    s1 = 0.0
-    k_used = 0
-    for k in range(K):
-        n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-        if n == 0:
-            continue
-        s1 += (tables[r, k, 2] - tables[r, k, 1]) / n
-        k_used += 1
-    if k_used == 0:
-        return 0, math.nan, math.nan
-    mean = s1 / k_used
-    if k_used < 2:
-        return k_used, mean, math.nan
-    ss = 0.0
-    for k in range(K):
-        n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-        if n == 0:
-            continue
-        e = (tables[r, k, 2] - tables[r, k, 1]) / n - mean
-        ss += e * e
-    return k_used, mean, ss / (k_used - 1)
-
-
 def check_min_clusters(method) -> float:
     """The ``min_clusters`` option as a float, validated (finite, >= 0)."""
     v = method.options["min_clusters"]

@@ -20,27 +20,39 @@ import math
 import numba as nb
 
 from methods.base import Estimand, FixedMethod, source_files_of
-from methods.fixed import _cluster, _common
-from methods.fixed._cluster import cluster_mean_var, t_consts
+from methods.fixed import _cluster, _common, _moments
+from methods.fixed._cluster import t_consts
 from methods.fixed._common import decide, no_bounds
+from methods.fixed._moments import MomentMethod, cluster_mean_var, moments_mean_var
+
+
+@nb.njit(inline="always", cache=True)
+def _interval(r, k_used, mean, var, margin, consts, lower, upper, estimate, status):
+    estimate[r] = mean
+    if k_used < 2 or k_used < consts[0]:
+        no_bounds(r, lower, upper, status)
+        return
+    half = consts[k_used - 1] * math.sqrt(var / k_used)
+    lower[r] = mean - half
+    upper[r] = mean + half
+    status[r] = decide(lower[r], margin)
 
 
 @nb.njit(cache=True)
 def kernel(tables, margin, consts, lower, upper, estimate, status):
-    min_clusters = consts[0]
     for r in range(tables.shape[0]):
         k_used, mean, var = cluster_mean_var(tables, r)
-        estimate[r] = mean
-        if k_used < 2 or k_used < min_clusters:
-            no_bounds(r, lower, upper, status)
-            continue
-        half = consts[k_used - 1] * math.sqrt(var / k_used)
-        lower[r] = mean - half
-        upper[r] = mean + half
-        status[r] = decide(lower[r], margin)
+        _interval(r, k_used, mean, var, margin, consts, lower, upper, estimate, status)
 
 
-METHOD = FixedMethod(
+@nb.njit(cache=True)
+def moments_kernel(stats, size, margin, consts, lower, upper, estimate, status):
+    for r in range(stats.shape[0]):
+        mean, var = moments_mean_var(stats[r, 0], size, stats[r, 1], stats[r, 2])
+        _interval(r, stats[r, 0], mean, var, margin, consts, lower, upper, estimate, status)
+
+
+METHOD = MomentMethod(
     name="cluster_t",
     version="1",
     estimand=Estimand.CLUSTER,
@@ -50,5 +62,6 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=t_consts,
     options={"min_clusters": 2.0},
-    source_files=source_files_of(kernel, _cluster, _common, FixedMethod),
+    source_files=source_files_of(kernel, _cluster, _common, _moments, FixedMethod),
+    moments_kernel=moments_kernel,
 )

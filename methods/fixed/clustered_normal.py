@@ -8,6 +8,10 @@ Fewer non-empty clusters than the registered minimum (option ``min_clusters``, t
 difference the SD is zero and the interval collapses to a point: the seed's false pass
 (30 customers, loss probability 0.04, margin 0.03: P(pass) = 0.96**30 = 0.29386).
 
+With equal cluster sizes the mean and variance are computed from the integer moments
+``(K, sum D_k, sum D_k^2)`` (``methods.fixed._moments``), which is also what the studies
+engine's moment path samples.
+
 Source: cx_eval_lab evidence-spine chapter, "Statistical non-inferiority" (../shared/seed);
 the interval is the textbook large-sample z interval for a mean of cluster summaries
 (Donner & Klar 2000, *Design and Analysis of Cluster Randomization Trials*, sec. 6.2).
@@ -18,52 +22,47 @@ import numba as nb
 import numpy as np
 
 from methods.base import Estimand, FixedMethod, source_files_of, z_value
-from methods.fixed import _common
+from methods.fixed import _common, _moments
 from methods.fixed._common import decide, no_bounds, write_inconclusive
+from methods.fixed._moments import MomentMethod, cluster_mean_var, moments_mean_var
+
+
+@nb.njit(inline="always", cache=True)
+def _interval(r, k_used, mean, var, margin, consts, lower, upper, estimate, status):
+    z = consts[0]
+    min_clusters = consts[1]
+    if k_used == 0:
+        write_inconclusive(r, lower, upper, estimate, status)
+        return
+    estimate[r] = mean
+    if k_used < 2 or k_used < min_clusters:
+        no_bounds(r, lower, upper, status)
+        return
+    half = z * math.sqrt(var / k_used)
+    lower[r] = mean - half
+    upper[r] = mean + half
+    status[r] = decide(lower[r], margin)
 
 
 @nb.njit(cache=True)
 def kernel(tables, margin, consts, lower, upper, estimate, status):
-    z = consts[0]
-    min_clusters = consts[1]
-    R, K, _ = tables.shape
-    for r in range(R):
-        s1 = 0.0
-        k_used = 0
-        for k in range(K):
-            n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-            if n == 0:
-                continue
-            s1 += (tables[r, k, 2] - tables[r, k, 1]) / n
-            k_used += 1
-        if k_used == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        mean = s1 / k_used
-        estimate[r] = mean
-        if k_used < 2 or k_used < min_clusters:
-            no_bounds(r, lower, upper, status)
-            continue
-        # two-pass variance: exactly zero when every cluster has the same difference
-        ss = 0.0
-        for k in range(K):
-            n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-            if n == 0:
-                continue
-            e = (tables[r, k, 2] - tables[r, k, 1]) / n - mean
-            ss += e * e
-        var = ss / (k_used - 1)
-        half = z * math.sqrt(var / k_used)
-        lower[r] = mean - half
-        upper[r] = mean + half
-        status[r] = decide(lower[r], margin)
+    for r in range(tables.shape[0]):
+        k_used, mean, var = cluster_mean_var(tables, r)
+        _interval(r, k_used, mean, var, margin, consts, lower, upper, estimate, status)
+
+
+@nb.njit(cache=True)
+def moments_kernel(stats, size, margin, consts, lower, upper, estimate, status):
+    for r in range(stats.shape[0]):
+        mean, var = moments_mean_var(stats[r, 0], size, stats[r, 1], stats[r, 2])
+        _interval(r, stats[r, 0], mean, var, margin, consts, lower, upper, estimate, status)
 
 
 def prepare(method, confidence, tables):
     return np.array([z_value(confidence), method.options["min_clusters"]], dtype=np.float64)
 
 
-METHOD = FixedMethod(
+METHOD = MomentMethod(
     name="clustered_normal",
     version="1",
     estimand=Estimand.CLUSTER,
@@ -73,5 +72,6 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"min_clusters": 30.0},
-    source_files=source_files_of(kernel, _common, FixedMethod),
+    source_files=source_files_of(kernel, _common, _moments, FixedMethod),
+    moments_kernel=moments_kernel,
 )
