@@ -390,7 +390,13 @@ def named_policy(name: str) -> QualificationPolicy:
     K 10..100, replications 2000..32000), ``reduced-small`` (the slowest: K 10..30,
     replications 1000..8000), ``sequential`` (sequential methods: 5 equally spaced looks,
     K 30..300 at the last look, replications 2000..32000), ``sequential-standard`` (the
-    standard domain and policy with 5 equally spaced looks)."""
+    standard domain and policy with 5 equally spaced looks), ``sequential-standard-lr``
+    (``sequential-standard`` without margin 0.01: for ``likelihood_ratio``, whose default
+    alternative loss rate 0.01 must lie below the margin)."""
+    if name == "sequential-standard-lr":
+        dom = standard_domain().model_copy(update={
+            "looks": 5, "margin": Axis(lo=0.03, hi=0.10, grid=(0.03, 0.05, 0.10))})
+        return QualificationPolicy(domain=QualificationDomain.model_validate(dom.model_dump()))
     if name == "sequential":
         dom = reduced_domain((30, 100, 300)).model_copy(update={"looks": 5})
         return QualificationPolicy(domain=QualificationDomain.model_validate(dom.model_dump()),
@@ -406,7 +412,7 @@ def named_policy(name: str) -> QualificationPolicy:
         return QualificationPolicy(domain=reduced_domain((10, 30)), min_replications=1000, max_replications=8000,
                                    refine_evaluations=1)
     raise ValueError(f"unknown policy {name!r}: give a JSON/TOML file or one of standard, reduced, reduced-small, "
-                     "sequential, sequential-standard")
+                     "sequential, sequential-standard, sequential-standard-lr")
 
 
 # ---------------------------------------------------------------- record schema
