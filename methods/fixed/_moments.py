@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from methods.base import BatchResult, FixedMethod, check_confidence, check_margin
+from methods.fixed._common import decide, no_bounds
 
 # (k m)^2 must stay below 2^63 for the int64 numerator k S2 - S1^2
 MAX_TRIALS_EXACT = 3_000_000_000
@@ -106,6 +107,38 @@ def table_moments(tables, out):
         out[r, 1] = S1
         out[r, 2] = S2
     return out
+
+
+@nb.njit(inline="always", cache=True)
+def _interval(r, k_used, mean, var, margin, crit, lower, upper, estimate, status):
+    """``mean +- crit[k_used - 1] sqrt(var / k_used)``; ``crit[0]`` is ``min_clusters``
+    (fewer non-empty clusters, or fewer than 2 -> no interval; none at all -> NaN estimate)."""
+    estimate[r] = mean
+    if k_used < 2 or k_used < crit[0]:
+        no_bounds(r, lower, upper, status)
+        return
+    half = crit[k_used - 1] * math.sqrt(var / k_used)
+    lower[r] = mean - half
+    upper[r] = mean + half
+    status[r] = decide(lower[r], margin)
+
+
+@nb.njit(cache=True)
+def cluster_mean_kernel(tables, margin, crit, lower, upper, estimate, status):
+    """Batch kernel of the cluster-mean intervals (``clustered_normal``, ``cluster_t``):
+    ``crit = [min_clusters, c_1, ..., c_K]``, ``c_j`` the critical value on ``j`` degrees of
+    freedom (the normal ``z`` for every ``j`` in ``clustered_normal``)."""
+    for r in range(tables.shape[0]):
+        k_used, mean, var = cluster_mean_var(tables, r)
+        _interval(r, k_used, mean, var, margin, crit, lower, upper, estimate, status)
+
+
+@nb.njit(cache=True)
+def cluster_mean_moments_kernel(stats, size, margin, crit, lower, upper, estimate, status):
+    """``cluster_mean_kernel`` from ``(k_used, S1, S2)`` rows (see ``MomentMethod``)."""
+    for r in range(stats.shape[0]):
+        mean, var = moments_mean_var(stats[r, 0], size, stats[r, 1], stats[r, 2])
+        _interval(r, stats[r, 0], mean, var, margin, crit, lower, upper, estimate, status)
 
 
 @dataclass(frozen=True)

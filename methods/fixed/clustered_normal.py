@@ -16,50 +16,18 @@ Source: cx_eval_lab evidence-spine chapter, "Statistical non-inferiority" (../sh
 the interval is the textbook large-sample z interval for a mean of cluster summaries
 (Donner & Klar 2000, *Design and Analysis of Cluster Randomization Trials*, sec. 6.2).
 """
-import math
-
-import numba as nb
 import numpy as np
 
 from methods.base import Estimand, FixedMethod, source_files_of, z_value
-from methods.fixed import _common, _moments
-from methods.fixed._common import decide, no_bounds, write_inconclusive
-from methods.fixed._moments import MomentMethod, cluster_mean_var, moments_mean_var
-
-
-@nb.njit(inline="always", cache=True)
-def _interval(r, k_used, mean, var, margin, consts, lower, upper, estimate, status):
-    z = consts[0]
-    min_clusters = consts[1]
-    if k_used == 0:
-        write_inconclusive(r, lower, upper, estimate, status)
-        return
-    estimate[r] = mean
-    if k_used < 2 or k_used < min_clusters:
-        no_bounds(r, lower, upper, status)
-        return
-    half = z * math.sqrt(var / k_used)
-    lower[r] = mean - half
-    upper[r] = mean + half
-    status[r] = decide(lower[r], margin)
-
-
-@nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    for r in range(tables.shape[0]):
-        k_used, mean, var = cluster_mean_var(tables, r)
-        _interval(r, k_used, mean, var, margin, consts, lower, upper, estimate, status)
-
-
-@nb.njit(cache=True)
-def moments_kernel(stats, size, margin, consts, lower, upper, estimate, status):
-    for r in range(stats.shape[0]):
-        mean, var = moments_mean_var(stats[r, 0], size, stats[r, 1], stats[r, 2])
-        _interval(r, stats[r, 0], mean, var, margin, consts, lower, upper, estimate, status)
+from methods.fixed import _cluster, _common
+from methods.fixed._cluster import check_min_clusters
+from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
 
 
 def prepare(method, confidence, tables):
-    return np.array([z_value(confidence), method.options["min_clusters"]], dtype=np.float64)
+    """``[min_clusters, z, ..., z]``: the normal critical value for every cluster count."""
+    K = max(int(tables.shape[1]), 1)
+    return np.concatenate([[check_min_clusters(method)], np.full(K, z_value(confidence))])
 
 
 METHOD = MomentMethod(
@@ -69,9 +37,9 @@ METHOD = MomentMethod(
     citation="cx_eval_lab evidence spine (seed chapter), clustered normal interval; "
              "Donner & Klar (2000) Design and Analysis of Cluster Randomization Trials, sec. 6.2",
     summary="mean of cluster-mean differences, sample SD over clusters, normal critical value",
-    kernel=kernel,
+    kernel=cluster_mean_kernel,
     prepare=prepare,
     options={"min_clusters": 30.0},
-    source_files=source_files_of(kernel, _common, _moments, FixedMethod),
-    moments_kernel=moments_kernel,
+    source_files=source_files_of(prepare, cluster_mean_kernel, _cluster, _common, FixedMethod),
+    moments_kernel=cluster_mean_moments_kernel,
 )
