@@ -133,3 +133,14 @@ def test_records_reproduce_their_counts_from_the_seed(records):
         key = method_key(rec.method.resolve())
         got = run_task(rec.policy, Task(spec, (key,), 0, s.n_reps[i]), (rec.method.estimand,))
         assert got[key] == (s.n_pass[i], s.n_inconclusive[i])
+
+
+def test_likelihood_ratio_keeps_its_level_with_independent_trials(records):
+    """Ville's inequality: with one trial per cluster (independent trial pairs) the seed's
+    likelihood-ratio rule keeps its level at every K, rho and margin of the standard
+    ranges; clustered trials (M = 10, rho = 0.5) break it."""
+    rec = next(r for r in records["likelihood_ratio"] if r.policy_sha256 == named_policy("sequential-standard-lr").sha256)
+    dom = rec.policy.domain
+    single = [c for c in rec.cells if dom.cluster_sizes[c.size].trials == 1]
+    assert single and all(c.verdict == "qualified" for c in single)
+    assert any(c.verdict == "exceeds" for c in rec.cells if dom.cluster_sizes[c.size].trials == 10 and c.rho == 0.5)
