@@ -25,6 +25,7 @@ worker count.  Sequential methods (a policy whose domain declares ``looks``) are
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import subprocess
@@ -126,7 +127,9 @@ class Task:
 
 
 def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]) -> dict[tuple, tuple[int, int]]:
-    """Pass and inconclusive counts of each method on the task's replication range."""
+    """Pass and inconclusive counts of each method on the task's replication range (on the
+    studies engine's moment path when every method can take it: the same counts)."""
+    from studies.runner import MOMENT_BATCH, moment_path
     from studies.sampling import table_source
 
     spec = task.spec
@@ -136,8 +139,19 @@ def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]
     source = table_source(scenario, policy.seed, policy.sampler)
     methods = [(k, resolve_method(k)) for k in task.methods]
     out = {k: [0, 0] for k, _ in methods}
-    chunk = max(1, _MAX_CELLS_PER_CHUNK // spec.clusters)
     n = task.stop - task.start
+    if moment_path(source, [m for _, m in methods]):
+        consts = {k: m.moment_consts(policy.confidence, spec.clusters) for k, m in methods}
+        buf = np.empty((min(MOMENT_BATCH, n), 3), np.int64)
+        for s in range(task.start, task.stop, MOMENT_BATCH):
+            stats = source.fill_moments(buf[:min(MOMENT_BATCH, task.stop - s)], s)
+            for k, m in methods:
+                with _naming(k, spec):
+                    r = m.batch_moments(stats, source.moment_size, spec.clusters, spec.margin, policy.confidence,
+                                        consts[k])
+                _add_status(r.status, out[k])
+        return {k: (v[0], v[1]) for k, v in out.items()}
+    chunk = max(1, _MAX_CELLS_PER_CHUNK // spec.clusters)
     buf = np.empty((min(chunk, n), spec.clusters, 4), np.int32)
     schedule = None
     if any(getattr(m, "kind", "fixed") == "sequential" for _, m in methods):
@@ -146,12 +160,24 @@ def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]
     for s in range(task.start, task.stop, chunk):
         tables = source.fill(buf[:min(chunk, task.stop - s)], s)
         for k, m in methods:
-            try:
+            with _naming(k, spec):
                 _count(m, tables, spec, policy, schedule, out[k])
-            except ValueError as exc:
-                raise ValueError(f"method {k[0]!r} cannot run at K={spec.clusters}, margin={spec.margin:g} of this "
-                                 f"policy's domain: {exc}") from None
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+@contextlib.contextmanager
+def _naming(key: tuple, spec: Spec):
+    """A method's refusal of a domain point, as an error naming the method and the point."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"method {key[0]!r} cannot run at K={spec.clusters}, margin={spec.margin:g} of this "
+                         f"policy's domain: {exc}") from None
+
+
+def _add_status(status: np.ndarray, acc: list[int]) -> None:
+    acc[0] += int(np.count_nonzero(status == PASS))
+    acc[1] += int(np.count_nonzero(status == INCONCLUSIVE))
 
 
 def _count(m, tables, spec: Spec, policy: QualificationPolicy, schedule, acc: list[int]) -> None:
@@ -160,9 +186,7 @@ def _count(m, tables, spec: Spec, policy: QualificationPolicy, schedule, acc: li
         dec = m.batch(tables, schedule, spec.margin, policy.alpha).decision
         acc[0] += int(np.count_nonzero(dec == PROMOTE))
     else:
-        st = m.batch(tables, spec.margin, policy.confidence).status
-        acc[0] += int(np.count_nonzero(st == PASS))
-        acc[1] += int(np.count_nonzero(st == INCONCLUSIVE))
+        _add_status(m.batch(tables, spec.margin, policy.confidence).status, acc)
 
 
 def _run_batch(policy, batch, estimands):
