@@ -925,16 +925,23 @@ def covers(record: QualificationRecord, point: DesignPoint | dict, *, now: _dt.d
 def find_coverage(name: str, point: DesignPoint | dict, directory: str | Path = RESULTS_DIR,
                   now: _dt.datetime | None = None) -> Coverage:
     """Look through every record of method ``name`` (its identity name, e.g.
-    ``repeated_fixed[binomial_loss]`` for wrappers) in ``directory``: the first that covers
-    ``point``, else not covered with each record's reason.  A tampered or stale record is an
-    error (``load_record``), never silently skipped."""
+    ``repeated_fixed[binomial_loss]`` for wrappers) in ``directory``.  Covered when one
+    record covers ``point`` and no other record whose domain holds ``point`` finds a
+    bracketing cell unqualified: records that disagree (overlapping domains, Monte Carlo
+    noise near the threshold) give the conservative answer, so a decision can never pick
+    the favourable record.  A tampered or stale record is an error (``load_record``),
+    never silently skipped."""
     paths = record_paths(name, directory)
     if not paths:
         return Coverage(False, f"no qualification record for {name!r} in {directory}")
-    reasons = []
-    for p in paths:
-        c = covers(load_record(p), point, now=now)
-        if c.covered:
-            return Coverage(True, c.reason, c.cells, str(p))
-        reasons.append(f"{p.name}: {c.reason}")
-    return Coverage(False, "; ".join(reasons))
+    answers = [(p, covers(load_record(p), point, now=now)) for p in paths]
+    hits = [(p, c) for p, c in answers if c.covered]
+    against = [(p, c) for p, c in answers if not c.covered and c.cells]  # point inside, cells not qualified
+    if hits and not against:
+        p, c = hits[0]
+        return Coverage(True, c.reason, c.cells, str(p))
+    if hits:
+        p, c = against[0]
+        return Coverage(False, f"records disagree: {hits[0][0].name} qualifies this design but {p.name} does not "
+                               f"({c.reason}); the conservative answer is not covered", c.cells, str(p))
+    return Coverage(False, "; ".join(f"{p.name}: {c.reason}" for p, c in answers))

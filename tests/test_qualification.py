@@ -302,3 +302,26 @@ def test_find_coverage_searches_a_directory(tmp_path):
     (tmp_path / "x.nc").write_bytes(b"tampered")
     with pytest.raises(TamperedRecordError):
         q.find_coverage("clustered_normal", DesignPoint(clusters=30, margin=0.03, rho=0.0), tmp_path)
+
+
+def test_find_coverage_is_conservative_when_records_disagree(tmp_path):
+    """Two records over the same domain (two policies): one qualifies K = 30, the other
+    finds it exceeding; the design is not covered, whichever file is read first."""
+    good = synthetic_record(QualificationPolicy(domain=tiny_domain()), _bad_when)
+    bad = synthetic_record(QualificationPolicy(domain=tiny_domain(), min_replications=1000),
+                           lambda cell, b, d: 400 if cell[0] <= 30 else 40)
+    small = synthetic_record(QualificationPolicy(domain=tiny_domain(clusters=IntAxis(lo=10, hi=30, grid=(10, 30)))),
+                             lambda cell, b, d: 400)  # exceeds everywhere in K 10..30
+    for rec, stem in ((good, "clustered_normal.a"), (bad, "clustered_normal.b"), (small, "clustered_normal.c")):
+        ds = tmp_path / f"{stem}.nc"
+        ds.write_bytes(stem.encode())
+        rec = rec.model_copy(update={"dataset": q.DatasetRef(file=ds.name, sha256=q.file_sha256(ds))}).sealed()
+        (tmp_path / f"{stem}.json").write_text(rec.to_json())
+    point = DesignPoint(clusters=30, margin=0.03, rho=0.0, cluster_size=FixedSize(trials=1))
+    assert q.covers(good, point).covered and not q.covers(bad, point).covered
+    got = q.find_coverage("clustered_normal", point, tmp_path)
+    assert not got.covered and "records disagree" in got.reason and got.record.endswith("clustered_normal.b.json")
+    # K = 100: qualified in a and b, outside c's domain (c does not vote against it)
+    k100 = point.model_copy(update={"clusters": 100})
+    assert "outside the qualified domain" in q.covers(small, k100).reason
+    assert q.find_coverage("clustered_normal", k100, tmp_path).covered
