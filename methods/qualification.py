@@ -390,9 +390,21 @@ def named_policy(name: str) -> QualificationPolicy:
     K 10..100, replications 2000..32000), ``reduced-small`` (the slowest: K 10..30,
     replications 1000..8000), ``sequential`` (sequential methods: 5 equally spaced looks,
     K 30..300 at the last look, replications 2000..32000), ``sequential-standard`` (the
-    standard domain and policy with 5 equally spaced looks), ``sequential-standard-lr``
+    standard domain and policy with 5 equally spaced looks), ``standard-coarse`` (the
+    standard ranges on a coarser grid -- K 10, 30, 100, 500; rho 0, 0.1, 0.5; margin 0.01,
+    0.03, 0.10; baseline 0.5, 0.9, 1.0 -- replications 2000..8000, one refinement step: for
+    the resampling and Bayesian kernels, 10^3-10^4 decisions/s), ``sequential-standard-lr``
     (``sequential-standard`` without margin 0.01: for ``likelihood_ratio``, whose default
     alternative loss rate 0.01 must lie below the margin)."""
+    if name == "standard-coarse":
+        dom = QualificationDomain(
+            clusters=IntAxis(lo=10, hi=500, grid=(10, 30, 100, 500)),
+            cluster_sizes=(FixedSize(trials=1), FixedSize(trials=3), FixedSize(trials=10)),
+            rho=Axis(lo=0.0, hi=0.5, grid=(0.0, 0.1, 0.5)),
+            margin=Axis(lo=0.01, hi=0.10, grid=(0.01, 0.03, 0.10)),
+            baseline=Axis(lo=0.5, hi=1.0, grid=(0.5, 0.9, 1.0)),
+            discordance=Axis(lo=0.01, hi=0.5, grid=(0.01, 0.03, 0.1, 0.5)))
+        return QualificationPolicy(domain=dom, max_replications=8000, refine_evaluations=1)
     if name == "sequential-standard-lr":
         dom = standard_domain().model_copy(update={
             "looks": 5, "margin": Axis(lo=0.03, hi=0.10, grid=(0.03, 0.05, 0.10))})
@@ -412,7 +424,7 @@ def named_policy(name: str) -> QualificationPolicy:
         return QualificationPolicy(domain=reduced_domain((10, 30)), min_replications=1000, max_replications=8000,
                                    refine_evaluations=1)
     raise ValueError(f"unknown policy {name!r}: give a JSON/TOML file or one of standard, reduced, reduced-small, "
-                     "sequential, sequential-standard, sequential-standard-lr")
+                     "sequential, sequential-standard, sequential-standard-lr, standard-coarse")
 
 
 # ---------------------------------------------------------------- record schema

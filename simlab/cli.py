@@ -978,8 +978,9 @@ def _register_qualify(sub, bench_sub) -> None:
     p = sub.add_parser("qualify", help="qualify methods over a policy's domain; `qualify show RECORD`")
     p.add_argument("--method", help="registered method, comma-separated list, or 'all' (fixed-sample methods; "
                                     "sequential ones under a policy that declares looks)")
-    p.add_argument("--policy", help="policy file (JSON or TOML) or a built-in name: standard (default), reduced, "
-                                    "reduced-small, sequential, sequential-standard, sequential-standard-lr")
+    p.add_argument("--policy", help="policy file (JSON or TOML) or a built-in name: standard (default), "
+                                    "standard-coarse, reduced, reduced-small, sequential, sequential-standard, "
+                                    "sequential-standard-lr")
     p.add_argument("--n-jobs", type=int, default=1, help="worker processes (default %(default)s)")
     p.add_argument("--out", default=None, help="output directory (default: the project's results/qualification)")
     _add_json(p)

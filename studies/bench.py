@@ -18,9 +18,11 @@ process:
   methods needs the tables;
 * ``fused_kernel_1thread`` -- ``cpu_ser`` of the ``--limit-kernel`` file (a fused,
   single-purpose numba loop with two draws per trial pair);
-* then all cores (each row: the fastest of ``repeat`` runs, as ``timeit`` reports): ``run_study`` with ``n_jobs = cores`` (joblib worker pool warmed by a
+* then all cores: ``run_study`` with ``n_jobs = cores`` (joblib worker pool warmed by a
   small run first, so worker start-up is not in the timing) and ``cpu_par`` with
   ``cores`` numba threads.
+
+Each row is the fastest of ``repeat`` runs, as ``timeit`` reports.
 
 The exact pass probability (``studies.exact``, cluster-moment engine) is reported so
 each implementation's pass rate can be checked against it.

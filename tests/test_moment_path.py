@@ -19,7 +19,8 @@ MOMENT_SCENARIOS = [
     PairedScenario(cells=(0.91, 0.06, 0.02, 0.01), clusters=30, cluster_size=FixedSize(trials=3)),
     PairedScenario(cells=(0.5, 0.2, 0.2, 0.1), clusters=12, cluster_size=FixedSize(trials=4), rho=0.3),
     PairedScenario(cells=(0.96, 0.04, 0.0, 0.0), clusters=30, cluster_size=FixedSize(trials=1)),
-    PairedScenario(cells=(0.7, 0.1, 0.05, 0.15), clusters=9, cluster_size=ExplicitSizes(sizes=(2, 0, 2, 2, 0, 2, 2, 2, 2))),
+    PairedScenario(cells=(0.7, 0.1, 0.05, 0.15), clusters=9,
+                   cluster_size=ExplicitSizes(sizes=(2, 0, 2, 2, 0, 2, 2, 2, 2))),
     PairedScenario(cells=(0.8, 0.1, 0.05, 0.05), clusters=20, cluster_size=FixedSize(trials=2),
                    label_noise=LabelNoise(baseline_sensitivity=0.95, candidate_specificity=0.9)),
 ]

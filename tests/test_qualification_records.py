@@ -82,7 +82,7 @@ def test_every_builtin_method_has_a_current_record(records):
         assert (rec.policy.domain.looks is not None) == (kind == "sequential")
         assert rec.policy_sha256 in {named_policy(n).sha256 for n in ("standard", "reduced", "reduced-small",
                                                                        "sequential", "sequential-standard",
-                                                                       "sequential-standard-lr")}
+                                                                       "sequential-standard-lr", "standard-coarse")}
 
 
 def test_seed_design_point_is_not_qualified_for_clustered_normal(records):
@@ -139,7 +139,8 @@ def test_likelihood_ratio_keeps_its_level_with_independent_trials(records):
     """Ville's inequality: with one trial per cluster (independent trial pairs) the seed's
     likelihood-ratio rule keeps its level at every K, rho and margin of the standard
     ranges; clustered trials (M = 10, rho = 0.5) break it."""
-    rec = next(r for r in records["likelihood_ratio"] if r.policy_sha256 == named_policy("sequential-standard-lr").sha256)
+    lr_policy = named_policy("sequential-standard-lr").sha256
+    rec = next(r for r in records["likelihood_ratio"] if r.policy_sha256 == lr_policy)
     dom = rec.policy.domain
     single = [c for c in rec.cells if dom.cluster_sizes[c.size].trials == 1]
     assert single and all(c.verdict == "qualified" for c in single)
