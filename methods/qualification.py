@@ -394,8 +394,8 @@ def named_policy(name: str) -> QualificationPolicy:
     standard ranges on a coarser grid -- K 10, 30, 100, 500; rho 0, 0.1, 0.5; margin 0.01,
     0.03, 0.10; baseline 0.5, 0.9, 1.0 -- replications 2000..8000, one refinement step: for
     the resampling and Bayesian kernels, 10^3-10^4 decisions/s), ``sequential-standard-lr``
-    (``sequential-standard`` without margin 0.01: for ``likelihood_ratio``, whose default
-    alternative loss rate 0.01 must lie below the margin)."""
+    (``sequential-standard`` with margins 0.02..0.10: for ``likelihood_ratio``, whose
+    default alternative loss rate 0.01 must lie below the margin)."""
     if name == "standard-coarse":
         dom = QualificationDomain(
             clusters=IntAxis(lo=10, hi=500, grid=(10, 30, 100, 500)),
@@ -407,7 +407,7 @@ def named_policy(name: str) -> QualificationPolicy:
         return QualificationPolicy(domain=dom, max_replications=8000, refine_evaluations=1)
     if name == "sequential-standard-lr":
         dom = standard_domain().model_copy(update={
-            "looks": 5, "margin": Axis(lo=0.03, hi=0.10, grid=(0.03, 0.05, 0.10))})
+            "looks": 5, "margin": Axis(lo=0.02, hi=0.10, grid=(0.02, 0.03, 0.05, 0.10))})
         return QualificationPolicy(domain=QualificationDomain.model_validate(dom.model_dump()))
     if name == "sequential":
         dom = reduced_domain((30, 100, 300)).model_copy(update={"looks": 5})
