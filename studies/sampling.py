@@ -48,15 +48,14 @@ MAX_GROUP = 16             # clusters per group
 
 
 @nb.njit(inline="always", cache=True)
-def _draw_row(k1, k2, rep, h, prob, alias, off, n):
-    """Row of group ``h``'s alias table drawn for replication ``rep`` (one uniform)."""
+def _alias_slot(k1, k2, rep, h, n):
+    """(slot j, fraction) of group ``h``'s ``n``-slot alias table for replication ``rep``:
+    ONE uniform; the caller takes slot j when the fraction is below ``prob[j]``, else its alias."""
     x = uniform(k1, k2, rep, h) * n
     j = int(x)
     if j >= n:
         j = n - 1
-    if x - j >= prob[off + j]:
-        j = alias[off + j]
-    return off + j
+    return j, x - j
 
 
 @nb.njit(cache=True)
@@ -68,7 +67,9 @@ def _fill_groups(k1, k2, rep_start, out64, prob, alias, comp64, g_off, g_n, g_fi
     for i in range(R):
         rep = rep_start + i
         for h in range(G):
-            row = _draw_row(k1, k2, rep, h, prob, alias, g_off[h], g_n[h])
+            off = g_off[h]
+            j, f = _alias_slot(k1, k2, rep, h, g_n[h])
+            row = off + (j if f < prob[off + j] else alias[off + j])
             w0 = 2 * g_first[h]
             for t in range(g_width[h]):
                 out64[i, w0 + t] = comp64[row, t]
@@ -88,13 +89,9 @@ def _fill_group_moments(k1, k2, rep_start, out, pack, g_off, g_n):
         S1 = 0
         S2 = 0
         for h in range(G):
-            n = g_n[h]
-            x = uniform(k1, k2, rep, h) * n
-            j = int(x)
-            if j >= n:
-                j = n - 1
+            j, f = _alias_slot(k1, k2, rep, h, g_n[h])
             row = g_off[h] + j
-            c = 4 if x - j >= pack[row, 0] else 1
+            c = 1 if f < pack[row, 0] else 4
             k_used += np.int64(pack[row, c])
             S1 += np.int64(pack[row, c + 1])
             S2 += np.int64(pack[row, c + 2])
@@ -159,8 +156,10 @@ class TableSource(abc.ABC):
 
     def fill_moments(self, out: np.ndarray, rep_start: int) -> np.ndarray:
         """Write the cluster moments ``(k_used, S1, S2)`` of replications ``rep_start ..``
-        into ``int64[R, 3]`` ``out``: exactly ``table_moments`` of what ``fill`` writes."""
-        raise NotImplementedError(f"the {self.name} source cannot draw cluster moments")
+        into ``int64[R, 3]`` ``out``: the per-replication ``(non-empty clusters, sum D,
+        sum D^2)`` of what ``fill`` writes.  Only where ``moment_size`` is set."""
+        raise ValueError(f"the {self.name} source cannot draw cluster moments (its clusters do not share one "
+                         "size, or it is the trial-level generator); use fill")
 
 
 class TrialSource(TableSource):

@@ -87,28 +87,6 @@ def cluster_mean_var(tables, r):
     return k_used, mean, ss / (k_used - 1)
 
 
-@nb.njit(cache=True)
-def table_moments(tables, out):
-    """``out[r] = (k_used, S1, S2)`` of each replication (every non-empty cluster must have
-    the same size; the caller checks).  The reduction the moment path samples directly."""
-    for r in range(tables.shape[0]):
-        k_used = 0
-        S1 = 0
-        S2 = 0
-        for k in range(tables.shape[1]):
-            n = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-            if n == 0:
-                continue
-            D = np.int64(tables[r, k, 2]) - tables[r, k, 1]
-            k_used += 1
-            S1 += D
-            S2 += D * D
-        out[r, 0] = k_used
-        out[r, 1] = S1
-        out[r, 2] = S2
-    return out
-
-
 @nb.njit(inline="always", cache=True)
 def _interval(r, k_used, mean, var, margin, crit, lower, upper, estimate, status):
     """``mean +- crit[k_used - 1] sqrt(var / k_used)``; ``crit[0]`` is ``min_clusters``
