@@ -518,7 +518,7 @@ def _register_studies(sub, bench_sub) -> None:
     p.set_defaults(func=cmd_demo)
 
     p = bench_sub.add_parser("study", help="study runner vs numpy and the fused limit kernel")
-    p.add_argument("--reps", type=int, default=16_000_000,
+    p.add_argument("--reps", type=int, default=32_000_000,
                    help="replications of the runner and fused-kernel rows (default %(default)s)")
     p.add_argument("--numpy-reps", type=int, default=400_000,
                    help="replications of the numpy row (default %(default)s)")

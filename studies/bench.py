@@ -112,7 +112,7 @@ def _same_measures(a, b) -> bool:
     return True
 
 
-def bench_study(reps: int = 16_000_000, numpy_reps: int = 400_000, limit_kernel: str | Path | None = None,
+def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel: str | Path | None = None,
                 n_jobs: int | None = None, seed: int = 1, repeat: int = 3) -> dict:
     import numba
 
