@@ -46,7 +46,7 @@ def test_toml_and_json_load_to_the_same_spec(tmp_path):
 def test_shipped_example_spec_is_valid():
     from pathlib import Path
 
-    spec = load_spec(Path(__file__).resolve().parent.parent / "studies" / "specs" / "boundary.toml")
+    spec = load_spec(Path(__file__).resolve().parents[2] / "studies" / "specs" / "boundary.toml")
     assert spec.n_replications == 11_875 and len(spec.points()) == 10
     assert [m.resolve().name for m in spec.methods][:2] == ["clustered_normal", "clustered_normal"]
 

@@ -24,7 +24,7 @@ from studies.runner import ScenarioCounts, evaluate_scenario, run_study
 from studies.sampling import scenario_tables, table_source
 from studies.spec import parse_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = {"name": "t",
         "methods": ["clustered_normal", "paired_wald", {"name": "cluster_t", "options": {"min_clusters": 5}}],
         "scenario": {"clusters": 12, "trials": 3, "rho": 0.1, "baseline": 0.9, "discordance": 0.1, "difference": -0.03},
