@@ -1051,12 +1051,10 @@ def build_parser() -> argparse.ArgumentParser:
     # registered by later layers (kept in this one file: the one front door)
     for register in _REGISTRARS:
         register(sub, bsub)
-    return parser
+    return parser, sub, bsub
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def dispatch(args: argparse.Namespace) -> int:
     try:
         args.func(args)
     except (ValueError, KeyError) as exc:
@@ -1068,6 +1066,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
