@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from methods import registry
-from methods.base import STATUS_NAMES
+from methods.protocol import STATUS_NAMES
 
 # Speed targets per core from the issue (decisions / s), by kind of computation.
 TARGETS = {"closed_form": 2e6, "root_found": 2e5, "bootstrap": 2e3}
@@ -69,22 +69,23 @@ def _numba_threads(n: int | None = None) -> int:
     return before
 
 
-def _time_kernel(method, gen, n: int, margin: float, confidence: float, chunk_size: int) -> tuple[float, int]:
+def _time_kernel(method, gen, n: int, margin: float, alpha: float, chunk_size: int) -> tuple[float, int]:
     seconds = 0.0
     passes = 0
     for _, tables in gen.chunks(n, chunk_size):
         t0 = time.perf_counter()
-        res = method.batch(tables, margin, confidence)
+        res = method.batch(tables, margin, alpha)
         seconds += time.perf_counter() - t0
         passes += res.pass_count()
     return seconds, passes
 
 
-def _time_reference(fn, method, tables: np.ndarray, margin: float, confidence: float,
+def _time_reference(fn, method, tables: np.ndarray, margin: float, alpha: float,
                     max_seconds: float) -> dict:
     """Run the reference one replication at a time until all of ``tables`` or the time
     budget is used; compare with the kernel on the same replications."""
     out = []
+    confidence = 1.0 - 2.0 * alpha  # the references follow their papers: two-sided confidence
     t0 = time.perf_counter()
     for table in tables:
         out.append(fn(table, margin, confidence))
@@ -92,7 +93,7 @@ def _time_reference(fn, method, tables: np.ndarray, margin: float, confidence: f
             break
     seconds = time.perf_counter() - t0
     n = len(out)
-    kern = method.batch(tables[:n], margin, confidence)
+    kern = method.batch(tables[:n], margin, alpha)
     lo = np.array([o[0] for o in out], dtype=float)
     both = np.isfinite(lo) & np.isfinite(kern.lower)
     status_ref = [o[3] for o in out]
@@ -105,7 +106,7 @@ def _time_reference(fn, method, tables: np.ndarray, margin: float, confidence: f
 
 def bench_methods(reps: int = 1_000_000, bootstrap_reps: int = 20_000, reference_reps: int = 2_000,
                   names: list[str] | None = None, seed: int = 1, margin: float = 0.03,
-                  confidence: float = 0.95, chunk_size: int = 65_536, max_seconds: float = 60.0,
+                  alpha: float = 0.025, chunk_size: int = 65_536, max_seconds: float = 60.0,
                   reference_seconds: float = 10.0, progress: Callable[[str], None] | None = None) -> dict:
     """Benchmark the batch kernels of ``names`` (default: every registered fixed method).
 
@@ -117,13 +118,13 @@ def bench_methods(reps: int = 1_000_000, bootstrap_reps: int = 20_000, reference
         raise ValueError("reps and bootstrap_reps must be >= 1 and reference_reps >= 0")
     threads_before = _numba_threads(1)
     try:
-        return _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, confidence, chunk_size,
+        return _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
                       max_seconds, reference_seconds, progress)
     finally:
         _numba_threads(threads_before)
 
 
-def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, confidence, chunk_size,
+def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
            max_seconds, reference_seconds, progress) -> dict:
     from simlab.benchmarks import standard_scenario
     from simlab.generate import TableGenerator
@@ -147,13 +148,13 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, confidence
         row = {"method": name, "class": cls, "target_decisions_per_s": TARGETS.get(cls),
                "requested_replications": requested}
         try:
-            method.batch(gen.tables(0, 64), margin, confidence)          # compile / load cache
+            method.batch(gen.tables(0, 64), margin, alpha)          # compile / load cache
             pilot = min(requested, 1_000)
-            t_pilot, _ = _time_kernel(method, gen, pilot, margin, confidence, chunk_size)
+            t_pilot, _ = _time_kernel(method, gen, pilot, margin, alpha, chunk_size)
             n = requested
             if t_pilot / pilot * requested > max_seconds:
                 n = max(pilot, int(max_seconds * pilot / t_pilot))
-            seconds, passes = _time_kernel(method, gen, n, margin, confidence, chunk_size)
+            seconds, passes = _time_kernel(method, gen, n, margin, alpha, chunk_size)
             rate = n / seconds
             note = "bootstrap: --bootstrap-reps" if cls == "bootstrap" else None
             if n < requested:
@@ -173,14 +174,14 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, confidence
             row["reference"] = "skipped"
         else:
             try:
-                row.update(_time_reference(fn, method, ref_tables, margin, confidence, reference_seconds))
+                row.update(_time_reference(fn, method, ref_tables, margin, alpha, reference_seconds))
                 row["reference"] = f"{fn.__module__}.{fn.__name__}"
                 row["speedup_vs_reference"] = row["decisions_per_s"] / row["reference_decisions_per_s"]
             except Exception as exc:
                 row["reference"] = f"error: {type(exc).__name__}: {exc}"
         rows.append(row)
     return {"clusters": scenario.clusters, "trials": scenario.cluster_size.trials, "rho": scenario.rho,
-            "cells": list(scenario.cells), "margin": margin, "confidence": confidence, "seed": seed,
+            "cells": list(scenario.cells), "margin": margin, "alpha": alpha, "seed": seed,
             "numba_threads": threads, "targets": TARGETS,
             "timing": "batch kernel calls only (table generation excluded); reference: one table at a time",
             "rows": rows}

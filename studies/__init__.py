@@ -14,11 +14,11 @@ Stable API (other layers and the CLI call only these)::
 
     # one scenario, all methods on the same tables (common random numbers):
     c = evaluate_scenario(scenario, ["clustered_normal", MethodRef(name="cluster_t")],
-                          margins=[0.03], confidences=[0.95], replications=20_000,
+                          margins=[0.03], alphas=[0.025], replications=20_000,
                           seed=1, start=0)
-    c.count("n_pass", "clustered_normal")       # integer tallies: c.tally[method, margin, conf, field]
+    c.count("n_pass", "clustered_normal")       # integer tallies: c.tally[method, margin, alpha, field]
     c = c.merge(evaluate_scenario(..., start=20_000))   # == one call over 40_000 replications
-    m = c.measures()  # dict name -> float array [method, margin, confidence]:
+    m = c.measures()  # dict name -> float array [method, margin, alpha]:
                       # pass_rate(+_mcse, _cp_lower, _cp_upper), false_pass_rate, power,
                       # fail_rate, inconclusive_rate, coverage, lower_miss_rate, bias,
                       # empirical_se, mean_width (each + _mcse), true_value, is_null, counts

@@ -37,15 +37,15 @@ from pathlib import Path
 
 import numpy as np
 
-from methods.base import z_value
+from methods.protocol import z_value
 
-K, M, PB, PC, MARGIN, CONFIDENCE = 30, 3, 0.97, 0.93, 0.03, 0.95
+K, M, PB, PC, MARGIN, ALPHA = 30, 3, 0.97, 0.93, 0.03, 0.025
 
 
 def numpy_reference(seed: int, R: int, chunk: int = 20_000) -> int:
     """Numpy-vectorised workload; returns the number of passing replications."""
     rng = np.random.default_rng(seed)
-    z = z_value(CONFIDENCE)
+    z = z_value(ALPHA)
     c = 0
     for s in range(0, R, chunk):
         n = min(chunk, R - s)
@@ -64,7 +64,7 @@ def bench_spec(reps: int, seed: int):
     return StudySpec.model_validate({
         "name": "bench-study", "methods": ["clustered_normal"],
         "scenario": {"clusters": K, "trials": M, "rho": 0.0, "baseline": PB, "candidate": PC},
-        "margins": [MARGIN], "confidences": [CONFIDENCE], "replications": reps, "seed": seed})
+        "margins": [MARGIN], "alphas": [ALPHA], "replications": reps, "seed": seed})
 
 
 def load_limit_kernel(path: str | Path):
@@ -125,7 +125,7 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
 
     cores = n_jobs or _cores()
     spec = bench_spec(reps, seed)
-    z = z_value(CONFIDENCE)
+    z = z_value(ALPHA)
     rows = []
 
     def row(name, threads, n, seconds, passes):
@@ -184,9 +184,9 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
         all_cores = rate.get(f"study_runner_{cores}jobs", math.nan)
         ratios["runner_vs_fused_all_cores"] = all_cores / par[0]["replications_per_s"]
     source = table_source(spec.points()[0][1], seed, spec.sampler)
-    exact = exact_measures(spec.points()[0][1], registry.get("clustered_normal"), MARGIN, CONFIDENCE)
+    exact = exact_measures(spec.points()[0][1], registry.get("clustered_normal"), MARGIN, ALPHA)
     return {"workload": {"clusters": K, "trials": M, "baseline": PB, "candidate": PC, "rho": 0.0,
-                         "method": "clustered_normal", "margin": MARGIN, "confidence": CONFIDENCE},
+                         "method": "clustered_normal", "margin": MARGIN, "alpha": ALPHA},
             "cores": cores, "repeat": repeat, "timing": f"fastest of {repeat} runs per row", "rows": rows,
             "ratios": ratios,
             "targets": {"runner_vs_numpy_per_core": 10.0, "runner_vs_fused_per_core": 1.0, "runner_scaling": 1.8},

@@ -31,7 +31,7 @@ from .spec import MethodRef, StudySpec
 SEED_CELLS = (0.96, 0.04, 0.0, 0.0)
 SEED_CLUSTERS = 30
 MARGIN = 0.03
-CONFIDENCE = 0.95
+ALPHA = 0.025
 MIN_REPLICATIONS = 200
 DIFFERENCES = (-0.06, -0.04, -0.03, -0.02, 0.0)
 
@@ -56,7 +56,7 @@ def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:
         "scenario": {"clusters": SEED_CLUSTERS, "trials": 3, "rho": 0.1, "baseline": 0.9, "discordance": 0.1,
                      "difference": 0.0},
         "grid": {"difference": list(DIFFERENCES)},
-        "margins": [MARGIN], "confidences": [CONFIDENCE], "replications": replications, "seed": seed,
+        "margins": [MARGIN], "alphas": [ALPHA], "replications": replications, "seed": seed,
         "exact": True})
 
 
@@ -66,9 +66,9 @@ def _replication_plan(methods, refs, scenario, replications: int, seconds: float
     tables = scenario_tables(scenario, seed, 0, 400)
     plan = {}
     for ref, m in zip(refs, methods):
-        m.batch(tables[:2], MARGIN, CONFIDENCE)  # load / compile outside the timing
+        m.batch(tables[:2], MARGIN, ALPHA)  # load / compile outside the timing
         t0 = time.perf_counter()
-        m.batch(tables, MARGIN, CONFIDENCE)
+        m.batch(tables, MARGIN, ALPHA)
         per = (time.perf_counter() - t0) / tables.shape[0]
         n = replications if per * replications <= seconds else int(seconds / per)
         plan[ref.key] = int(max(MIN_REPLICATIONS, min(replications, n // 100 * 100)))
@@ -79,10 +79,10 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
     groups: dict[int, list] = {}
     for ref in refs:
         groups.setdefault(plan[ref.key], []).append(ref)
-    parts = [evaluate_scenario(scenario, grp, [MARGIN], [CONFIDENCE], n, seed) for n, grp in sorted(groups.items())]
+    parts = [evaluate_scenario(scenario, grp, [MARGIN], [ALPHA], n, seed) for n, grp in sorted(groups.items())]
     c = ScenarioCounts.concat(parts)
     order = [c.methods.index(r.key) for r in refs]
-    return ScenarioCounts(tuple(c.methods[i] for i in order), c.margins, c.confidences, c.theta[order],
+    return ScenarioCounts(tuple(c.methods[i] for i in order), c.margins, c.alphas, c.theta[order],
                           c.tally[order], c.sampler, c.ranges)
 
 
@@ -103,8 +103,8 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     # 1. headline ---------------------------------------------------------------
     s0 = seed_scenario()
     cn = registry.get("clustered_normal")
-    ex = exact_measures(s0, cn, MARGIN, CONFIDENCE)
-    sim = evaluate_scenario(s0, ["clustered_normal"], [MARGIN], [CONFIDENCE], headline_replications, seed)
+    ex = exact_measures(s0, cn, MARGIN, ALPHA)
+    sim = evaluate_scenario(s0, ["clustered_normal"], [MARGIN], [ALPHA], headline_replications, seed)
     sm = sim.measures()
     p_sim, se_sim = float(sm["pass_rate"].ravel()[0]), float(sm["pass_rate_mcse"].ravel()[0])
     headline = {"scenario": "30 customers x 1 trial, cells (p11, p10, p01, p00) = (0.96, 0.04, 0, 0), "
@@ -119,7 +119,7 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     table = scenario_tables(su, seed, 0, 1)
     unequal_rows = []
     for ref, m in zip(refs, methods):
-        r = m.batch(table, MARGIN, CONFIDENCE)
+        r = m.batch(table, MARGIN, ALPHA)
         est = str(getattr(m.estimand, "value", m.estimand))
         unequal_rows.append({"method": ref.key, "estimand": est, "target": target_value(su, m),
                              "estimate": float(r.estimate[0]), "lower": float(r.lower[0]),
@@ -135,7 +135,7 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     plan = _replication_plan(methods, refs, points[0][1], replications,
                              method_seconds / (len(points) + 1), seed)
     counts = [_grouped_counts(sc, refs, plan, seed) for _, sc in points]
-    exact_rows = exact_grid(points, refs, methods, spec.margins, spec.confidences, max_seconds=exact_seconds)
+    exact_rows = exact_grid(points, refs, methods, spec.margins, spec.alphas, max_seconds=exact_seconds)
     seed_counts = _grouped_counts(s0, refs, plan, seed)
     seed_meas = seed_counts.measures()
     info = RunInfo(tasks=len(points), computed=len(points), started=started)
@@ -147,15 +147,15 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     nc = save_dataset(ds, out / "demo.nc")
     png = plot_dataset(ds, out / "demo.png")
 
-    sel = ds.sel(margin=MARGIN, confidence=CONFIDENCE)
+    sel = ds.sel(margin=MARGIN, alpha=ALPHA)
     rows = []
     for i, (ref, m) in enumerate(zip(refs, methods)):
-        engine, _ = exact_engine(s0, m, CONFIDENCE)
+        engine, _ = exact_engine(s0, m, ALPHA)
         seed_fp = {"value": float(seed_meas["pass_rate"][i, 0, 0]),
                    "mc_se": float(seed_meas["pass_rate_mcse"][i, 0, 0]),
                    "exact": False}
         if engine is not None:
-            e = exact_measures(s0, m, MARGIN, CONFIDENCE, engine, max_seconds=exact_seconds * 5)
+            e = exact_measures(s0, m, MARGIN, ALPHA, engine, max_seconds=exact_seconds * 5)
             seed_fp = {"value": e.pass_rate, "mc_se": 0.0, "exact": True}
         pm = sel.isel(method=i)
 
@@ -175,8 +175,8 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
             "mean_width_boundary": at(-0.03, "mean_width"),
         })
     return {"headline": headline, "unequal": unequal,
-            "comparison": {"design": spec.description, "margin": MARGIN, "confidence": CONFIDENCE,
-                           "nominal_alpha": (1 - CONFIDENCE) / 2, "differences": list(DIFFERENCES),
+            "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
+                           "alpha": ALPHA, "differences": list(DIFFERENCES),
                            "rows": rows},
             "files": {"dataset": str(nc), "plot": str(png)}, "spec_hash": spec.hash,
             "seconds": time.perf_counter() - t_start}

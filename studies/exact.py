@@ -61,7 +61,7 @@ class ExactResult:
         return asdict(self)
 
 
-def exact_engine(scenario: PairedScenario, method, confidence: float = 0.95) -> tuple[str | None, str]:
+def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tuple[str | None, str]:
     """``(engine, reason)``: the engine that is exact for this scenario and method, or
     ``(None, why not)``."""
     try:
@@ -72,16 +72,16 @@ def exact_engine(scenario: PairedScenario, method, confidence: float = 0.95) -> 
     loss = any(law_has_loss(law) for law in laws)
     why = []
     if sizes.max() <= 1:
-        if probe("order", method, confidence, sizes, loss):
+        if probe("order", method, alpha, sizes, loss):
             return "unit", "one trial per cluster; method invariant to cluster order"
         why.append("depends on the order of clusters")
-    if probe("pooled", method, confidence, sizes, loss):
+    if probe("pooled", method, alpha, sizes, loss):
         return "pooled", "method is a function of the pooled table"
     why.append("uses more than the pooled table")
     if sizes.max() > 1:
         if loss:
             why.append("cluster sizes vary through pair loss")
-        elif probe("moments", method, confidence, sizes, False):
+        elif probe("moments", method, alpha, sizes, False):
             return "moments", "method is a function of the cluster means' moments; fixed sizes"
         else:
             why.append("uses more than the cluster means' moments")
@@ -114,7 +114,7 @@ def _state_tables(scenario: PairedScenario, dist, lo: int, hi: int) -> np.ndarra
     return moment_tables(states[lo:hi], cluster_sizes(scenario))
 
 
-def exact_measures(scenario: PairedScenario, method, margin: float, confidence: float = 0.95,
+def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float = 0.025,
                    engine: str | None = None, max_seconds: float | None = None) -> ExactResult:
     """Exact operating characteristics of ``method`` (a ``FixedMethod``) on ``scenario``.
 
@@ -122,7 +122,7 @@ def exact_measures(scenario: PairedScenario, method, margin: float, confidence: 
     given and the method's kernel, timed on the first ``PILOT`` states, would need longer
     than that for all of them (slow Bayesian or resampling kernels on large state spaces)."""
     if engine is None:
-        engine, why = exact_engine(scenario, method, confidence)
+        engine, why = exact_engine(scenario, method, alpha)
         if engine is None:
             raise ExactUnsupported(f"no exact engine for {method.name!r} here: {why}")
     dist = _distribution(scenario, engine)
@@ -131,7 +131,7 @@ def exact_measures(scenario: PairedScenario, method, margin: float, confidence: 
     acc = np.zeros(11)
     bounds = [0] + list(range(min(PILOT, probs.size), probs.size, BLOCK)) + [probs.size]
     if max_seconds is not None:  # load / compile the kernel outside the timing
-        method.batch(_state_tables(scenario, dist, 0, 1), margin, confidence)
+        method.batch(_state_tables(scenario, dist, 0, 1), margin, alpha)
     t0 = time.perf_counter()
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         if lo == bounds[1] and max_seconds is not None:
@@ -140,7 +140,7 @@ def exact_measures(scenario: PairedScenario, method, margin: float, confidence: 
                 raise ExactUnsupported(f"exact evaluation of {method.name!r} over {probs.size:,} states would take "
                                        f"about {projected:.0f} s (budget {max_seconds:g} s)")
         w = probs[lo:hi]
-        r = method.batch(_state_tables(scenario, dist, lo, hi), margin, confidence)
+        r = method.batch(_state_tables(scenario, dist, lo, hi), margin, alpha)
         has_int = ~(np.isnan(r.lower) | np.isnan(r.upper))
         est_ok = np.abs(r.estimate) < 32768.0
         width = r.upper - r.lower
@@ -164,24 +164,24 @@ def exact_measures(scenario: PairedScenario, method, margin: float, confidence: 
         mean_width=float(s_w / p_wid) if p_wid > 0 else math.nan)
 
 
-def exact_grid(points, refs, resolved, margins, confidences, max_seconds: float | None = 60.0) -> dict[str, np.ndarray]:
-    """Exact measures over a study grid: arrays ``[point, method, margin, confidence]``
+def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | None = 60.0) -> dict[str, np.ndarray]:
+    """Exact measures over a study grid: arrays ``[point, method, margin, alpha]``
     (NaN where no engine applies or it would exceed ``max_seconds`` per evaluation) and
     ``engine[point, method]`` ('' where none)."""
     from .results import EXACT_MEASURES
 
     P, M = len(points), len(refs)
-    out = {name: np.full((P, M, len(margins), len(confidences)), np.nan) for name in EXACT_MEASURES}
+    out = {name: np.full((P, M, len(margins), len(alphas)), np.nan) for name in EXACT_MEASURES}
     engines = np.full((P, M), "", dtype=object)
     for p, (_, scenario) in enumerate(points):
         for i, method in enumerate(resolved):
-            for c, conf in enumerate(confidences):
-                engine, _ = exact_engine(scenario, method, conf)
+            for c, alpha in enumerate(alphas):
+                engine, _ = exact_engine(scenario, method, alpha)
                 if engine is None:
                     continue
                 for j, margin in enumerate(margins):
                     try:
-                        res = exact_measures(scenario, method, margin, conf, engine, max_seconds)
+                        res = exact_measures(scenario, method, margin, alpha, engine, max_seconds)
                     except ExactUnsupported:
                         engine = None
                         break

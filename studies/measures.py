@@ -134,8 +134,3 @@ def rate_summary(count: int, n: int, mc_confidence: float = 0.95) -> dict[str, f
     lo, hi = clopper_pearson(count, n, mc_confidence)
     return {"value": float(p), "mc_se": float(se), "cp_lower": float(lo), "cp_upper": float(hi),
             "count": int(count), "n": int(n)}
-
-
-def nominal_alpha(confidence: float) -> float:
-    """One-sided nominal level of a two-sided interval, (1 - confidence) / 2."""
-    return (1.0 - confidence) / 2.0

@@ -4,7 +4,7 @@ One panel per combination of the varied fields other than the x axis (at most
 ``MAX_PANELS``); in each, the pass rate of every method against the true value of the
 estimand it targets, with 2 MC SE error bars, the margin (vertical line at
 ``-margin``: left of it every pass is a false pass) and the nominal one-sided level
-``(1 - confidence) / 2`` (horizontal line) marked.
+``alpha`` (horizontal line) marked.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _x_dim(ds: xr.Dataset, grid_dims: list[str]) -> str | None:
 
 
 def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
-                 confidence: float | None = None) -> Path:
+                 alpha: float | None = None) -> Path:
     """Draw the pass-rate curves of ``ds`` to the PNG file ``out`` (for a sequential study:
     the cumulative promotion probability across looks per method)."""
     from studies.sequential import STUDY_KIND as SEQUENTIAL
@@ -46,7 +46,7 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sel, margin, confidence = select_level(ds, margin, confidence)
+    sel, margin, alpha = select_level(ds, margin, alpha)
     grid_dims = [d for d in sel.pass_rate.dims if d != "method"]
     xdim = _x_dim(sel, grid_dims)
     other = [d for d in grid_dims if d != xdim]
@@ -56,7 +56,6 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
     ncol = min(3, len(combos))
     nrow = (len(combos) + ncol - 1) // ncol
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.8 * ncol + 2.6, 3.6 * nrow + 0.6), squeeze=False)
-    alpha = (1.0 - confidence) / 2.0
     top = 0.0
     for ax, combo in zip(axes.ravel(), combos):
         part = sel.isel(dict(zip(other, combo))) if other else sel
@@ -86,7 +85,7 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
     width = fig.get_size_inches()[0]
     fig.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
     fig.suptitle(f"{ds.attrs.get('spec_name', 'study')}: pass rate (±2 MC SE) vs true difference\n"
-                 f"margin {margin:g}, confidence {confidence:g}", fontsize=10)
+                 f"margin {margin:g}, alpha {alpha:g}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1 - 2.4 / width, 0.93))
     p = Path(out)
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -71,20 +71,20 @@ def probe_tables(sizes: np.ndarray, loss: bool) -> np.ndarray:
     return out
 
 
-def _results(method, tables, confidence, margin=0.03):
-    return method.batch(np.ascontiguousarray(tables, np.int32), margin, confidence)
+def _results(method, tables, alpha, margin=0.03):
+    return method.batch(np.ascontiguousarray(tables, np.int32), margin, alpha)
 
 
 _CACHE: dict[tuple, bool] = {}
 
 
-def probe(kind: str, method, confidence: float, sizes, loss: bool = False) -> bool:
+def probe(kind: str, method, alpha: float, sizes, loss: bool = False) -> bool:
     """Run probe ``kind`` ('pooled', 'order', 'moments') for ``method`` on clusters of
     the given sizes (with random pair loss when ``loss``); cached per method identity."""
     sizes = tuple(int(s) for s in sizes)
-    key = (kind, method.identity.source_sha256, float(confidence), sizes, bool(loss))
+    key = (kind, method.identity.source_sha256, float(alpha), sizes, bool(loss))
     if key not in _CACHE:
-        _CACHE[key] = _run_probe(kind, method, float(confidence), np.asarray(sizes, np.int64), bool(loss))
+        _CACHE[key] = _run_probe(kind, method, float(alpha), np.asarray(sizes, np.int64), bool(loss))
     return _CACHE[key]
 
 
@@ -92,17 +92,17 @@ def _canonical(m: int, d: int) -> tuple[int, int, int, int]:
     return (m - abs(d), max(-d, 0), max(d, 0), 0)
 
 
-def _run_probe(kind: str, method, confidence: float, sz: np.ndarray, loss: bool) -> bool:
+def _run_probe(kind: str, method, alpha: float, sz: np.ndarray, loss: bool) -> bool:
     tables = probe_tables(sz, loss)
-    base = _results(method, tables, confidence)
+    base = _results(method, tables, alpha)
     rng = np.random.default_rng(PROBE_SEED + 1)
     if kind == "pooled":
-        return _same(base, _results(method, tables.sum(axis=1, keepdims=True), confidence))
+        return _same(base, _results(method, tables.sum(axis=1, keepdims=True), alpha))
     if kind == "order":
         reverse = tables[:, ::-1, :]
         shuffled = np.stack([t[rng.permutation(t.shape[0])] for t in tables])
-        return (_same(base, _results(method, reverse, confidence))
-                and _same(base, _results(method, shuffled, confidence)))
+        return (_same(base, _results(method, reverse, alpha))
+                and _same(base, _results(method, shuffled, alpha)))
     if kind != "moments":
         raise ValueError(f"unknown probe {kind!r}")
     d = tables[:, :, 2].astype(np.int64) - tables[:, :, 1]
@@ -111,7 +111,7 @@ def _run_probe(kind: str, method, confidence: float, sz: np.ndarray, loss: bool)
     canon[:, :, 0] = n - np.abs(d)
     canon[:, :, 1] = np.maximum(-d, 0)
     canon[:, :, 2] = np.maximum(d, 0)
-    if not _same(base, _results(method, canon, confidence)):
+    if not _same(base, _results(method, canon, alpha)):
         return False
     # moment-preserving swaps among three equal-size clusters
     for m in np.unique(sz[sz >= 2]):
@@ -126,7 +126,7 @@ def _run_probe(kind: str, method, confidence: float, sz: np.ndarray, loss: bool)
             for k, x, y in zip(idx, src, dst):
                 before[r, k] = _canonical(int(m), x)
                 after[r, k] = _canonical(int(m), y)
-        if not _same(_results(method, before, confidence), _results(method, after, confidence)):
+        if not _same(_results(method, before, alpha), _results(method, after, alpha)):
             return False
     # exchange cluster means (in {-1, 0, 1}) between clusters of different sizes
     if np.unique(sz[sz > 0]).size > 1:
@@ -139,6 +139,6 @@ def _run_probe(kind: str, method, confidence: float, sz: np.ndarray, loss: bool)
             for i, k in enumerate(active):
                 a_tab[r, k] = _canonical(int(sz[k]), int(means[i] * sz[k]))
                 b_tab[r, k] = _canonical(int(sz[k]), int(means[perm[i]] * sz[k]))
-        if not _same(_results(method, a_tab, confidence), _results(method, b_tab, confidence)):
+        if not _same(_results(method, a_tab, alpha), _results(method, b_tab, alpha)):
             return False
     return True

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from methods.base import INCONCLUSIVE, PASS
+from methods.protocol import INCONCLUSIVE, PASS
 from methods.qualification import (EXCEEDS, QUALIFIED, RESULTS_DIR, UNDETERMINED, QualificationPolicy,
                                    QualificationRecord, ScenarioTable, build_record, clip_discordance, cp_bounds,
                                    cp_lower, cp_upper, discordance_limits, file_sha256, nuisance_grid, record_stem,
@@ -141,20 +141,20 @@ def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]
     out = {k: [0, 0] for k, _ in methods}
     n = task.stop - task.start
     if moment_path(source, [m for _, m in methods]):
-        consts = {k: m.moment_consts(policy.confidence, spec.clusters) for k, m in methods}
+        consts = {k: m.moment_consts(policy.alpha, spec.clusters) for k, m in methods}
         buf = np.empty((min(MOMENT_BATCH, n), 3), np.int64)
         for s in range(task.start, task.stop, MOMENT_BATCH):
             stats = source.fill_moments(buf[:min(MOMENT_BATCH, task.stop - s)], s)
             for k, m in methods:
                 with _naming(k, spec):
-                    r = m.batch_moments(stats, source.moment_size, spec.clusters, spec.margin, policy.confidence,
+                    r = m.batch_moments(stats, source.moment_size, spec.clusters, spec.margin, policy.alpha,
                                         consts[k])
                 _add_status(r.status, out[k])
         return {k: (v[0], v[1]) for k, v in out.items()}
     chunk = max(1, _MAX_CELLS_PER_CHUNK // spec.clusters)
     buf = np.empty((min(chunk, n), spec.clusters, 4), np.int32)
     schedule = None
-    if any(getattr(m, "kind", "fixed") == "sequential" for _, m in methods):
+    if any(m.sequential for _, m in methods):
         from methods.sequential.base import LookSchedule
         schedule = LookSchedule(looks=policy.domain.look_schedule(spec.clusters))
     for s in range(task.start, task.stop, chunk):
@@ -181,12 +181,12 @@ def _add_status(status: np.ndarray, acc: list[int]) -> None:
 
 
 def _count(m, tables, spec: Spec, policy: QualificationPolicy, schedule, acc: list[int]) -> None:
-    if getattr(m, "kind", "fixed") == "sequential":
+    if m.sequential:
         from methods.sequential.base import PROMOTE
         dec = m.batch(tables, schedule, spec.margin, policy.alpha).decision
         acc[0] += int(np.count_nonzero(dec == PROMOTE))
     else:
-        _add_status(m.batch(tables, spec.margin, policy.confidence).status, acc)
+        _add_status(m.batch(tables, spec.margin, policy.alpha).status, acc)
 
 
 def _run_batch(policy, batch, estimands):
@@ -587,7 +587,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     writes ``<name>.<policy hash>.nc`` and ``.json`` per method into ``out_dir`` (None: keep
     the records in memory; their dataset reference is then empty)."""
     for m in methods:
-        kind = getattr(m, "kind", "fixed")
+        kind = m.kind
         if kind == "sequential" and policy.domain.looks is None:
             raise ValueError(f"method {m.name!r} is sequential: the policy's domain must declare looks "
                              "(e.g. --policy sequential)")
@@ -630,7 +630,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
             ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
             os.replace(tmp, ds_path)
             sha, fname = file_sha256(ds_path), ds_path.name
-        record = build_record(m.identity.as_dict(), getattr(m, "kind", "fixed"), method_estimand(m, policy),
+        record = build_record(m.identity.as_dict(), m.kind, method_estimand(m, policy),
                               policy, scen, fname, sha, software, method_key=key)
         if rec_path is not None:
             tmp = rec_path.with_name(rec_path.name + ".tmp")

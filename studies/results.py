@@ -1,7 +1,7 @@
 """Study results as an ``xarray.Dataset``, saved as netCDF (h5netcdf engine).
 
 Dimensions: the varied scenario fields (in grid order), then ``method``, ``margin``,
-``confidence``.  Variables: every count and measure of ``studies.measures`` (``*_mcse``
+``alpha`` (the one-sided level).  Variables: every count and measure of ``studies.measures`` (``*_mcse``
 their Monte Carlo SEs, ``*_cp_lower/upper`` exact Clopper-Pearson bounds of rates), the
 scenario's true values, and -- when requested -- ``exact_*`` values from the exact
 engines (NaN where none applies; ``exact_engine`` names the engine).  Attributes: the
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .measures import COUNTS, MEASURES, RATE_MEASURES, nominal_alpha
+from .measures import COUNTS, MEASURES, RATE_MEASURES
 
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
 EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lower_miss_rate", "bias",
@@ -73,15 +73,14 @@ def build_dataset(spec, points, counts, resolved, refs, exact_rows, info) -> xr.
     """Assemble the dataset of a run (see the module docstring)."""
     dims = spec.dims
     shape = spec.shape
-    mdims = dims + ("method", "margin", "confidence")
+    mdims = dims + ("method", "margin", "alpha")
     coords: dict[str, Any] = {d: _coord_values(spec.grid[d]) for d in dims}
     coords["method"] = _strings([r.key for r in refs])
     coords["margin"] = np.asarray(spec.margins, dtype=np.float64)
-    coords["confidence"] = np.asarray(spec.confidences, dtype=np.float64)
+    coords["alpha"] = np.asarray(spec.alphas, dtype=np.float64)
     coords["method_name"] = ("method", _strings([m.name for m in resolved]))
     coords["method_estimand"] = ("method", _strings([str(getattr(m.estimand, "value", m.estimand))
                                                      for m in resolved]))
-    coords["nominal_alpha"] = ("confidence", np.asarray([nominal_alpha(c) for c in spec.confidences]))
     per = [c.measures(spec.mc_confidence) for c in counts]
     data: dict[str, Any] = {}
     for name in per[0]:
@@ -146,25 +145,25 @@ def open_dataset(path: str | Path) -> xr.Dataset:
 
 def grid_dims(ds: xr.Dataset) -> list[str]:
     """The varied scenario fields of a study dataset (its dimensions before ``method``)."""
-    return [d for d in ds.pass_rate.dims if d not in ("method", "margin", "confidence")]
+    return [d for d in ds.pass_rate.dims if d not in ("method", "margin", "alpha")]
 
 
 def select_level(ds: xr.Dataset, margin: float | None = None,
-                 confidence: float | None = None) -> tuple[xr.Dataset, float, float]:
-    """``ds`` at one margin and confidence level (default: the first of each); a level the
+                 alpha: float | None = None) -> tuple[xr.Dataset, float, float]:
+    """``ds`` at one margin and level alpha (default: the first of each); a level the
     dataset lacks is an error listing the ones it has."""
     margin = float(ds.margin.values[0]) if margin is None else float(margin)
-    confidence = float(ds.confidence.values[0]) if confidence is None else float(confidence)
+    alpha = float(ds.alpha.values[0]) if alpha is None else float(alpha)
     if margin not in ds.margin.values:
         raise ValueError(f"margin {margin} not in the dataset (has {ds.margin.values.tolist()})")
-    if confidence not in ds.confidence.values:
-        raise ValueError(f"confidence {confidence} not in the dataset (has {ds.confidence.values.tolist()})")
-    return ds.sel(margin=margin, confidence=confidence), margin, confidence
+    if alpha not in ds.alpha.values:
+        raise ValueError(f"alpha {alpha} not in the dataset (has {ds.alpha.values.tolist()})")
+    return ds.sel(margin=margin, alpha=alpha), margin, alpha
 
 
-def summary_rows(ds: xr.Dataset, margin: float | None = None, confidence: float | None = None) -> list[dict]:
-    """One row per scenario x method (at one margin and confidence level) for tables."""
-    sel, margin, confidence = select_level(ds, margin, confidence)
+def summary_rows(ds: xr.Dataset, margin: float | None = None, alpha: float | None = None) -> list[dict]:
+    """One row per scenario x method (at one margin and level alpha) for tables."""
+    sel, margin, alpha = select_level(ds, margin, alpha)
     dims = grid_dims(ds)
     rows = []
     stacked = sel.stack(point=dims) if dims else sel.expand_dims(point=[0])
@@ -173,7 +172,7 @@ def summary_rows(ds: xr.Dataset, margin: float | None = None, confidence: float 
         coords = {d: to_python(pt[d].values) for d in dims}
         for i, method in enumerate(pt.method.values):
             row = {**coords, "method": str(method), "estimand": str(pt.method_estimand.values[i]),
-                   "margin": margin, "confidence": confidence}
+                   "margin": margin, "alpha": alpha}
             for name in ("true_value", "n_reps") + MEASURES:
                 row[name] = to_python(pt[name].values[i])
                 if f"{name}_mcse" in pt:

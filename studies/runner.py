@@ -1,7 +1,7 @@
 """Run studies: every method on the same simulated tables, tallied in integers.
 
 * :func:`evaluate_scenario` -- one scenario, a replication range, all methods, every
-  margin and confidence level -> :class:`ScenarioCounts` (integer tallies).  Tallies of
+  margin and alpha level -> :class:`ScenarioCounts` (integer tallies).  Tallies of
   disjoint replication ranges add (``a.merge(b)``) to exactly the tallies of their union,
   so sequential-MC users may grow a study a block at a time.
 * :func:`run_study` -- a :class:`~studies.spec.StudySpec` -> ``xarray.Dataset``: joblib
@@ -9,7 +9,7 @@
   interrupted run resumes without recomputing them, an optional progress bar.
 
 Common random numbers: within a task one buffer of tables is generated per batch and
-every method (and margin, confidence) is evaluated on it.  When every method of the
+every method (and margin, alpha) is evaluated on it.  When every method of the
 study decides from cluster moments and the scenario's clusters share one size, the
 buffer holds each replication's ``(k, sum D, sum D^2)`` instead (``moment_path``): the
 same draws, the same decisions, no tables written.  Bitwise reproducibility:
@@ -53,24 +53,24 @@ def target_value(scenario: PairedScenario, method) -> float:
 
 @dataclass
 class ScenarioCounts:
-    """Integer tallies of one scenario: ``tally[method, margin, confidence, field]``."""
+    """Integer tallies of one scenario: ``tally[method, margin, alpha, field]``."""
     methods: tuple[str, ...]
     margins: tuple[float, ...]
-    confidences: tuple[float, ...]
+    alphas: tuple[float, ...]
     theta: np.ndarray            # float64[method]: targeted true value
-    tally: np.ndarray            # int64[method, margin, confidence, NF]
+    tally: np.ndarray            # int64[method, margin, alpha, NF]
     sampler: str = ""
     ranges: list[tuple[int, int]] = field(default_factory=list)
 
     def merge(self, other: "ScenarioCounts") -> "ScenarioCounts":
         """Tallies of both replication ranges (they must not overlap)."""
-        if (self.methods, self.margins, self.confidences) != (other.methods, other.margins, other.confidences):
-            raise ValueError("cannot merge counts of different methods, margins or confidence levels")
+        if (self.methods, self.margins, self.alphas) != (other.methods, other.margins, other.alphas):
+            raise ValueError("cannot merge counts of different methods, margins or alpha levels")
         for a0, a1 in self.ranges:
             for b0, b1 in other.ranges:
                 if a0 < b1 and b0 < a1:
                     raise ValueError(f"replication ranges overlap: [{a0}, {a1}) and [{b0}, {b1})")
-        return ScenarioCounts(self.methods, self.margins, self.confidences, self.theta,
+        return ScenarioCounts(self.methods, self.margins, self.alphas, self.theta,
                               _tally.add(self.tally, other.tally), self.sampler,
                               sorted(self.ranges + other.ranges))
 
@@ -82,27 +82,27 @@ class ScenarioCounts:
             raise ValueError("nothing to concatenate")
         first = parts[0]
         for p in parts[1:]:
-            if (p.margins, p.confidences) != (first.margins, first.confidences):
-                raise ValueError("cannot concatenate counts of different margins or confidence levels")
+            if (p.margins, p.alphas) != (first.margins, first.alphas):
+                raise ValueError("cannot concatenate counts of different margins or alpha levels")
         methods = tuple(m for p in parts for m in p.methods)
         if len(set(methods)) != len(methods):
             raise ValueError(f"duplicate methods: {methods}")
-        return ScenarioCounts(methods, first.margins, first.confidences,
+        return ScenarioCounts(methods, first.margins, first.alphas,
                               np.concatenate([p.theta for p in parts]),
                               np.concatenate([p.tally for p in parts], axis=0), first.sampler,
                               sorted({r for p in parts for r in p.ranges}))
 
     def measures(self, mc_confidence: float = 0.95) -> dict[str, np.ndarray]:
-        """Measures with MC SEs, arrays shaped ``[method, margin, confidence]``."""
+        """Measures with MC SEs, arrays shaped ``[method, margin, alpha]``."""
         theta = self.theta[:, None, None]
         margin = np.asarray(self.margins)[None, :, None]
         return _measures(self.tally, theta, margin, mc_confidence)
 
     def count(self, field_name: str, method: str, margin: float | None = None,
-              confidence: float | None = None) -> int:
+              alpha: float | None = None) -> int:
         i = self.methods.index(method)
         j = 0 if margin is None else self.margins.index(margin)
-        c = 0 if confidence is None else self.confidences.index(confidence)
+        c = 0 if alpha is None else self.alphas.index(alpha)
         return int(self.tally[i, j, c, _tally.F[field_name]])
 
 
@@ -121,12 +121,12 @@ def _batch_size(clusters: int) -> int:
 
 
 def evaluate_tables(tables: np.ndarray, methods: Sequence, thetas: Sequence[float], margins: Sequence[float],
-                    confidences: Sequence[float], out: np.ndarray) -> None:
-    """Add the tallies of every method x margin x confidence on ``tables`` to ``out``."""
+                    alphas: Sequence[float], out: np.ndarray) -> None:
+    """Add the tallies of every method x margin x alpha on ``tables`` to ``out``."""
     for i, m in enumerate(methods):
-        for c, conf in enumerate(confidences):
+        for c, alpha in enumerate(alphas):
             for j, margin in enumerate(margins):
-                r = m.batch(tables, margin, conf)
+                r = m.batch(tables, margin, alpha)
                 _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
 
 
@@ -137,41 +137,41 @@ def moment_path(source: TableSource, methods: Sequence) -> bool:
         getattr(m, "moments_kernel", None) is not None for m in methods)
 
 
-def _evaluate_moments(source: TableSource, methods, thetas, margins, confidences, start: int, stop: int,
+def _evaluate_moments(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
                       out: np.ndarray, batch: int | None) -> None:
     K, m = source.clusters, source.moment_size
-    consts = [[meth.moment_consts(conf, K) for conf in confidences] for meth in methods]
+    consts = [[meth.moment_consts(alpha, K) for alpha in alphas] for meth in methods]
     b = batch or MOMENT_BATCH
     buf = np.empty((min(b, stop - start), 3), np.int64)
     for s in range(start, stop, b):
         n = min(b, stop - s)
         stats = source.fill_moments(buf[:n], s)
         for i, meth in enumerate(methods):
-            for c, conf in enumerate(confidences):
+            for c, alpha in enumerate(alphas):
                 for j, margin in enumerate(margins):
-                    r = meth.batch_moments(stats, m, K, margin, conf, consts[i][c])
+                    r = meth.batch_moments(stats, m, K, margin, alpha, consts[i][c])
                     _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
 
 
-def _evaluate_range(source: TableSource, methods, thetas, margins, confidences, start: int, stop: int,
+def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
                     batch: int | None = None, moments: bool = True) -> np.ndarray:
-    out = np.zeros((len(methods), len(margins), len(confidences), _tally.NF), np.int64)
+    out = np.zeros((len(methods), len(margins), len(alphas), _tally.NF), np.int64)
     if stop <= start:
         return out
     if moments and moment_path(source, methods):
-        _evaluate_moments(source, methods, thetas, margins, confidences, start, stop, out, batch)
+        _evaluate_moments(source, methods, thetas, margins, alphas, start, stop, out, batch)
         return out
     b = batch or _batch_size(source.clusters)
     buf = np.empty((min(b, stop - start), source.clusters, 4), np.int32)
     for s in range(start, stop, b):
         n = min(b, stop - s)
         tables = source.fill(buf[:n], s)
-        evaluate_tables(tables, methods, thetas, margins, confidences, out)
+        evaluate_tables(tables, methods, thetas, margins, alphas, out)
     return out
 
 
 def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequence[float] = (0.03,),
-                      confidences: Sequence[float] = (0.95,), replications: int = 10_000, seed: int = 20261129,
+                      alphas: Sequence[float] = (0.025,), replications: int = 10_000, seed: int = 20261129,
                       start: int = 0, sampler: str = "auto", batch: int | None = None,
                       moments: bool = True) -> ScenarioCounts:
     """Evaluate ``methods`` (names, ``MethodRef`` or ``{name, options, label}``) on
@@ -181,22 +181,22 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
     if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
         raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
     refs, resolved = _resolve(methods)
-    margins, confidences = tuple(float(m) for m in margins), tuple(float(c) for c in confidences)
+    margins, alphas = tuple(float(m) for m in margins), tuple(float(c) for c in alphas)
     thetas = np.array([target_value(scenario, m) for m in resolved])
     source = table_source(scenario, seed, sampler)
-    t = _evaluate_range(source, resolved, thetas, margins, confidences, start, start + replications, batch,
+    t = _evaluate_range(source, resolved, thetas, margins, alphas, start, start + replications, batch,
                         moments)
-    return ScenarioCounts(tuple(r.key for r in refs), margins, confidences, thetas, t, source.name,
+    return ScenarioCounts(tuple(r.key for r in refs), margins, alphas, thetas, t, source.name,
                           [(start, start + replications)])
 
 
 # ---------------------------------------------------------------- whole studies
 
-def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, confidences, seed: int, sampler: str,
+def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
           start: int, stop: int, moments: bool = True) -> np.ndarray:
     resolved = [r.resolve() for r in refs]
     thetas = [target_value(scenario, m) for m in resolved]
-    return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, confidences,
+    return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, alphas,
                            start, stop, moments=moments)
 
 
@@ -280,14 +280,14 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
                         arr = np.load(f)
                     except (OSError, ValueError, EOFError):
                         continue  # unreadable: recompute this chunk
-                    if arr.shape == (len(refs), len(spec.margins), len(spec.confidences), _tally.NF) \
+                    if arr.shape == (len(refs), len(spec.margins), len(spec.alphas), _tally.NF) \
                             and arr.dtype == np.int64:
                         results[(si, s, e)] = arr
         info.resumed = len(results)
     todo = [t for t in tasks if t not in results]
-    total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.confidences)
+    total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
     show = progress if progress is not None else total_work > 20_000_000
-    payloads = [(points[si][1], refs, spec.margins, spec.confidences, spec.seed, spec.sampler, s, e, moments)
+    payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments)
                 for si, s, e in todo]
 
     from simlab.progress import progress_bar
@@ -313,17 +313,17 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
                 on_task_done(done, len(tasks))
     counts = []
     for si, (coords, scenario) in enumerate(points):
-        tot = np.zeros((len(refs), len(spec.margins), len(spec.confidences), _tally.NF), np.int64)
+        tot = np.zeros((len(refs), len(spec.margins), len(spec.alphas), _tally.NF), np.int64)
         for s in range(0, n, chunk):
             tot = _tally.add(tot, results[(si, s, min(s + chunk, n))])
         thetas = np.array([target_value(scenario, m) for m in resolved])
-        counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.confidences),
+        counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
                                      thetas, tot, source_name(scenario, spec.sampler), [(0, n)]))
     exact_rows = None
     if exact if exact is not None else spec.exact:
         from .exact import exact_grid
 
-        exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.confidences)
+        exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas)
     info.finished = _now()
     info.seconds = time.perf_counter() - t0
     ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)

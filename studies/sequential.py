@@ -93,7 +93,7 @@ class SequentialMethodRef(_Frozen):
             inner = None if self.inner is None else registry.get(self.inner)
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
-        if getattr(m, "kind", None) != "sequential":
+        if m.kind != "sequential":
             raise ValueError(f"method {self.name!r} is not a sequential method; sequential methods: "
                              f"{', '.join(registry.names('sequential'))}")
         if self.options:

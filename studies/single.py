@@ -17,7 +17,7 @@ from .runner import evaluate_scenario, target_value
 from .spec import MethodRef
 
 
-def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float = 0.03, confidence: float = 0.95,
+def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float = 0.03, alpha: float = 0.025,
                replications: int = 100_000, seed: int = 20261129, exact: str = "auto",
                max_exact_seconds: float = 60.0, mc_confidence: float = 0.95) -> dict:
     """``exact``: 'auto' (exact if possible), 'never' (simulate), 'only' (error if not exact)."""
@@ -34,15 +34,15 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
            "estimand": str(getattr(m.estimand, "value", m.estimand)), "true_value": theta,
            "true_difference_trial": scenario.true_difference_trial(),
            "true_difference_cluster": scenario.true_difference_cluster(),
-           "margin": float(margin), "confidence": float(confidence), "is_null": is_null,
+           "margin": float(margin), "alpha": float(alpha), "is_null": is_null,
            "measure": "false_pass_rate" if is_null else "power",
            "scenario": scenario.model_dump(mode="json"), "scenario_key": scenario.key}
     why = "exact computation not requested"
     if exact != "never":
-        engine, why = exact_engine(scenario, m, confidence)
+        engine, why = exact_engine(scenario, m, alpha)
         if engine is not None:
             try:
-                r = exact_measures(scenario, m, margin, confidence, engine, max_seconds=max_exact_seconds)
+                r = exact_measures(scenario, m, margin, alpha, engine, max_seconds=max_exact_seconds)
             except ExactUnsupported as exc:
                 why = str(exc)
             else:
@@ -51,7 +51,7 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
                         "replications": None, "seed": None}
         if exact == "only":
             raise ValueError(f"no exact result for {ref.key!r} on this scenario: {why}")
-    c = evaluate_scenario(scenario, [ref], [margin], [confidence], replications, seed)
+    c = evaluate_scenario(scenario, [ref], [margin], [alpha], replications, seed)
     rate = rate_summary(c.count("n_pass", ref.key), c.count("n_reps", ref.key), mc_confidence)
     inc = c.count("n_inconclusive", ref.key) / max(c.count("n_reps", ref.key), 1)
     return {**out, "value": rate["value"], "mc_se": rate["mc_se"], "cp_lower": rate["cp_lower"],

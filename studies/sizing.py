@@ -47,7 +47,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy import stats
 
-from methods.base import PASS
+from methods.protocol import PASS
 from methods.qualification import (EXCEEDS, UNDETERMINED, clip_discordance, cp_lower, cp_upper,
                                    verdict_of)
 from simlab.scenario import FixedSize, PairedScenario
@@ -141,12 +141,12 @@ class PowerFrame:
 
     def _passes(self, tables: np.ndarray, k: int) -> int:
         sub = tables[:, :k, :]
-        if getattr(self.method, "kind", "fixed") == "sequential":
+        if self.method.sequential:
             from methods.sequential.base import PROMOTE
             sched = look_schedule(k, self.looks)
             r = self.method.batch(np.ascontiguousarray(sub), sched, self.margin, self.alpha)
             return int(np.count_nonzero(r.decision == PROMOTE))
-        r = self.method.batch(np.ascontiguousarray(sub), self.margin, 1.0 - 2.0 * self.alpha)
+        r = self.method.batch(np.ascontiguousarray(sub), self.margin, self.alpha)
         return int(np.count_nonzero(r.status == PASS))
 
     def evaluate(self, ks: list[int], n_reps: int) -> None:
@@ -284,7 +284,7 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
         raise ValueError(f"rho must lie in [0, 1), got {rho!r}")
     if initial_reps < 100 or max_reps < initial_reps:
         raise ValueError(f"need 100 <= initial_reps <= max_reps, got {initial_reps}, {max_reps}")
-    is_seq = getattr(method, "kind", "fixed") == "sequential"
+    is_seq = method.sequential
     if looks is not None and not is_seq:
         raise ValueError(f"--looks applies to sequential methods; {method.name!r} is fixed-sample")
     _scenario(baseline, difference, discordance, 2, trials, rho)  # validates the alternative

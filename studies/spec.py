@@ -1,4 +1,4 @@
-"""Study specification: methods x scenario grid x margins x confidence levels.
+"""Study specification: methods x scenario grid x margins x levels (one-sided alpha).
 
 A :class:`StudySpec` is a frozen pydantic model, loadable from TOML or JSON
 (:func:`load_spec`), identified by ``spec.hash`` = sha256 of its RFC 8785 canonical JSON
@@ -12,7 +12,7 @@ grid lists its fields (that order is also the order of the dataset's dimensions)
     name = "boundary"
     methods = ["clustered_normal", {name = "cluster_t", options = {min_clusters = 5}}]
     margins = [0.03]
-    confidence = 0.95
+    alpha = 0.025                 # the one-sided level (or alphas = [...])
     replications = 20000          # or: target_mcse = 0.002
     seed = 1
 
@@ -192,7 +192,7 @@ class MethodRef(_Frozen):
         from methods import registry
 
         method = registry.get(self.name)
-        if getattr(method, "kind", "fixed") != "fixed" or not hasattr(method, "batch"):
+        if method.kind != "fixed":
             raise ValueError(f"method {self.name!r} is not a fixed-sample method")
         return method.with_options(**self.options) if self.options else method
 
@@ -230,12 +230,14 @@ def plural_alias(data: dict, single: str, plural: str) -> None:
         data[plural] = v if isinstance(v, (list, tuple)) else [v]
 
 
-def _distinct_in_range(name: str, v: tuple[float, ...], lo: float, hi: float, lo_open: bool) -> tuple[float, ...]:
+def _distinct_in_range(name: str, v: tuple[float, ...], lo: float, hi: float, lo_open: bool,
+                       hi_open: bool = True) -> tuple[float, ...]:
     if not v:
         raise ValueError(f"{name}: give at least one value")
     for i, x in enumerate(v):
-        if not ((lo < x) if lo_open else (lo <= x)) or not x < hi:
-            raise ValueError(f"{name}[{i}] must lie in {'(' if lo_open else '['}{lo:g}, {hi:g}), got {x!r}")
+        if not ((lo < x) if lo_open else (lo <= x)) or not ((x < hi) if hi_open else (x <= hi)):
+            raise ValueError(f"{name}[{i}] must lie in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}, "
+                             f"got {x!r}")
     if len(set(v)) != len(v):
         raise ValueError(f"{name}: values must be distinct")
     return v
@@ -337,7 +339,7 @@ class GridSpec(_Frozen):
 class StudySpec(GridSpec):
     """What to run.  See the module docstring for the file format."""
     methods: tuple[MethodRef, ...]
-    confidences: tuple[float, ...] = (0.95,)
+    alphas: tuple[float, ...] = (0.025,)
     replications: int | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
     target_mcse: float | None = Field(default=None, gt=0, lt=0.5)
     planning_rate: float = Field(default=0.5, gt=0, lt=1)
@@ -350,15 +352,15 @@ class StudySpec(GridSpec):
             return data
         data = dict(data)
         plural_alias(data, "margin", "margins")
-        plural_alias(data, "confidence", "confidences")
+        plural_alias(data, "alpha", "alphas")
         if "methods" in data:
             data["methods"] = as_method_refs(data["methods"])
         return data
 
-    @field_validator("confidences")
+    @field_validator("alphas")
     @classmethod
-    def _confidences(cls, v):
-        return _distinct_in_range("confidences", v, 0.5, 1.0, lo_open=False)
+    def _alphas(cls, v):
+        return _distinct_in_range("alphas", v, 0.0, 0.25, lo_open=True, hi_open=False)
 
     @model_validator(mode="after")
     def _replications(self):

@@ -1,1 +1,1 @@
-"""Fixed-sample non-inferiority methods, one module each (see methods.base)."""
+"""Fixed-sample non-inferiority methods, one module each (see methods.protocol)."""

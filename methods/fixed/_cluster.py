@@ -11,7 +11,6 @@ import numba as nb
 import numpy as np
 from scipy import stats
 
-from methods.base import one_sided_alpha
 
 
 @nb.njit(inline="always", cache=True)
@@ -50,12 +49,12 @@ def check_min_clusters(method) -> float:
     return float(v)
 
 
-def t_consts(method, confidence: float, tables: np.ndarray) -> np.ndarray:
+def t_consts(method, alpha: float, tables: np.ndarray) -> np.ndarray:
     """``[min_clusters, t_1, ..., t_K]``: element ``j >= 1`` is the two-sided critical value
     ``t_{1 - alpha/2}`` on ``j`` degrees of freedom, for every df a batch with ``K =
     tables.shape[1]`` clusters can need; a kernel with ``k_used`` clusters reads
     ``consts[k_used - 1]`` (df = k_used - 1)."""
-    q = 1.0 - one_sided_alpha(confidence)
+    q = 1.0 - alpha
     K = max(int(tables.shape[1]), 1)
     out = np.empty(K + 1, np.float64)
     out[0] = check_min_clusters(method)

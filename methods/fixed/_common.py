@@ -3,7 +3,7 @@ import math
 
 import numba as nb
 
-from methods.base import FAIL, INCONCLUSIVE, PASS
+from methods.protocol import FAIL, INCONCLUSIVE, PASS
 
 
 @nb.njit(inline="always", cache=True)

@@ -23,7 +23,7 @@ from typing import Callable
 import numba as nb
 import numpy as np
 
-from methods.base import BatchResult, FixedMethod, check_confidence, check_margin
+from methods.protocol import BatchResult, FixedMethod, check_alpha, check_margin
 from methods.fixed._common import decide, no_bounds
 
 # (k m)^2 must stay below 2^63 for the int64 numerator k S2 - S1^2
@@ -119,7 +119,7 @@ def cluster_mean_moments_kernel(stats, size, margin, crit, lower, upper, estimat
         _interval(r, stats[r, 0], mean, var, margin, crit, lower, upper, estimate, status)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MomentMethod(FixedMethod):
     """A :class:`FixedMethod` that can also decide from cluster moments.
 
@@ -129,14 +129,8 @@ class MomentMethod(FixedMethod):
     tables with those moments (tested).  ``consts`` come from the same ``prepare``."""
     moments_kernel: Callable | None = None
 
-    def with_options(self, **options: float) -> "MomentMethod":
-        unknown = set(options) - set(self.options)
-        if unknown:  # the same check and message as FixedMethod.with_options
-            FixedMethod.with_options(self, **options)
-        return MomentMethod(**{**self.__dict__, "options": {**self.options, **options}})
-
     def batch_moments(self, stats: np.ndarray, size: int, clusters: int, margin: float,
-                      confidence: float = 0.95, consts: np.ndarray | None = None) -> BatchResult:
+                      alpha: float = 0.025, consts: np.ndarray | None = None) -> BatchResult:
         """Decide every row of ``stats`` (``int64[R, 3]``, see the class docstring) for a
         design of ``clusters`` clusters; ``consts`` (from :meth:`moment_consts`) may be
         passed to reuse one ``prepare`` across batches."""
@@ -146,7 +140,7 @@ class MomentMethod(FixedMethod):
         if not (isinstance(size, (int, np.integer)) and size >= 1):
             raise ValueError(f"size must be an integer >= 1, got {size!r}")
         if consts is None:
-            consts = self.moment_consts(confidence, clusters)
+            consts = self.moment_consts(alpha, clusters)
         R = stats.shape[0]
         lower = np.empty(R, np.float64)
         upper = np.empty(R, np.float64)
@@ -155,8 +149,8 @@ class MomentMethod(FixedMethod):
         self.moments_kernel(stats, int(size), float(margin), consts, lower, upper, estimate, status)
         return BatchResult(self.name, lower, upper, estimate, status)
 
-    def moment_consts(self, confidence: float, clusters: int) -> np.ndarray:
+    def moment_consts(self, alpha: float, clusters: int) -> np.ndarray:
         """``prepare``'s constants for a batch of ``clusters``-cluster designs."""
-        check_confidence(confidence)
+        check_alpha(alpha)
         shape_only = np.empty((0, int(clusters), 4), np.int32)
-        return np.ascontiguousarray(self.prepare(self, confidence, shape_only), dtype=np.float64)
+        return np.ascontiguousarray(self.prepare(self, alpha, shape_only), dtype=np.float64)

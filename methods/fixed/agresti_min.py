@@ -17,7 +17,7 @@ never degenerate; pass iff z/(n+2) <= margin.  Every pair a loss -> finite bound
 """
 import numba as nb
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, wald_half_width

@@ -13,7 +13,7 @@ correlation ``rho = 1 / (1 + alpha)`` and to a standard logistic law for ``log a
 Target: the population difference ``Delta = p01 - p10`` (estimand: trial-weighted; with
 cluster sizes independent of ``theta_k`` it is also the cluster-weighted population
 mean).  Interval: equal-tailed credible interval (BDA3 sec. 2.3), lower bound = posterior
-``alpha = (1 - confidence) / 2`` quantile; estimate: posterior mean.  No trials ->
+one-sided level ``alpha`` quantile; estimate: posterior mean.  No trials ->
 inconclusive.
 
 Algorithm (deterministic; exact up to quadrature).  The rising factorial expands in
@@ -51,7 +51,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _resample
 from methods.fixed._common import decide, write_inconclusive
 from methods.fixed._resample import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
@@ -65,9 +65,9 @@ _COARSE_N = 321        # coarse grid u = -80 .. 80
 _MAX_NODES = 20000
 
 
-def prepare(method, confidence, tables):
+def prepare(method, alpha, tables):
     """consts = (alpha,)."""
-    return np.array([one_sided_alpha(confidence)], dtype=np.float64)
+    return np.array([alpha], dtype=np.float64)
 
 
 @nb.njit(inline="always", cache=True)

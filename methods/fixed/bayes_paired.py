@@ -5,9 +5,9 @@ Trial-level model: every trial pair is an independent draw from the four cells
 Dirichlet(1/2, 1/2, 1/2, 1/2) (Jeffreys 1946, Proc. R. Soc. A 186:453-461; the Jeffreys
 prior of the multinomial), so the posterior is Dirichlet(n11 + 1/2, n10 + 1/2,
 n01 + 1/2, n00 + 1/2) (Gelman et al. 2013, *Bayesian Data Analysis* 3rd ed., sec. 3.4,
-the multinomial model).  The interval is the equal-tailed 100 * confidence % credible
+the multinomial model).  The interval is the equal-tailed 100 (1 - 2 alpha) % credible
 interval of ``D = p01 - p10`` (BDA3 sec. 2.3): the lower bound is the posterior
-``alpha = (1 - confidence) / 2`` quantile, the upper bound the ``1 - alpha`` quantile.  The
+one-sided level ``alpha`` quantile, the upper bound the ``1 - alpha`` quantile.  The
 estimate is the posterior mean ``(n01 - n10) / (n + 2)`` (estimand: trial-weighted).
 
 The quantiles are exact up to numerical integration, not Monte Carlo: the marginal of
@@ -25,16 +25,16 @@ inconclusive.
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _resample
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._resample import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
                                      dirichlet_component_moments, finish_meta, lbeta)
 
 
-def prepare(method, confidence, tables):
+def prepare(method, alpha, tables):
     """consts = (alpha,)."""
-    return np.array([one_sided_alpha(confidence)], dtype=np.float64)
+    return np.array([alpha], dtype=np.float64)
 
 
 @nb.njit(cache=True)

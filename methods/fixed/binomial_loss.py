@@ -34,7 +34,7 @@ from numba.typed import Dict
 import numpy as np
 from scipy import stats
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common
 from methods.fixed._common import decide, write_inconclusive
 
@@ -227,8 +227,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lower[r], margin)
 
 
-def prepare(method, confidence, tables):
-    alpha = one_sided_alpha(confidence)
+def prepare(method, alpha, tables):
     return np.array([alpha, stats.norm.isf(alpha)], dtype=np.float64)
 
 

@@ -19,7 +19,7 @@ h = z sqrt(2) / (n + 2), never degenerate.  Every pair a loss -> fail.
 """
 import numba as nb
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, wald_half_width

@@ -8,7 +8,7 @@ recomputes the trial-weighted difference
 
 the statistic whose sample value ``theta_hat = sum(n01 - n10) / sum(n)`` is the estimate
 (estimand: trial-weighted).  The interval is the percentile interval
-``(theta*_(alpha), theta*_(1 - alpha))``, ``alpha = (1 - confidence) / 2`` (Efron 1979,
+``(theta*_(alpha), theta*_(1 - alpha))``, ``alpha`` the one-sided level (Efron 1979,
 Ann. Statist. 7:1-26; Efron & Tibshirani 1993, *An Introduction to the Bootstrap*,
 eq. 13.5; resampling whole clusters: Davison & Hinkley 1997, *Bootstrap Methods and their
 Application*, sec. 3.8, strategy 1 "randomize clusters only").  The quantile of the
@@ -27,7 +27,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _resample
 from methods.fixed._common import decide, no_bounds
 from methods.fixed._resample import order_quantile, sorted_bootstrap
@@ -43,10 +43,9 @@ def resamples_option(method) -> int:
     return int(b)
 
 
-def prepare(method, confidence, tables):
+def prepare(method, alpha, tables):
     """consts = (B, alpha, 1 - alpha, z_alpha, z_{1 - alpha})."""
     from scipy.special import ndtri
-    alpha = one_sided_alpha(confidence)
     return np.array([resamples_option(method), alpha, 1.0 - alpha, ndtri(alpha), ndtri(1.0 - alpha)],
                     dtype=np.float64)
 

@@ -23,7 +23,7 @@ order statistic of rank ``(B + 1) p``, linearly interpolated, clamped to the sam
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _resample
 from methods.fixed._common import decide, no_bounds, write_inconclusive
 from methods.fixed._resample import bca_level, jackknife_acceleration, norm_ppf, order_quantile, sorted_bootstrap

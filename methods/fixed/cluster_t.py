@@ -17,7 +17,7 @@ interval is a point (30 customers who all tie still pass).  Estimand: cluster-we
 """
 import sys
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import t_consts
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel

@@ -18,16 +18,16 @@ the interval is the textbook large-sample z interval for a mean of cluster summa
 """
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, source_files_of, z_value
+from methods.protocol import Estimand, FixedMethod, source_files_of, z_value
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import check_min_clusters
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
 
 
-def prepare(method, confidence, tables):
+def prepare(method, alpha, tables):
     """``[min_clusters, z, ..., z]``: the normal critical value for every cluster count."""
     K = max(int(tables.shape[1]), 1)
-    return np.concatenate([[check_min_clusters(method)], np.full(K, z_value(confidence))])
+    return np.concatenate([[check_min_clusters(method)], np.full(K, z_value(alpha))])
 
 
 METHOD = MomentMethod(

@@ -7,8 +7,8 @@ Pooled counts: losses ``l = n10``, wins ``w = n01``, discordant pairs ``m = l + 
     delta = p01 - p10 = psi * (1 - 2 theta).
 
 Conditional on ``m``, ``l ~ Binomial(m, theta)`` and ``m ~ Binomial(n, psi)``.  Each gets
-its Clopper & Pearson (1934, Biometrika 26:404-413) interval at the method's confidence
-(one-sided level ``alpha = (1 - confidence) / 2`` per tail), ``[theta_L, theta_U]`` from
+its Clopper & Pearson (1934, Biometrika 26:404-413) interval at the
+one-sided level ``alpha`` per tail, ``[theta_L, theta_U]`` from
 ``l`` of ``m`` (``[0, 1]`` when ``m = 0``) and ``[psi_L, psi_U]`` from ``m`` of ``n``,
 and the interval for ``delta`` is the image of that rectangle:
 
@@ -42,7 +42,7 @@ import numba as nb
 import numpy as np
 from scipy import stats
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import cp_lookup, cp_ranges
@@ -78,8 +78,7 @@ def clopper_pearson(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.ndar
     return lo, hi
 
 
-def prepare(method, confidence, tables):
-    alpha = one_sided_alpha(confidence)
+def prepare(method, alpha, tables):
     if tables.shape[0] == 0:
         return np.zeros(1, dtype=np.float64)
     xmin, xmax = cp_ranges(tables)

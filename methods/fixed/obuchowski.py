@@ -36,7 +36,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, source_files_of, z_value
+from methods.protocol import Estimand, FixedMethod, source_files_of, z_value
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import check_min_clusters, scaled_residual, trial_totals
 from methods.fixed._common import decide, no_bounds, write_inconclusive
@@ -72,8 +72,8 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lower[r], margin)
 
 
-def prepare(method, confidence, tables):
-    return np.array([z_value(confidence), check_min_clusters(method)], dtype=np.float64)
+def prepare(method, alpha, tables):
+    return np.array([z_value(alpha), check_min_clusters(method)], dtype=np.float64)
 
 
 METHOD = FixedMethod(

@@ -16,7 +16,7 @@ degeneracy is reproduced on purpose, not fixed.  Every pair a loss -> [-1, -1], 
 """
 import numba as nb
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, wald_half_width

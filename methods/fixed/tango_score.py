@@ -21,7 +21,7 @@ Every pair a loss -> lower bound -1, fail; every pair a win -> upper bound 1.
 """
 import numba as nb
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import tango_bounds

@@ -8,8 +8,8 @@ of clusters at each look (no Python per replication: one kernel call per look).
 * ``bonferroni``    -- every look at alpha / L (Bonferroni 1936; union bound over looks).
 
 A look promotes when the fixed method passes (``lower >= -margin``); an inconclusive or
-failing look continues.  The wrapped method runs at ``confidence = 1 - 2 a`` for per-look
-one-sided level ``a`` (DESIGN.md).
+failing look continues.  The wrapped method runs at the per-look one-sided level ``a``
+(the protocol's one level convention).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from methods.base import PASS
+from methods.protocol import PASS
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE
 
 
@@ -43,11 +43,10 @@ def make_evaluate(per_look_alpha: Callable[[float, int], float],
         bound = np.full((R, L), np.nan)
         estimate = np.full((R, L), np.nan)
         level = per_look_alpha(alpha, L)
-        confidence = 1.0 - 2.0 * level
         for j in which_looks(L):
             if only is not None and j != only:
                 continue
-            res = inner.batch(_prefix(tables, ends[:, j]), margin, confidence)
+            res = inner.batch(_prefix(tables, ends[:, j]), margin, level)
             status[:, j] = np.where(res.status == PASS, LOOK_PROMOTE, LOOK_CONTINUE)
             bound[:, j] = res.lower
             estimate[:, j] = res.estimate

@@ -21,15 +21,14 @@ non-empty clusters and trials used up to it, and the bound and estimate there.
 only those can be enumerated exactly (studies.sequential_exact).
 
 Levels: ``alpha`` is the one-sided overall type I error the design targets for the null
-``Delta <= -margin`` (the seed's alpha = 0.05).  A wrapped fixed-sample method at per-look
-level ``a`` runs at ``confidence = 1 - 2a`` (DESIGN.md: alpha = (1 - confidence) / 2).
+``Delta <= -margin`` (the seed's alpha = 0.05): the protocol's one level convention
+(``methods.protocol``).  A wrapped fixed-sample method runs at its per-look level.
 """
 from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal
 
 import numba as nb
@@ -37,18 +36,13 @@ import numpy as np
 import rfc8785
 from pydantic import BaseModel, ConfigDict, StrictInt, field_validator
 
-from methods.base import Estimand, MethodIdentity, as_tables, check_margin
+from methods.protocol import FAIL, HARM, PASS, DecisionMethod, as_tables, check_alpha, check_margin
 
-LOOK_CONTINUE, LOOK_PROMOTE, LOOK_HARM = 0, 1, 3
-NO_PROMOTION, PROMOTE, STOP_HARM = 0, 1, 3
+# the protocol's one set of codes, named for looks and decisions
+LOOK_CONTINUE, LOOK_PROMOTE, LOOK_HARM = FAIL, PASS, HARM
+NO_PROMOTION, PROMOTE, STOP_HARM = FAIL, PASS, HARM
 DECISION_NAMES = {NO_PROMOTION: "no_promotion", PROMOTE: "promote", STOP_HARM: "stop_for_harm"}
 LOOK_STATUS_NAMES = {LOOK_CONTINUE: "continue", LOOK_PROMOTE: "promote", LOOK_HARM: "stop_for_harm"}
-
-
-def check_alpha(alpha: float) -> None:
-    if not (isinstance(alpha, (float, int)) and not isinstance(alpha, bool)
-            and math.isfinite(alpha) and 0.0 < alpha <= 0.25):
-        raise ValueError(f"alpha (one-sided overall level) must lie in (0, 0.25], got {alpha!r}")
 
 
 # ---------------------------------------------------------------- look schedules
@@ -256,6 +250,10 @@ class SequentialResult:
     def promoted(self) -> bool:
         return self.decision == "promote"
 
+    def confidence_interval(self) -> tuple[float, float]:
+        """``(low, high)``: the one-sided level-``alpha`` bound at the analysed look, and 1."""
+        return self.bound, 1.0
+
     def as_dict(self) -> dict[str, Any]:
         def num(x):
             return None if (isinstance(x, float) and not math.isfinite(x)) else x
@@ -273,52 +271,25 @@ def default_prepare(method: "SequentialMethod", alpha: float, margin: float, sch
     return np.array([alpha], dtype=np.float64)
 
 
-@dataclass(frozen=True)
-class SequentialMethod:
-    """A sequential non-inferiority method.
+@dataclass(frozen=True, kw_only=True)
+class SequentialMethod(DecisionMethod):
+    """A sequential non-inferiority method (the many-look case of the protocol).
 
     Either a numba ``kernel(tables, ends, margin, consts, status, bound, estimate)`` that
     fills the per-look arrays in one pass (``consts`` from ``prepare(method, alpha, margin,
     schedule)``, computed once per batch), or an ``evaluate(method, tables, ends, alpha,
     margin, schedule, only)`` hook (the wrappers, which call a fixed-sample kernel per look;
     ``only`` asks for a single look, others may then stay ``continue``).  ``inner`` is the
-    wrapped fixed-sample method, if any: its identity is part of this method's identity.
+    wrapped fixed-sample method, if any.
     """
-    name: str
-    version: str
-    estimand: Estimand
-    citation: str
-    summary: str
     kernel: Callable | None = None
     prepare: Callable = default_prepare
     evaluate: Callable | None = None
-    options: dict[str, float] = field(default_factory=dict)
-    source_files: tuple[str, ...] = ()
     markov: bool = True
     stops_for_harm: bool = False
     units: tuple[str, ...] = ("clusters", "trials")
-    inner: Any = None
-    choices: dict[str, dict[str, float]] = field(default_factory=dict)
-    kind: str = "sequential"
 
-    def with_options(self, **options: Any) -> "SequentialMethod":
-        """New method object with options changed; an option with named ``choices`` also
-        accepts the name (``spending="pocock"``)."""
-        unknown = set(options) - set(self.options)
-        if unknown:
-            raise ValueError(f"method {self.name!r} has no option(s) {sorted(unknown)}; "
-                             f"known: {sorted(self.options)}")
-        values = {}
-        for k, v in options.items():
-            if isinstance(v, str) and k in self.choices:
-                if v not in self.choices[k]:
-                    raise ValueError(f"option {k} of {self.name!r} must be one of "
-                                     f"{', '.join(self.choices[k])}, got {v!r}")
-                v = self.choices[k][v]
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise ValueError(f"option {k} of {self.name!r} must be a finite number, got {v!r}")
-            values[k] = float(v)
-        return replace(self, options={**self.options, **values})
+    kind = "sequential"
 
     def with_inner(self, inner: Any) -> "SequentialMethod":
         """Wrap another fixed-sample method (a FixedMethod or a registered name)."""
@@ -330,22 +301,6 @@ class SequentialMethod:
         if getattr(inner, "kind", None) != "fixed":
             raise ValueError(f"{self.name!r} wraps fixed-sample methods; {getattr(inner, 'name', inner)!r} is not one")
         return replace(self, inner=inner, estimand=inner.estimand)
-
-    @property
-    def label(self) -> str:
-        """Display name: ``repeated_fixed[binomial_loss]`` for wrappers."""
-        return f"{self.name}[{self.inner.name}]" if self.inner is not None else self.name
-
-    # -- identity ------------------------------------------------------------
-    @property
-    def identity(self) -> MethodIdentity:
-        h = hashlib.sha256()
-        h.update(f"{self.name}|{self.version}|{sorted(self.options.items())}".encode())
-        for path in sorted(self.source_files):
-            h.update(Path(path).read_bytes())
-        if self.inner is not None:
-            h.update(self.inner.identity.source_sha256.encode())
-        return MethodIdentity(self.label, self.version, h.hexdigest())
 
     # -- evaluation ----------------------------------------------------------
     def _check(self, tables: np.ndarray, schedule: LookSchedule, margin: float, alpha: float) -> np.ndarray:

@@ -6,7 +6,7 @@ looks; the union bound P(any look falsely promotes) <= sum of per-look levels = 
 Seed: ten looks at 50, ..., 500, exact binomial test at 0.005 per look, true loss 0.03
 -> P(promote) = 0.00849.  Default wrapped method: ``binomial_loss``.
 """
-from methods.base import source_files_of
+from methods.protocol import source_files_of
 from methods.fixed.binomial_loss import METHOD as BINOMIAL_LOSS
 from methods.sequential import _wrap
 from methods.sequential.base import SequentialMethod

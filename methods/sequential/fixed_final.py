@@ -13,7 +13,7 @@ Source: cx_eval_lab evidence spine (seed chapter), "Sample size and sequential l
 from methods.fixed.binomial_loss import METHOD as BINOMIAL_LOSS
 from methods.sequential import _wrap
 from methods.sequential.base import SequentialMethod
-from methods.base import source_files_of
+from methods.protocol import source_files_of
 
 METHOD = SequentialMethod(
     name="fixed_final",

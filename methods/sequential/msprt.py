@@ -30,7 +30,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, source_files_of
+from methods.protocol import Estimand, source_files_of
 from methods.sequential import _clusterstats
 from methods.sequential._clusterstats import welford_add
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod

@@ -8,7 +8,7 @@ the exact binomial test (alpha = 0.05, margin 0.03, true loss 0.03) promote 0.11
 Default wrapped method: ``binomial_loss``; any registered fixed-sample method can be
 wrapped with ``METHOD.with_inner(name)``.
 """
-from methods.base import source_files_of
+from methods.protocol import source_files_of
 from methods.fixed.binomial_loss import METHOD as BINOMIAL_LOSS
 from methods.sequential import _wrap
 from methods.sequential.base import SequentialMethod

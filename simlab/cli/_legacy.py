@@ -187,7 +187,7 @@ def cmd_interval(args: argparse.Namespace) -> None:
     options = _parse_options(args.option)
     if options:
         method = method.with_options(**options)
-    result = method.analyze(table, args.margin, args.confidence)
+    result = method.analyze(table, args.margin, args.alpha)
     payload = {**result.as_dict(), "options": dict(method.options), "version": method.version,
                "source_sha256": method.identity.source_sha256, "citation": method.citation}
 
@@ -196,7 +196,7 @@ def cmd_interval(args: argparse.Namespace) -> None:
         hi = "nan" if p["upper"] is None else f"{p['upper']:.6f}"
         est = "nan" if p["estimate"] is None else f"{p['estimate']:.6f}"
         print(f"{p['method']} v{p['version']} ({p['estimand']}), {p['clusters']} clusters, {p['trials']} trials")
-        print(f"estimate {est}   {100 * p['confidence']:g}% interval [{lo}, {hi}]")
+        print(f"estimate {est}   {100 * (1 - 2 * p['alpha']):g}% interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
         print(f"decision: {p['status']}  (pass iff lower >= -{p['margin']:g})")
 
     emit(args, payload, render)
@@ -265,7 +265,8 @@ def _register_methods(sub, bench_sub) -> None:
     p.add_argument("--method", required=True, help="registered method name (see `simlab methods`)")
     p.add_argument("--table", action="append", default=[], metavar="n11,n10,n01,n00",
                    help="one cluster's paired counts; repeat once per cluster")
-    p.add_argument("--confidence", type=float, default=0.95, help="two-sided confidence (default %(default)s)")
+    p.add_argument("--alpha", type=float, default=0.025,
+                   help="one-sided level of the non-inferiority test; the interval is 1 - 2 alpha (default %(default)s)")
     p.add_argument("--margin", type=float, default=0.03, help="non-inferiority margin m > 0 (default %(default)s)")
     p.add_argument("--option", action="append", default=[], metavar="key=value",
                    help="method option, e.g. min_clusters=2 (repeatable)")
@@ -354,7 +355,7 @@ def cmd_study_show(args: argparse.Namespace) -> None:
     from studies.results import grid_dims, open_dataset, summary_rows
 
     ds = open_dataset(args.file)
-    rows = summary_rows(ds, args.margin, args.confidence)
+    rows = summary_rows(ds, args.margin, args.alpha)
     payload = {"dataset": args.file, "spec_hash": ds.attrs.get("spec_hash"), "spec_name": ds.attrs.get("spec_name"),
                "code_revision": ds.attrs.get("code_revision"), "seed": ds.attrs.get("seed"),
                "dims": grid_dims(ds), "rows": rows}
@@ -374,7 +375,7 @@ def cmd_study_plot(args: argparse.Namespace) -> None:
 
     ds = open_dataset(args.file)
     out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
-    plot_dataset(ds, out, args.margin, args.confidence)
+    plot_dataset(ds, out, args.margin, args.alpha)
     emit(args, {"plot": str(out)}, lambda p: print(f"wrote {p['plot']}"))
 
 
@@ -384,7 +385,7 @@ def cmd_false_pass(args: argparse.Namespace) -> None:
 
     scenario = scenario_from_args(args)
     ref = MethodRef(name=args.method, options=_parse_options(args.option))
-    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps, args.seed,
+    payload = false_pass(scenario, ref, args.margin, args.alpha, args.reps, args.seed,
                          exact="never" if args.simulate else "auto", max_exact_seconds=args.exact_seconds)
 
     def render(p: dict) -> None:
@@ -393,7 +394,7 @@ def cmd_false_pass(args: argparse.Namespace) -> None:
                else f"simulated, {p['replications']:,} replications, MC SE {p['mc_se']:.2g}, "
                     f"95% CP [{p['cp_lower']:.5f}, {p['cp_upper']:.5f}]")
         print(f"{p['method']} ({p['estimand']}; true value {p['true_value']:.5g}, margin {p['margin']:g}, "
-              f"confidence {p['confidence']:g})")
+              f"alpha {p['alpha']:g})")
         print(f"{what}: {p['value']:.5f}   {how}")
         if not p["exact"]:
             print(f"not exact: {p['why_not_exact']}")
@@ -421,7 +422,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
                      for r in u["rows"]])
         c = p["comparison"]
         print(f"\n3. Method library at the seed's design point: {c['design']}; nominal one-sided level "
-              f"{c['nominal_alpha']:g}")
+              f"{c['alpha']:g}")
 
         def f(d):
             if d["value"] is None or not math.isfinite(d["value"]):
@@ -485,14 +486,14 @@ def _register_studies(sub, bench_sub) -> None:
     q = ssub.add_parser("show", help="print a study dataset as a table")
     q.add_argument("file")
     q.add_argument("--margin", type=float)
-    q.add_argument("--confidence", type=float)
+    q.add_argument("--alpha", type=float, help="one-sided level (default: the dataset's first)")
     _add_json(q)
     q.set_defaults(func=cmd_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
     q.add_argument("file")
     q.add_argument("--out", help="PNG path (default: the dataset path with .png)")
     q.add_argument("--margin", type=float)
-    q.add_argument("--confidence", type=float)
+    q.add_argument("--alpha", type=float, help="one-sided level (default: the dataset's first)")
     _add_json(q)
     q.set_defaults(func=cmd_study_plot)
 
@@ -501,7 +502,7 @@ def _register_studies(sub, bench_sub) -> None:
     p.add_argument("--option", action="append", default=[], metavar="key=value", help="method option (repeatable)")
     add_scenario_args(p, clusters=30, trials=1, rho=0.0, cells="0.96,0.04,0,0")
     p.add_argument("--margin", type=float, default=0.03)
-    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--alpha", type=float, default=0.025, help="one-sided level (default %(default)s)")
     p.add_argument("--reps", type=int, default=200_000, help="replications when simulating (default %(default)s)")
     p.add_argument("--seed", type=int, default=20261129)
     p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")

@@ -27,11 +27,11 @@ def tables_args(rows):
 
 def test_interval_json_matches_analyze(capsys):
     rc, out, _ = run(capsys, ["interval", "--method", "obuchowski", *tables_args(THYROID_ROWS),
-                              "--margin", "0.05", "--confidence", "0.9", "--json"])
+                              "--margin", "0.05", "--alpha", "0.05", "--json"])
     assert rc == 0
     payload = json.loads(out)
     table = np.array([[int(x) for x in r.split(",")] for r in THYROID_ROWS])
-    want = registry.get("obuchowski").analyze(table, 0.05, 0.9)
+    want = registry.get("obuchowski").analyze(table, 0.05, 0.05)
     assert payload["lower"] == want.lower and payload["upper"] == want.upper
     assert payload["estimate"] == want.estimate and payload["status"] == want.status
     assert payload["clusters"] == 7 and payload["trials"] == 20 and payload["estimand"] == "trial_weighted"

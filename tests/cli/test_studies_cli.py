@@ -14,7 +14,7 @@ SPEC = """
 name = "cli"
 methods = ["paired_wald", {name = "clustered_normal", options = {min_clusters = 2}}]
 margins = [0.03]
-confidence = 0.95
+alpha = 0.025
 replications = 3000
 seed = 2
 

@@ -18,7 +18,7 @@ def test_source_files_include_the_method_module_and_the_protocol(name):
     files = {str(Path(p).resolve()) for p in m.source_files}
     assert str(Path(inspect.getsourcefile(module)).resolve()) in files
     assert all(Path(p).is_file() for p in files)
-    assert any(p.endswith(str(Path("methods", "base.py"))) or p.endswith(str(Path("sequential", "base.py")))
+    assert any(p.endswith(str(Path("methods", "protocol.py"))) or p.endswith(str(Path("sequential", "base.py")))
                for p in files)
     # and the kernel's own file, wherever the kernel lives (wrappers run their inner method's)
     if m.kernel is not None:

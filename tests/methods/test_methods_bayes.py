@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 from methods import registry
-from methods.base import FAIL, INCONCLUSIVE, PASS, Estimand
+from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
 from methods.fixed import _resample, bayes_paired
 from methods.fixed import bayes_hierarchical as hier
 from methods.reference import resample as ref
@@ -122,7 +122,7 @@ def test_bounds_are_roots_of_the_tail_equations(t, confidence):
     alpha = (1.0 - confidence) / 2.0
     n = t.sum(axis=0)
     pp, coef, rmin, meta = paired_posterior(tuple(int(v) for v in n))
-    r = registry.get("bayes_paired").analyze(t, 0.05, confidence)
+    r = registry.get("bayes_paired").analyze(t, 0.05, (1 - confidence) / 2)
     if n.sum() == 0:
         assert r.status == "inconclusive"
         return
@@ -147,7 +147,7 @@ def test_cdf_is_monotone_and_density_integrates_to_cdf():
        margin=st.sampled_from([0.03, 0.1]))
 @hyp(200)
 def test_bayes_paired_matches_reference(t, confidence, margin):
-    assert_close(registry.get("bayes_paired").analyze(t, margin, confidence),
+    assert_close(registry.get("bayes_paired").analyze(t, margin, (1 - confidence) / 2),
                  ref.bayes_paired(t, margin, confidence))
 
 
@@ -156,7 +156,7 @@ def test_bayes_paired_against_monte_carlo_posterior(counts):
     """2e6 draws of the Dirichlet(n + 1/2) posterior (numpy): the kernel's bounds cut off
     alpha = 2.5 % on each side, within 4 binomial MC standard errors."""
     m = registry.get("bayes_paired")
-    res = m.analyze(np.array([counts]), 0.03, 0.95)
+    res = m.analyze(np.array([counts]), 0.03, 0.025)
     rng = np.random.default_rng(20240601 + sum(counts))
     n = 2_000_000
     p = rng.dirichlet(np.array(counts) + 0.5, size=n)
@@ -178,7 +178,7 @@ small_clustered = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.in
 @given(t=small_clustered, confidence=st.sampled_from([0.9, 0.95]))
 @hyp(100)
 def test_bayes_hierarchical_matches_reference(t, confidence):
-    assert_close(registry.get("bayes_hierarchical").analyze(t, 0.05, confidence),
+    assert_close(registry.get("bayes_hierarchical").analyze(t, 0.05, (1 - confidence) / 2),
                  ref.bayes_hierarchical(t, 0.05, confidence))
 
 
@@ -235,7 +235,7 @@ def test_bayes_hierarchical_against_importance_sampling_of_the_model(table):
     likelihood; the self-normalised estimates of P(D <= lower), P(D <= upper) and E[D] must
     lie within 4 (delta-method) MC standard errors of 0.025, 0.975 and the kernel's mean."""
     t = np.array(table)
-    res = registry.get("bayes_hierarchical").analyze(t, 0.03, 0.95)
+    res = registry.get("bayes_hierarchical").analyze(t, 0.03, 0.025)
     rng = np.random.default_rng(777)
     n = 1_000_000
     rho = rng.uniform(size=n)
@@ -300,12 +300,12 @@ def test_edge_cases(name):
 @hyp(100)
 def test_never_nan_with_pass_and_nested_levels(name, t, margin):
     m = registry.get(name)
-    r = m.analyze(t, margin, 0.95)
+    r = m.analyze(t, margin, 0.025)
     if r.status == "pass":
         assert math.isfinite(r.lower) and math.isfinite(r.upper)
     if r.status != "inconclusive":
         assert -1.0 < r.lower < r.upper < 1.0
-        wide = m.analyze(t, margin, 0.99)
+        wide = m.analyze(t, margin, 0.005)
         assert wide.lower < r.lower and r.upper < wide.upper
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from methods import registry
-from methods.base import FAIL, INCONCLUSIVE, PASS, Estimand
+from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
 from methods.reference import cluster as ref
 from simlab.generate import simulate_tables
 from simlab.scenario import ExplicitSizes, FixedSize, PairedScenario
@@ -79,7 +79,7 @@ def test_seed_false_pass_is_exactly_096_pow_30(name):
     binomial sum over j.  Every moment method here inherits the flaw."""
     m = registry.get(name)
     tables = np.stack([seed_tables(j) for j in range(31)])
-    res = m.batch(tables, 0.03, 0.95)
+    res = m.batch(tables, 0.03, 0.025)
     assert res.status[0] == PASS and res.lower[0] == 0.0 and res.upper[0] == 0.0
     assert np.all(res.status[1:] == FAIL)
     p = float(np.sum(stats.binom.pmf(np.arange(31), 30, 0.04) * (res.status == PASS)))
@@ -94,7 +94,7 @@ def test_seed_false_pass_monte_carlo_through_the_simulator():
     p0 = 0.96 ** 30
     mcse = math.sqrt(p0 * (1 - p0) / tables.shape[0])
     for name in CLUSTER_METHODS:
-        rate = registry.get(name).batch(tables, 0.03, 0.95).pass_count() / tables.shape[0]
+        rate = registry.get(name).batch(tables, 0.03, 0.025).pass_count() / tables.shape[0]
         assert abs(rate - p0) <= 4 * mcse, (name, rate, p0, mcse)
 
 
@@ -134,7 +134,7 @@ SLEEP_TABLE = np.array([[100 - round(10 * x), 0, round(10 * x), 0] for x in SLEE
 def test_student_sleep_worked_example(name):
     """cluster_t is the one-sample t interval on cluster means; cluster_robust (CR2, t(K-1))
     reduces to it exactly when clusters have equal sizes (here 100 pairs each)."""
-    r = registry.get(name).analyze(SLEEP_TABLE, 0.03, 0.95)
+    r = registry.get(name).analyze(SLEEP_TABLE, 0.03, 0.025)
     assert r.estimate == pytest.approx(0.158, abs=1e-12)
     assert r.lower == pytest.approx(0.07001142, abs=1e-8 / 10 * 5)
     assert r.upper == pytest.approx(0.24598858, abs=1e-8 / 10 * 5)
@@ -165,7 +165,7 @@ def test_obuchowski_thyroid_worked_example():
     assert ref.obuchowski_chi2(THYROID) == pytest.approx(20 / 21 * D.sum() ** 2 / (D ** 2).sum(), rel=1e-12)
     m = ref.obuchowski_moments(THYROID)
     assert (m["p_baseline"], m["p_candidate"]) == (40 / 51, 46 / 51)
-    r = registry.get("obuchowski").analyze(THYROID, 0.03, 0.95)
+    r = registry.get("obuchowski").analyze(THYROID, 0.03, 0.025)
     z = stats.norm.ppf(0.975)
     assert r.estimate == pytest.approx(6 / 51, abs=1e-15)
     var_kernel = ((r.upper - r.lower) / (2 * z)) ** 2
@@ -187,7 +187,7 @@ confidence_st = st.sampled_from([0.8, 0.9, 0.95, 0.99])
 
 
 def _check_against_reference(name, table, margin, confidence, **options):
-    r = method(name, **options).analyze(table, margin, confidence)
+    r = method(name, **options).analyze(table, margin, (1 - confidence) / 2)
     lo, hi, est, status = REFERENCE[name](table, margin, confidence, **options)
     if math.isnan(est):
         assert math.isnan(r.estimate)
@@ -257,7 +257,7 @@ def _statsmodels_fits(table):
 
 
 def _kernel_variance(name, table, confidence=0.95):
-    r = registry.get(name).analyze(table, 0.05, confidence)
+    r = registry.get(name).analyze(table, 0.05, (1 - confidence) / 2)
     K = r.clusters
     crit = stats.t.ppf(1 - (1 - confidence) / 2, K - 1) if name == "cluster_robust" else stats.norm.ppf(
         1 - (1 - confidence) / 2)
@@ -378,14 +378,14 @@ def test_never_nan_bounds_with_pass_and_batch_equals_analyze(name):
     tables[60:62] = 0                                   # nothing at all
     tables[62:70, 1:] = 0                               # one cluster
     m = method(name, min_clusters=2.0)
-    res = m.batch(tables, 0.05, 0.9)
+    res = m.batch(tables, 0.05, 0.05)
     assert not np.any((res.status == PASS) & (np.isnan(res.lower) | np.isnan(res.upper)))
     decided = res.status != INCONCLUSIVE
     assert np.all(np.isfinite(res.lower[decided])) and np.all(res.lower[decided] <= res.upper[decided])
     assert set(np.unique(res.status)) <= {PASS, FAIL, INCONCLUSIVE}
     assert np.all(res.status[60:70] == INCONCLUSIVE)
     for r in range(R):
-        one = m.analyze(tables[r], 0.05, 0.9)
+        one = m.analyze(tables[r], 0.05, 0.05)
         for got, want in ((one.lower, res.lower[r]), (one.upper, res.upper[r]), (one.estimate, res.estimate[r])):
             assert (math.isnan(got) and math.isnan(want)) or got == want
         assert one.status == {PASS: "pass", FAIL: "fail", INCONCLUSIVE: "inconclusive"}[int(res.status[r])]

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from methods import registry
-from methods.base import FAIL, INCONCLUSIVE, PASS, STATUS_NAMES, Estimand, z_value
+from methods.protocol import FAIL, INCONCLUSIVE, PASS, STATUS_NAMES, Estimand, z_value
 from methods.fixed import _trial
 from methods.reference import trial as ref
 
@@ -40,8 +40,8 @@ def paper(a, b, c, d) -> np.ndarray:
     return np.array([a, c, b, d], dtype=np.int32)
 
 
-def run(name, table, margin=0.05, confidence=0.95):
-    return registry.get(name).analyze(table, margin, confidence)
+def run(name, table, margin=0.05, alpha=0.025):
+    return registry.get(name).analyze(table, margin, alpha)
 
 
 # ---------------------------------------------------------------- registry and metadata
@@ -64,52 +64,52 @@ PUBLISHED = [
     # Tango (1998) Stat Med 17:891-908, worked examples, as tabulated in the ratesci test
     # suite "outputs vs published examples" (petelaud/ratesci tests/testthat/test3.R):
     # (a,b,c,d) = (4, 9, 3, 16), 95%: -0.027 to 0.390; (43, 0, 1, 0), 90%: -0.096 to 0.037.
-    ("tango_score", paper(4, 9, 3, 16), 0.95, (-0.027, 0.390), 3),
-    ("tango_score", paper(43, 0, 1, 0), 0.90, (-0.096, 0.037), 3),
+    ("tango_score", paper(4, 9, 3, 16), 0.025, (-0.027, 0.390), 3),
+    ("tango_score", paper(43, 0, 1, 0), 0.05, (-0.096, 0.037), 3),
     # Agresti & Min (2005) Stat Med 24:729-740, crossover example (53, 16, 8, 9), score
     # interval -0.020 to 0.207 (same source).
-    ("tango_score", paper(53, 16, 8, 9), 0.95, (-0.020, 0.207), 3),
+    ("tango_score", paper(53, 16, 8, 9), 0.025, (-0.020, 0.207), 3),
     # Fagerland, Lydersen & Laake (2014) Stat Med 33:2850-2875, airway hyper-responsiveness
     # (Bentur 2009), (1, 1, 7, 12): Tango -0.517 to -0.026; ratesci's documented Tango output
     # for the same table (pairbinci skew=FALSE, bcf=FALSE) prints -0.517232 to -0.026003.
-    ("tango_score", paper(1, 1, 7, 12), 0.95, (-0.517, -0.026), 3),
-    ("tango_score", paper(1, 1, 7, 12), 0.95, (-0.517232, -0.026003), 6),
+    ("tango_score", paper(1, 1, 7, 12), 0.025, (-0.517, -0.026), 3),
+    ("tango_score", paper(1, 1, 7, 12), 0.025, (-0.517232, -0.026003), 6),
     # Tang, Li & Tang (2010) example (8, 3, 1, 2): -0.1670 to 0.4327; Chang et al. (2024)
     # J Appl Stat 51:139-152 example (7, 25, 2, 68): 0.139 to 0.321 (ratesci test3.R).
-    ("tango_score", paper(8, 3, 1, 2), 0.95, (-0.1670, 0.4327), 4),
-    ("tango_score", paper(7, 25, 2, 68), 0.95, (0.139, 0.321), 3),
+    ("tango_score", paper(8, 3, 1, 2), 0.025, (-0.1670, 0.4327), 4),
+    ("tango_score", paper(7, 25, 2, 68), 0.025, (0.139, 0.321), 3),
     # Newcombe (1998) Stat Med 17:2635-2650, worked example (20, 12, 2, 16), method 10:
     # 0.0562 to 0.3292 (ratesci test3.R "against Newcombe's method 10 result").
-    ("newcombe_hybrid", paper(20, 12, 2, 16), 0.95, (0.0562, 0.3292), 4),
+    ("newcombe_hybrid", paper(20, 12, 2, 16), 0.025, (0.0562, 0.3292), 4),
     # Fagerland et al. (2014), Bentur (1, 1, 7, 12): Newcombe hybrid score -0.507 to -0.026.
-    ("newcombe_hybrid", paper(1, 1, 7, 12), 0.95, (-0.507, -0.026), 3),
+    ("newcombe_hybrid", paper(1, 1, 7, 12), 0.025, (-0.507, -0.026), 3),
     # Fagerland, Lydersen & Laake (2017) Statistical Analysis of Contingency Tables, ch. 8,
     # Cavo et al. (2012) complete response (59, 6, 16, 80): -0.1186 to -0.0046 (the
     # contingencytables package test of Newcombe_square_and_add_CI_paired_2x2).
-    ("newcombe_hybrid", paper(59, 6, 16, 80), 0.95, (-0.1186, -0.0046), 4),
+    ("newcombe_hybrid", paper(59, 6, 16, 80), 0.025, (-0.1186, -0.0046), 4),
     # Tang et al. (2010) (8, 3, 1, 2): -0.1574 to 0.4136; Chang et al. (2024) (7, 25, 2, 68):
     # 0.133 to 0.318 (ratesci test3.R).
-    ("newcombe_hybrid", paper(8, 3, 1, 2), 0.95, (-0.1574, 0.4136), 4),
-    ("newcombe_hybrid", paper(7, 25, 2, 68), 0.95, (0.133, 0.318), 3),
+    ("newcombe_hybrid", paper(8, 3, 1, 2), 0.025, (-0.1574, 0.4136), 4),
+    ("newcombe_hybrid", paper(7, 25, 2, 68), 0.025, (0.133, 0.318), 3),
     # Paired Wald: PropCIs::diffpropci.Wald.mp(b=3, c=9, n=32) documented output
     # (reference Altman 1991, Practical Statistics for Medical Research): -0.01448204 to
     # 0.38948204, estimate (c-b)/n = 0.1875.  Its c is our n01 (the same table as Tango's).
-    ("paired_wald", np.array([4, 3, 9, 16]), 0.95, (-0.01448204, 0.38948204), 8),
+    ("paired_wald", np.array([4, 3, 9, 16]), 0.025, (-0.01448204, 0.38948204), 8),
     # Agresti-Min: PropCIs::diffpropci.mp(b=40, c=20, n=160), the "Wald+2" interval of
     # Agresti & Min (2005) written by Agresti: -0.21601726 to -0.03089632.  The split of
     # the 100 concordant pairs does not matter.
-    ("agresti_min", np.array([100, 40, 20, 0]), 0.95, (-0.21601726, -0.03089632), 8),
-    ("agresti_min", np.array([30, 40, 20, 70]), 0.95, (-0.21601726, -0.03089632), 8),
+    ("agresti_min", np.array([100, 40, 20, 0]), 0.025, (-0.21601726, -0.03089632), 8),
+    ("agresti_min", np.array([30, 40, 20, 70]), 0.025, (-0.21601726, -0.03089632), 8),
     # Bonett-Price: Bonett's own statpsych::ci.prop.ps(.05, f00=12, f01=4, f10=26, f11=6),
     # documented "Should return" LL 0.2548067, UL 0.6251933 (difference y - x: f10 is our n01).
     # The 2012 paper's own example was not accessible (paywalled); this is its author's.
-    ("bonett_price", np.array([6, 4, 26, 12]), 0.95, (0.2548067, 0.6251933), 7),
+    ("bonett_price", np.array([6, 4, 26, 12]), 0.025, (0.2548067, 0.6251933), 7),
 ]
 
 
-@pytest.mark.parametrize("name, table, confidence, expected, digits", PUBLISHED)
-def test_published_worked_example(name, table, confidence, expected, digits):
-    r = run(name, table, 0.1, confidence)
+@pytest.mark.parametrize("name, table, alpha, expected, digits", PUBLISHED)
+def test_published_worked_example(name, table, alpha, expected, digits):
+    r = run(name, table, 0.1, alpha)
     assert round(r.lower, digits) == pytest.approx(expected[0], abs=1e-12)
     assert round(r.upper, digits) == pytest.approx(expected[1], abs=1e-12)
     a, b, c, d = (int(v) for v in np.asarray(table))
@@ -122,7 +122,7 @@ def test_bonett_price_published_standard_error():
     p10, p01 = (4 + 1) / m, (26 + 1) / m
     assert p01 - p10 == pytest.approx(0.44, abs=1e-12)
     r = run("bonett_price", np.array([6, 4, 26, 12]))
-    assert round((r.upper - r.lower) / (2 * z_value(0.95)), 8) == pytest.approx(0.09448809, abs=1e-12)
+    assert round((r.upper - r.lower) / (2 * z_value(0.025)), 8) == pytest.approx(0.09448809, abs=1e-12)
 
 
 def test_exact_discordant_has_no_published_example_so_components_match_scipy():
@@ -161,20 +161,20 @@ def batches(draw):
     elif shape == "one_cell":
         keep = draw(st.integers(0, 3))
         t[:, :, [j for j in range(4) if j != keep]] = 0
-    confidence = draw(st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+    alpha = draw(st.sampled_from([0.1, 0.05, 0.025, 0.005]))
     margin = draw(st.sampled_from([0.01, 0.05, 0.1, 0.2, 0.5]))
-    return t, confidence, margin
+    return t, alpha, margin
 
 
 def _check_against_reference(name, data):
-    tables, confidence, margin = data
+    tables, alpha, margin = data
     m = registry.get(name)
-    res = m.batch(tables, margin, confidence)
+    res = m.batch(tables, margin, alpha)
     f = ref.INTERVALS[name]
     for r in range(tables.shape[0]):
-        lo, hi, est, status = f(tables[r], margin, confidence)
+        lo, hi, est, status = f(tables[r], margin, 1 - 2 * alpha)  # the paper's two-sided level
         got = (res.lower[r], res.upper[r], res.estimate[r])
-        one = m.analyze(tables[r], margin, confidence)          # same kernel, R = 1
+        one = m.analyze(tables[r], margin, alpha)          # same kernel, R = 1
         assert np.array_equal([one.lower, one.upper, one.estimate], got, equal_nan=True)
         assert one.status == STATUS_NAMES[int(res.status[r])]
         if status == "inconclusive":
@@ -222,9 +222,9 @@ def test_tango_closed_form_mle_maximises_the_constrained_likelihood():
 
 def test_tango_bounds_solve_the_score_equation_to_tolerance():
     rng = np.random.default_rng(3)
-    z = z_value(0.95)
+    z = z_value(0.025)
     tables = rng.integers(0, 30, size=(300, 1, 4)).astype(np.int32)
-    res = registry.get("tango_score").batch(tables, 0.05, 0.95)
+    res = registry.get("tango_score").batch(tables, 0.05, 0.025)
     for r in range(300):
         a, b, c, d = (int(v) for v in tables[r, 0])
         n = a + b + c + d
@@ -241,7 +241,7 @@ def test_tango_bounds_solve_the_score_equation_to_tolerance():
 
 # ---------------------------------------------------------------- edge cases
 
-Z95 = z_value(0.95)
+Z95 = z_value(0.025)
 ALPHA = 0.025
 
 
@@ -324,7 +324,7 @@ def test_never_nan_bounds_with_pass_on_a_sweep(name):
     tables = rng.integers(0, 4, size=(2000, 3, 4)).astype(np.int32)
     tables[rng.random(2000) < 0.3, 1:] = 0
     tables[rng.random(2000) < 0.1] = 0
-    res = registry.get(name).batch(tables, 0.5, 0.9)
+    res = registry.get(name).batch(tables, 0.5, 0.05)
     passed = res.status == PASS
     assert np.all(np.isfinite(res.lower[passed]) & np.isfinite(res.upper[passed]))
     empty = tables.sum(axis=(1, 2)) == 0
@@ -335,13 +335,13 @@ def test_never_nan_bounds_with_pass_on_a_sweep(name):
 @pytest.mark.parametrize("name", TRIAL_METHODS)
 def test_wider_at_higher_confidence(name):
     t = np.array([[20, 5, 3, 12]])
-    lo90, lo99 = run(name, t, confidence=0.9), run(name, t, confidence=0.99)
+    lo90, lo99 = run(name, t, alpha=0.05), run(name, t, alpha=0.005)
     assert lo99.lower < lo90.lower and lo99.upper > lo90.upper
 
 
 def test_exact_discordant_refuses_tables_its_lookup_does_not_cover():
     m = registry.get("exact_discordant")
-    consts = m.prepare(m, 0.95, np.array([[[3, 1, 1, 3]]], np.int32))
+    consts = m.prepare(m, 0.025, np.array([[[3, 1, 1, 3]]], np.int32))
     other = np.array([[[30, 10, 10, 30]]], np.int32)
     out = [np.empty(1), np.empty(1), np.empty(1), np.empty(1, np.int8)]
     with pytest.raises(ValueError, match="does not cover"):
@@ -351,7 +351,7 @@ def test_exact_discordant_refuses_tables_its_lookup_does_not_cover():
 # ---------------------------------------------------------------- the seed's special case
 
 
-def _seed_pass_probability(n, p, margin, confidence, clusters):
+def _seed_pass_probability(n, p, margin, alpha, clusters):
     """Exact P(pass) of exact_discordant when the baseline always passes: n trials, each a
     loss with probability p, spread over ``clusters`` clusters; sums Binomial(n, p)."""
     x = np.arange(n + 1)
@@ -364,9 +364,8 @@ def _seed_pass_probability(n, p, margin, confidence, clusters):
             loss = min(left, int(per[k]))
             tables[i, k] = (per[k] - loss, loss, 0, 0)
             left -= loss
-    res = registry.get("exact_discordant").batch(tables, margin, confidence)
+    res = registry.get("exact_discordant").batch(tables, margin, alpha)
     # in this case the lower bound is minus the Clopper-Pearson upper bound of x of n
-    alpha = (1 - confidence) / 2
     cp_up = np.where(x < n, stats.beta.ppf(1 - alpha, x + 1, np.maximum(n - x, 1)), 1.0)
     np.testing.assert_allclose(res.lower, -cp_up, rtol=0, atol=1e-12)
     return float(np.sum(stats.binom.pmf(x, n, p) * (res.status == PASS))), alpha
@@ -374,16 +373,16 @@ def _seed_pass_probability(n, p, margin, confidence, clusters):
 
 @pytest.mark.parametrize("n, clusters", [(30, 30), (90, 30), (200, 40), (500, 1)])
 @pytest.mark.parametrize("margin", [0.03, 0.1])
-@pytest.mark.parametrize("confidence", [0.9, 0.95])
-def test_exact_discordant_is_exact_when_the_baseline_always_passes(n, clusters, margin, confidence):
+@pytest.mark.parametrize("alpha", [0.05, 0.025])
+def test_exact_discordant_is_exact_when_the_baseline_always_passes(n, clusters, margin, alpha):
     # Null boundary and beyond: loss rate p >= margin, i.e. delta = -p <= -margin.
     for p in margin + np.array([0.0, 0.002, 0.01, 0.03]):
-        prob, alpha = _seed_pass_probability(n, p, margin, confidence, clusters)
+        prob, alpha = _seed_pass_probability(n, p, margin, alpha, clusters)
         assert prob <= alpha + 1e-12
     # and it is not vacuous: with enough trials a loss rate well inside the margin passes
     # (with 30 or 90 trials a 0.03 margin cannot be shown at all).
     if n >= 200:
-        good, _ = _seed_pass_probability(n, margin / 10, margin, confidence, clusters)
+        good, _ = _seed_pass_probability(n, margin / 10, margin, alpha, clusters)
         assert good > 0.5
 
 
@@ -391,7 +390,7 @@ def test_seed_reference_design_under_exact_discordant():
     # The seed's design (30 customers x 1 trial, loss probability 0.04, margin 0.03) that
     # the clustered normal interval passes with probability 0.96**30 = 0.29386: with no
     # loss at all the exact bound is -(1 - 0.025**(1/30)) = -0.1158 < -0.03, so it never passes.
-    prob, _ = _seed_pass_probability(30, 0.04, 0.03, 0.95, 30)
+    prob, _ = _seed_pass_probability(30, 0.04, 0.03, 0.025, 30)
     assert prob == 0.0
     r = run("exact_discordant", np.tile([1, 0, 0, 0], (30, 1)), margin=0.03)
     assert r.lower == pytest.approx(-(1 - 0.025 ** (1 / 30)), abs=1e-12) and r.status == "fail"

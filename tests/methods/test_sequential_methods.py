@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from methods import registry
-from methods.base import INCONCLUSIVE, PASS
+from methods.protocol import INCONCLUSIVE, PASS
 from methods.sequential import _spending
 from methods.sequential.base import (LOOK_CONTINUE, LOOK_HARM, LOOK_PROMOTE, NO_PROMOTION, PROMOTE, STOP_HARM,
                                      LookSchedule)
@@ -51,8 +51,8 @@ def test_binomial_loss_seed_worked_example():
     # margin 0.03 at alpha 0.05.  No losses in 100 trials: P(X <= 0 | 100, 0.03) = 0.97**100 =
     # 0.0476 <= 0.05 -> pass; no losses in 50 trials: 0.97**50 = 0.218 -> fail.
     m = registry.get("binomial_loss")
-    pass100 = m.analyze([[100, 0, 0, 0]], 0.03, 0.90)
-    fail50 = m.analyze([[50, 0, 0, 0]], 0.03, 0.90)
+    pass100 = m.analyze([[100, 0, 0, 0]], 0.03, 0.05)
+    fail50 = m.analyze([[50, 0, 0, 0]], 0.03, 0.05)
     assert pass100.status == "pass" and fail50.status == "fail"
     # Clopper-Pearson at x = 0: U = 1 - alpha^(1/n) (closed form)
     assert pass100.lower == pytest.approx(-(1 - 0.05 ** (1 / 100)), abs=1e-12)
@@ -65,7 +65,7 @@ def test_binomial_loss_seed_worked_example():
 def test_binomial_loss_matches_scipy(data, confidence, margin):
     t, _ = data
     m = registry.get("binomial_loss")
-    r = m.batch(t[None], margin, confidence)
+    r = m.batch(t[None], margin, (1 - confidence) / 2)
     n = int(t.sum())
     x = int(t[:, 1].sum())
     a = (1 - confidence) / 2
@@ -86,11 +86,11 @@ def test_binomial_loss_edges():
     m = registry.get("binomial_loss")
     for table in ([[0, 0, 0, 0]], [[1, 0, 0, 0]], [[0, 1, 0, 0]], [[0, 0, 0, 5]] * 3, [[0, 7, 0, 0]],
                   [[3, 0, 0, 0], [0, 0, 0, 0]], [[0, 0, 4, 0]]):
-        r = m.analyze(table, 0.03, 0.9)
+        r = m.analyze(table, 0.03, 0.05)
         if r.status == "pass":
             assert math.isfinite(r.lower) and r.lower >= -0.03
-    assert m.analyze([[0, 0, 0, 0]], 0.03, 0.9).status == "inconclusive"
-    assert m.analyze([[0, 7, 0, 0]], 0.03, 0.9).lower == -1.0
+    assert m.analyze([[0, 0, 0, 0]], 0.03, 0.05).status == "inconclusive"
+    assert m.analyze([[0, 7, 0, 0]], 0.03, 0.05).lower == -1.0
 
 
 # ---------------------------------------------------------------- look schedules
@@ -140,7 +140,7 @@ def test_wrappers_are_the_fixed_test_per_look(data, alpha):
             r = m.batch(t[None], sch, 0.05, alpha)
             expect_stop, expect_dec = L - 1, NO_PROMOTION
             for j in which:
-                f = fixed.batch(t[None, :looks[j]], 0.05, 1 - 2 * level)
+                f = fixed.batch(t[None, :looks[j]], 0.05, level)
                 assert (r.look_status[0, j] == LOOK_PROMOTE) == (f.status[0] == PASS)
                 if f.status[0] == PASS and expect_dec == NO_PROMOTION:
                     expect_stop, expect_dec = j, PROMOTE

@@ -24,21 +24,21 @@ from simlab.scenario import ExplicitSizes, FixedSize, LabelNoise, Missingness, P
 from studies.exact import exact_engine, exact_measures
 from studies.runner import evaluate_scenario, target_value
 
-MARGIN, CONF = 0.03, 0.95
+MARGIN, ALPHA = 0.03, 0.025
 SEED_SCENARIO = PairedScenario(cells=(0.96, 0.04, 0.0, 0.0), clusters=30)
 
 
 def test_seed_false_pass_exact_and_simulated():
     cn = registry.get("clustered_normal")
-    r = exact_measures(SEED_SCENARIO, cn, MARGIN, CONF)
+    r = exact_measures(SEED_SCENARIO, cn, MARGIN, ALPHA)
     assert r.engine == "unit"
     assert r.pass_rate == pytest.approx(0.96 ** 30, rel=1e-12)
     assert round(r.pass_rate, 5) == 0.29386
     # moments engine gives the same number (every cluster has one trial of fixed size)
-    assert exact_measures(SEED_SCENARIO, cn, MARGIN, CONF, engine="moments").pass_rate == pytest.approx(0.96 ** 30,
+    assert exact_measures(SEED_SCENARIO, cn, MARGIN, ALPHA, engine="moments").pass_rate == pytest.approx(0.96 ** 30,
                                                                                                        rel=1e-12)
     n = 200_000
-    c = evaluate_scenario(SEED_SCENARIO, ["clustered_normal"], [MARGIN], [CONF], n, seed=11)
+    c = evaluate_scenario(SEED_SCENARIO, ["clustered_normal"], [MARGIN], [ALPHA], n, seed=11)
     p = c.count("n_pass", "clustered_normal") / n
     se = math.sqrt(r.pass_rate * (1 - r.pass_rate) / n)
     assert abs(p - r.pass_rate) < 4 * se
@@ -51,13 +51,13 @@ def test_seed_unequal_clusters_report_both_estimands():
                         cluster_cells=(win,) * 15 + (lose,) * 15)
     assert sc.true_difference_trial() == pytest.approx(-0.8)
     assert sc.true_difference_cluster() == pytest.approx(0.0)
-    c = evaluate_scenario(sc, ["clustered_normal", "paired_wald"], [MARGIN], [CONF], 50, seed=1)
+    c = evaluate_scenario(sc, ["clustered_normal", "paired_wald"], [MARGIN], [ALPHA], 50, seed=1)
     m = c.measures()
     # each method is scored against the estimand it targets, and (deterministic DGM) hits it
     np.testing.assert_allclose(m["true_value"][:, 0, 0], [0.0, -0.8])
     np.testing.assert_allclose(m["bias"][:, 0, 0], [0.0, 0.0], atol=1e-9)
     for name, theta in (("clustered_normal", 0.0), ("paired_wald", -0.8)):
-        r = exact_measures(sc, registry.get(name), MARGIN, CONF)
+        r = exact_measures(sc, registry.get(name), MARGIN, ALPHA)
         assert r.true_value == pytest.approx(theta) and r.bias == pytest.approx(0.0, abs=1e-12)
         assert r.pass_rate == 0.0
 
@@ -68,7 +68,7 @@ def _brute(scenario, method):
     combos = list(itertools.product(*(range(len(law[1])) for law in laws)))
     tables = np.array([[law[0][i] for law, i in zip(laws, c)] for c in combos], np.int32)
     w = np.array([math.prod(law[1][i] for law, i in zip(laws, c)) for c in combos])
-    r = method.batch(tables, MARGIN, CONF)
+    r = method.batch(tables, MARGIN, ALPHA)
     theta = target_value(scenario, method)
     has = ~(np.isnan(r.lower) | np.isnan(r.upper))
     cover = has & (r.lower <= theta) & (theta <= r.upper)
@@ -94,11 +94,11 @@ def test_engines_equal_brute_force_for_every_method_they_cover(k):
         m = registry.get(name)
         if "min_clusters" in m.options:
             m = m.with_options(min_clusters=2)
-        engine, _ = exact_engine(sc, m, CONF)
+        engine, _ = exact_engine(sc, m, ALPHA)
         if engine is None:
             continue
         covered += 1
-        r = exact_measures(sc, m, MARGIN, CONF, engine)
+        r = exact_measures(sc, m, MARGIN, ALPHA, engine)
         b = _brute(sc, m)
         for key in ("pass_rate", "inconclusive_rate", "coverage", "mean_estimate"):
             got = getattr(r, key)
@@ -123,7 +123,7 @@ def test_engine_choice_follows_the_probes():
     engine, why = exact_engine(lossy, cn2)
     assert engine is None and "loss" in why
     with pytest.raises(ExactUnsupported):
-        exact_measures(lossy, cn2, MARGIN, CONF)
+        exact_measures(lossy, cn2, MARGIN, ALPHA)
 
 
 GRID = [
@@ -157,16 +157,16 @@ def test_simulator_agrees_with_every_exact_result(label, scenario, sampler):
         m = registry.get(name)
         if "min_clusters" in m.options:
             m = m.with_options(min_clusters=2)
-        engine, _ = exact_engine(scenario, m, CONF)
+        engine, _ = exact_engine(scenario, m, ALPHA)
         if engine is None:
             continue
         try:
-            exact[name] = exact_measures(scenario, m, MARGIN, CONF, engine, max_seconds=5.0)
+            exact[name] = exact_measures(scenario, m, MARGIN, ALPHA, engine, max_seconds=5.0)
         except ExactUnsupported:
             continue
         refs.append({"name": name, "options": dict(m.options)})
     assert len(refs) >= 3
-    c = evaluate_scenario(scenario, refs, [MARGIN], [CONF], REPS, seed=20261129, sampler=sampler)
+    c = evaluate_scenario(scenario, refs, [MARGIN], [ALPHA], REPS, seed=20261129, sampler=sampler)
     assert c.sampler == sampler
     meas = c.measures()
     for i, key in enumerate(c.methods):

@@ -42,7 +42,7 @@ def test_moment_path_tallies_equal_table_path_bitwise(sc):
     resolved = [registry.get(m) if isinstance(m, str) else registry.get(m["name"]).with_options(**m["options"])
                 for m in MOMENT_METHODS]
     assert src.moment_size is not None and moment_path(src, resolved)
-    args = dict(margins=[0.03, 0.1], confidences=[0.9, 0.95], replications=30_000, seed=11)
+    args = dict(margins=[0.03, 0.1], alphas=[0.05, 0.025], replications=30_000, seed=11)
     fast = evaluate_scenario(sc, MOMENT_METHODS, **args)
     slow = evaluate_scenario(sc, MOMENT_METHODS, moments=False, **args)
     np.testing.assert_array_equal(fast.tally, slow.tally)
@@ -109,8 +109,8 @@ def test_moments_kernel_equals_table_kernel(batch, margin, confidence):
     stats = table_moments(tables, np.empty((tables.shape[0], 3), np.int64))
     for name, opts in (("clustered_normal", {"min_clusters": 2.0}), ("clustered_normal", {}), ("cluster_t", {})):
         meth = registry.get(name).with_options(**opts)
-        a = meth.batch(tables, margin, confidence)
-        b = meth.batch_moments(stats, m, tables.shape[1], margin, confidence)
+        a = meth.batch(tables, margin, (1 - confidence) / 2)
+        b = meth.batch_moments(stats, m, tables.shape[1], margin, (1 - confidence) / 2)
         for field in ("lower", "upper", "estimate", "status"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=f"{name} {field}")
 
@@ -120,7 +120,7 @@ def test_equal_differences_give_zero_variance_exactly():
     t = np.tile(np.array([[2, 1, 0, 0]], np.int32), (30, 1))[None]
     k, mean, var = cluster_mean_var(t, 0)
     assert (k, var) == (30, 0.0) and mean == -1 / 3
-    r = registry.get("clustered_normal").batch(t, 0.5, 0.95)
+    r = registry.get("clustered_normal").batch(t, 0.5, 0.025)
     assert r.lower[0] == r.upper[0] == r.estimate[0] == -1 / 3 and r.status[0] == 1  # the seed's flaw
     # unequal sizes keep the two-pass formula: d = 0.5 and 1.0
     u = np.array([[[0, 0, 1, 1], [0, 0, 2, 0], [0, 0, 1, 1]]], np.int32)

@@ -86,7 +86,7 @@ def test_single_trial_rates_agree_with_exact_enumeration(run):
             if s.size[i] != 0 or s.rho[i] != 0.0:
                 continue
             sc = PairedScenario.from_rates(s.baseline[i], -s.margin[i], s.discordance[i], clusters=s.clusters[i])
-            p = exact_measures(sc, m, s.margin[i], pol.confidence).pass_rate
+            p = exact_measures(sc, m, s.margin[i], pol.alpha).pass_rate
             n = s.n_reps[i]
             tol = 4 * math.sqrt(max(p * (1 - p), 1.0 / n) / n)
             assert abs(s.n_pass[i] / n - p) <= tol, (name, i, s.n_pass[i] / n, p)

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from methods import registry
-from methods.base import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod
 from methods.sequential.base import LookSchedule
 from simlab.exact import ExactUnsupported
 from simlab.exact.sequential import binomial_paths, trinomial_paths

@@ -29,7 +29,7 @@ SPEC = {"name": "t",
         "methods": ["clustered_normal", "paired_wald", {"name": "cluster_t", "options": {"min_clusters": 5}}],
         "scenario": {"clusters": 12, "trials": 3, "rho": 0.1, "baseline": 0.9, "discordance": 0.1, "difference": -0.03},
         "grid": {"difference": [-0.04, 0.0], "clusters": [12, 30]}, "margins": [0.03, 0.05],
-        "confidences": [0.9, 0.95], "replications": 9000, "seed": 5}
+        "alphas": [0.05, 0.025], "replications": 9000, "seed": 5}
 SCEN = PairedScenario.from_rates(0.9, -0.03, 0.1, clusters=12, cluster_size=FixedSize(trials=3), rho=0.1)
 
 
@@ -56,9 +56,9 @@ def test_bitwise_identical_for_any_chunking_and_jobs():
 
 def test_split_ranges_and_batches_merge_to_the_same_tallies():
     methods = ["clustered_normal", "paired_wald", "agresti_min"]
-    whole = evaluate_scenario(SCEN, methods, [0.03], [0.95], 10_000, seed=3)
-    parts = evaluate_scenario(SCEN, methods, [0.03], [0.95], 3_333, seed=3).merge(
-        evaluate_scenario(SCEN, methods, [0.03], [0.95], 6_667, seed=3, start=3_333, batch=777))
+    whole = evaluate_scenario(SCEN, methods, [0.03], [0.025], 10_000, seed=3)
+    parts = evaluate_scenario(SCEN, methods, [0.03], [0.025], 3_333, seed=3).merge(
+        evaluate_scenario(SCEN, methods, [0.03], [0.025], 6_667, seed=3, start=3_333, batch=777))
     np.testing.assert_array_equal(whole.tally, parts.tally)
     with pytest.raises(ValueError, match="overlap"):
         whole.merge(parts)
@@ -67,9 +67,9 @@ def test_split_ranges_and_batches_merge_to_the_same_tallies():
 def test_common_random_numbers_and_scenario_tables():
     """Every method sees the same tables; scenario_tables returns exactly those tables."""
     t = scenario_tables(SCEN, 7, 100, 400)
-    c = evaluate_scenario(SCEN, ["clustered_normal", "paired_wald"], [0.03], [0.95], 300, seed=7, start=100)
+    c = evaluate_scenario(SCEN, ["clustered_normal", "paired_wald"], [0.03], [0.025], 300, seed=7, start=100)
     for i, name in enumerate(["clustered_normal", "paired_wald"]):
-        r = registry.get(name).batch(t, 0.03, 0.95)
+        r = registry.get(name).batch(t, 0.03, 0.025)
         assert c.tally[i, 0, 0, tally.F["n_pass"]] == np.count_nonzero(r.status == 1)
     # the trial sampler is the project's reference generator stream
     np.testing.assert_array_equal(scenario_tables(SCEN, 7, 0, 50, "trial"), simulate_tables(SCEN, 7, 50))
@@ -99,9 +99,9 @@ def test_composition_sampler_distribution_matches_its_law():
 def test_measures_against_independent_computation():
     tables = scenario_tables(SCEN, 9, 0, 5000)
     m = registry.get("paired_wald")
-    r = m.batch(tables, 0.03, 0.95)
+    r = m.batch(tables, 0.03, 0.025)
     theta = SCEN.true_difference_trial()
-    c = evaluate_scenario(SCEN, ["paired_wald"], [0.03], [0.95], 5000, seed=9)
+    c = evaluate_scenario(SCEN, ["paired_wald"], [0.03], [0.025], 5000, seed=9)
     got = {k: v[0, 0, 0] for k, v in c.measures().items()}
     n = 5000
     npass = np.count_nonzero(r.status == 1)
@@ -158,9 +158,9 @@ def test_netcdf_round_trip_and_metadata(tmp_path):
     assert all(len(i["source_sha256"]) == 64 for i in ids)
     assert "numpy" in json.loads(ds.attrs["package_versions"])
     assert ds.attrs["code_revision"]
-    assert ds.pass_rate.dims == ("difference", "clusters", "method", "margin", "confidence")
+    assert ds.pass_rate.dims == ("difference", "clusters", "method", "margin", "alpha")
     assert set(np.unique(ds.exact_engine.values)) <= {"pooled", "moments", ""}
-    rows = summary_rows(back, 0.05, 0.9)
+    rows = summary_rows(back, 0.05, 0.05)
     assert len(rows) == 2 * 2 * 3 and rows[0]["margin"] == 0.05
 
 

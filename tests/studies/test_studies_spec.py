@@ -13,7 +13,7 @@ TOML = """
 name = "boundary"
 methods = ["clustered_normal", {name = "cluster_t", options = {min_clusters = 5}}]
 margins = [0.03]
-confidence = 0.95
+alpha = 0.025
 replications = 2000
 seed = 1
 
@@ -40,7 +40,7 @@ def test_toml_and_json_load_to_the_same_spec(tmp_path):
     assert load_spec(j) == spec
     assert spec.hash == load_spec(j).hash and len(spec.hash) == 64
     assert spec.method_keys == ("clustered_normal", "cluster_t[min_clusters=5]")
-    assert spec.confidences == (0.95,) and spec.dims == ("difference", "clusters") and spec.shape == (3, 2)
+    assert spec.alphas == (0.025,) and spec.dims == ("difference", "clusters") and spec.shape == (3, 2)
 
 
 def test_shipped_example_spec_is_valid():
@@ -96,7 +96,7 @@ def test_derived_scenario_parameters():
     ({"methods": ["paired_wald"], "replications": 10, "grid": {"colour": [1]}}, "grid.colour is not a scenario field"),
     ({"methods": ["paired_wald"], "replications": 10, "grid": {"rho": []}}, "grid.rho lists no values"),
     ({"methods": ["paired_wald"], "replications": 10, "margins": [1.5]}, r"margins\[0\]"),
-    ({"methods": ["paired_wald"], "replications": 10, "confidences": [0.3]}, r"confidences\[0\]"),
+    ({"methods": ["paired_wald"], "replications": 10, "alphas": [0.3]}, r"alphas\[0\]"),
     ({"methods": ["paired_wald"], "replications": 10, "margin": 0.03, "margins": [0.03]}, "margin or margins"),
 ])
 def test_spec_errors_name_the_field(data, match):

@@ -1,0 +1,307 @@
+"""The one protocol every decision method keeps, fixed-sample or sequential.
+
+A decision method answers the non-inferiority question of DESIGN.md: with margin ``m > 0``
+and null ``H0: Delta <= -m``, it *passes* (promotes) when its lower confidence bound
+``L >= -m`` (inclusive).  A fixed-sample method is the one-look case: it looks once, at
+all the data.  Every method shares
+
+* **one level convention**: ``alpha``, the one-sided level of the non-inferiority test
+  (the false-pass rate the design targets).  A method that reports a two-sided interval
+  reports the ``1 - 2 alpha`` interval, whose lower end is the level-``alpha`` bound;
+* **one set of status codes** (:class:`Status`): ``FAIL`` (0; "no promotion" / "continue"
+  at a sequential look), ``PASS`` (1; "promote"), ``INCONCLUSIVE`` (2: no interval could
+  be formed), ``HARM`` (3: a sequential rule stopped for harm);
+* **one identity and options implementation** (:class:`DecisionMethod`): name, version,
+  the estimand it targets, a citation, options, and an implementation identity that
+  hashes its version, options and source files (recorded in every dataset and
+  qualification record).
+
+Subclasses add the evaluation: :class:`FixedMethod` here (a batch kernel over
+``tables[R, K, 4]``) and ``methods.sequential.base.SequentialMethod`` (per-look
+evaluation plus the common stopping rule).  ``analyze`` runs the *same* kernel with
+``R = 1``, so what a study qualified is exactly what the evidence path runs.
+
+Writing your own method: see ``methods/adapters.py`` (a vectorised numpy function) and
+``methods/fixed/paired_wald.py`` (a numba kernel); register it through the
+``simlab.methods`` entry point or name it as ``package.module:ATTR``.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+from dataclasses import dataclass, field, replace
+from enum import Enum, IntEnum
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+
+class Status(IntEnum):
+    """Per-replication outcome codes shared by every kernel (int8 arrays)."""
+    FAIL = 0
+    PASS = 1
+    INCONCLUSIVE = 2
+    HARM = 3
+
+
+FAIL, PASS, INCONCLUSIVE, HARM = (int(s) for s in Status)
+STATUS_NAMES = {FAIL: "fail", PASS: "pass", INCONCLUSIVE: "inconclusive", HARM: "stop_for_harm"}
+
+
+class Estimand(str, Enum):
+    """What a method's estimate targets (DESIGN.md "Data conventions")."""
+    TRIAL = "trial_weighted"      # sum(n01 - n10) / sum(n)
+    CLUSTER = "cluster_weighted"  # mean over clusters of (n01 - n10) / n
+    LOSS_RATE = "loss_rate"       # sum(n10) / sum(n): the candidate's loss rate
+
+
+# ---------------------------------------------------------------- levels and inputs
+def check_alpha(alpha: float) -> None:
+    """``alpha`` is the one-sided level: it must lie in (0, 0.25]."""
+    if not (isinstance(alpha, (float, int)) and not isinstance(alpha, bool)
+            and math.isfinite(alpha) and 0.0 < alpha <= 0.25):
+        raise ValueError(f"alpha (the one-sided level) must lie in (0, 0.25], got {alpha!r}")
+
+
+def check_margin(margin: float) -> None:
+    if not (isinstance(margin, (float, int)) and not isinstance(margin, bool)
+            and math.isfinite(margin) and 0.0 < margin < 1.0):
+        raise ValueError(f"margin must lie in (0, 1), got {margin!r}")
+
+
+def z_value(alpha: float) -> float:
+    """Normal critical value ``z_{1 - alpha}`` of the one-sided level ``alpha``."""
+    from scipy import stats  # heavy: imported when a kernel's constants are prepared
+
+    check_alpha(alpha)
+    return float(stats.norm.ppf(1.0 - alpha))
+
+
+def as_tables(data: Any) -> np.ndarray:
+    """Validate one experiment's per-cluster tables and return int32[1, K, 4].
+
+    Accepts a ``(4,)`` table (one cluster) or a ``(K, 4)`` array.  Negative or
+    non-integer counts are errors naming the row."""
+    arr = np.asarray(data)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise ValueError(f"a table must have shape (K, 4) with columns n11, n10, n01, n00; got {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError("a table needs at least one cluster row")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+            raise ValueError(f"counts must be numbers, got dtype {arr.dtype}")
+        f = arr.astype(float)
+        bad_rows = ~np.isfinite(f).all(axis=1) | (f != np.round(f)).any(axis=1)
+        if bad_rows.any():
+            bad = int(np.argmax(bad_rows))
+            raise ValueError(f"cluster row {bad}: counts must be whole numbers, got {arr[bad].tolist()}")
+    for i, row in enumerate(arr):
+        if np.any(row < 0):
+            raise ValueError(f"cluster row {i}: counts must be >= 0, got {row.tolist()}")
+    if arr.max() > np.iinfo(np.int32).max:
+        raise ValueError(f"counts exceed {np.iinfo(np.int32).max} (int32)")
+    return arr.astype(np.int32)[None, :, :]
+
+
+def check_tables(tables: np.ndarray) -> np.ndarray:
+    """A batch ``tables[R, K, 4]`` as contiguous int32 (the kernels' input)."""
+    if tables.ndim != 3 or tables.shape[2] != 4:
+        raise ValueError(f"tables must have shape (R, K, 4), got {tables.shape}")
+    return np.ascontiguousarray(tables, dtype=np.int32)
+
+
+def source_files_of(*objs: Any) -> tuple[str, ...]:
+    """Source files that define a method (its module, the helper modules its kernel
+    inlines, and the protocol that runs it): what its identity hashes."""
+    return tuple(sorted({inspect.getsourcefile(getattr(o, "py_func", o)) for o in objs}))
+
+
+# ---------------------------------------------------------------- identity and results
+@dataclass(frozen=True)
+class MethodIdentity:
+    """Implementation identity: recorded in every dataset and qualification record."""
+    name: str
+    version: str
+    source_sha256: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "source_sha256": self.source_sha256}
+
+
+def _finite_or_none(x: Any) -> Any:
+    return None if (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Per-replication output of a fixed-sample batch kernel.
+
+    Attributes
+    ----------
+    method : str
+        The method's name.
+    lower, upper, estimate : ndarray of float64, shape (R,)
+        The ``1 - 2 alpha`` interval and the point estimate (NaN when inconclusive).
+    status : ndarray of int8, shape (R,)
+        :class:`Status` codes.
+    """
+    method: str
+    lower: np.ndarray
+    upper: np.ndarray
+    estimate: np.ndarray
+    status: np.ndarray
+
+    def pass_count(self) -> int:
+        return int(np.count_nonzero(self.status == PASS))
+
+
+@dataclass(frozen=True)
+class IntervalResult:
+    """One experiment's fixed-sample comparison (in the manner of scipy.stats results).
+
+    Attributes
+    ----------
+    method, estimand : str
+        The method and the estimand its estimate targets.
+    estimate, lower, upper : float
+        Point estimate and the ``1 - 2 alpha`` interval (NaN when inconclusive).
+    status : str
+        ``pass``, ``fail`` or ``inconclusive``.
+    alpha, margin : float
+        The one-sided level and the non-inferiority margin used.
+    clusters, trials : int
+        Non-empty clusters and trial pairs analysed.
+    """
+    method: str
+    estimand: str
+    estimate: float
+    lower: float
+    upper: float
+    status: str
+    alpha: float
+    margin: float
+    clusters: int
+    trials: int
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def confidence_interval(self) -> tuple[float, float]:
+        """``(low, high)``: the ``1 - 2 alpha`` interval for the estimand."""
+        return self.lower, self.upper
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "estimand": self.estimand, "estimate": _finite_or_none(self.estimate),
+                "lower": _finite_or_none(self.lower), "upper": _finite_or_none(self.upper),
+                "status": self.status, "passed": self.passed, "alpha": self.alpha, "margin": self.margin,
+                "clusters": self.clusters, "trials": self.trials}
+
+
+# ---------------------------------------------------------------- the protocol
+@dataclass(frozen=True, kw_only=True)
+class DecisionMethod:
+    """What every decision method is: name, version, estimand, citation, options, identity.
+
+    ``options`` are the method's numeric settings (defaults); ``choices`` names values of an
+    option (``spending="pocock"``).  ``inner`` is a wrapped fixed-sample method, if any: its
+    identity is part of this method's identity.  ``source_files`` are hashed into the
+    identity (see :func:`source_files_of`)."""
+    name: str
+    version: str
+    estimand: Estimand
+    citation: str
+    summary: str
+    options: dict[str, float] = field(default_factory=dict)
+    choices: dict[str, dict[str, float]] = field(default_factory=dict)
+    source_files: tuple[str, ...] = ()
+    inner: Any = None
+
+    kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
+
+    @property
+    def sequential(self) -> bool:
+        return self.kind == "sequential"
+
+    @property
+    def label(self) -> str:
+        """Display name: ``repeated_fixed[binomial_loss]`` for wrappers."""
+        return f"{self.name}[{self.inner.name}]" if self.inner is not None else self.name
+
+    def with_options(self, **options: Any) -> "DecisionMethod":
+        """A new method object with options changed; an option with named ``choices`` also
+        accepts the name."""
+        unknown = set(options) - set(self.options)
+        if unknown:
+            raise ValueError(f"method {self.name!r} has no option(s) {sorted(unknown)}; "
+                             f"known: {sorted(self.options)}")
+        values = {}
+        for k, v in options.items():
+            if isinstance(v, str) and k in self.choices:
+                if v not in self.choices[k]:
+                    raise ValueError(f"option {k} of {self.name!r} must be one of "
+                                     f"{', '.join(self.choices[k])}, got {v!r}")
+                v = self.choices[k][v]
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise ValueError(f"option {k} of {self.name!r} must be a finite number, got {v!r}")
+            values[k] = float(v)
+        return replace(self, options={**self.options, **values})
+
+    @property
+    def identity(self) -> MethodIdentity:
+        h = hashlib.sha256()
+        h.update(f"{self.name}|{self.version}|{sorted(self.options.items())}".encode())
+        for path in sorted(self.source_files):
+            h.update(Path(path).read_bytes())
+        if self.inner is not None:
+            h.update(self.inner.identity.source_sha256.encode())
+        return MethodIdentity(self.label, self.version, h.hexdigest())
+
+
+def _default_prepare(method: "FixedMethod", alpha: float, tables: np.ndarray) -> np.ndarray:
+    return np.array([z_value(alpha)], dtype=np.float64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedMethod(DecisionMethod):
+    """A fixed-sample method: the one-look case of the protocol.
+
+    ``kernel(tables, margin, consts, lower, upper, estimate, status)`` (numba-compiled, or
+    any callable filling the arrays) writes one row per replication.  ``prepare(method,
+    alpha, tables)`` turns the level and options into the float64 ``consts`` the kernel
+    reads (critical values, lookup tables); it runs once per batch, never per replication.
+    """
+    kernel: Callable
+    prepare: Callable = _default_prepare
+
+    kind = "fixed"
+
+    def consts(self, alpha: float, tables: np.ndarray) -> np.ndarray:
+        check_alpha(alpha)
+        return np.ascontiguousarray(self.prepare(self, alpha, tables), dtype=np.float64)
+
+    def batch(self, tables: np.ndarray, margin: float, alpha: float = 0.025) -> BatchResult:
+        """Decide every replication of ``tables[R, K, 4]`` at one-sided level ``alpha``."""
+        check_margin(margin)
+        tables = check_tables(tables)
+        consts = self.consts(alpha, tables)
+        R = tables.shape[0]
+        lower = np.empty(R, np.float64)
+        upper = np.empty(R, np.float64)
+        estimate = np.empty(R, np.float64)
+        status = np.empty(R, np.int8)
+        self.kernel(tables, float(margin), consts, lower, upper, estimate, status)
+        return BatchResult(self.name, lower, upper, estimate, status)
+
+    def analyze(self, table: Any, margin: float, alpha: float = 0.025) -> IntervalResult:
+        """One experiment's ``(K, 4)`` per-cluster tables through the same kernel (R = 1)."""
+        t = as_tables(table)
+        r = self.batch(t, margin, alpha)
+        n = t[0].astype(np.int64).sum(axis=1)
+        return IntervalResult(self.name, self.estimand.value, float(r.estimate[0]), float(r.lower[0]),
+                              float(r.upper[0]), STATUS_NAMES[int(r.status[0])], float(alpha),
+                              float(margin), int(np.count_nonzero(n)), int(n.sum()))
