@@ -220,6 +220,7 @@ class DecisionMethod:
     choices: dict[str, dict[str, float]] = field(default_factory=dict)
     source_files: tuple[str, ...] = ()
     inner: Any = None
+    origin: str | None = None  # "package.module:ATTR" when found by reference (not hashed)
 
     kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
 

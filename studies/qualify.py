@@ -97,8 +97,11 @@ def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> Paire
 
 def method_key(method) -> tuple:
     """How a worker process finds the same method: registry name, options, wrapped method."""
+    from methods import registry
+
     inner = getattr(method, "inner", None)
-    return (method.name, tuple(sorted(method.options.items())), None if inner is None else inner.name)
+    return (registry.reference(method), tuple(sorted(method.options.items())),
+            None if inner is None else registry.reference(inner))
 
 
 _RESOLVED: dict[tuple, Any] = {}

@@ -1,0 +1,58 @@
+"""numba's cache is keyed on every kernel source: editing a shared helper that a kernel
+inlines (not the kernel's own file) recompiles instead of loading stale machine code."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from simlab import _numba_cache
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _copy_sources(dest: Path) -> Path:
+    for pkg in ("simlab", "methods"):
+        shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def test_digest_moves_with_any_kernel_source(tmp_path):
+    src = _copy_sources(tmp_path / "src")
+    before = _numba_cache.source_digest(src)
+    helper = src / "methods" / "fixed" / "_common.py"
+    helper.write_text(helper.read_text() + "\n# an edit\n")
+    assert _numba_cache.source_digest(src) != before
+
+
+def test_configure_nests_under_a_given_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("SIMLAB_NUMBA_CACHE", raising=False)
+    d = _numba_cache.configure()
+    assert Path(d).parent == tmp_path and Path(d).name == "simlab-" + _numba_cache.source_digest()[:16]
+    assert _numba_cache.configure() == d  # idempotent (child processes inherit it)
+
+
+def test_editing_an_inlined_helper_recompiles(tmp_path):
+    src = _copy_sources(tmp_path / "src")
+    env = {**os.environ, "PYTHONPATH": str(src), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("SIMLAB_NUMBA_CACHE", None)
+    code = ("from methods import registry; "
+            "print(registry.get('paired_wald').analyze([[10, 0, 0, 0]], 0.03).status)")
+
+    def status() -> str:
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    assert status() == "pass"      # zero discordance: Wald's zero-variance pass
+    assert status() == "pass"      # loaded from the cache
+    helper = src / "methods" / "fixed" / "_common.py"
+    text = helper.read_text()
+    edited = text.replace("return PASS if lower >= -margin else FAIL", "return FAIL")
+    assert edited != text
+    helper.write_text(edited)      # the kernel's own file (paired_wald.py) is untouched
+    assert status() == "fail"
