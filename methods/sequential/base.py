@@ -194,8 +194,25 @@ def combine(tables, ends, status, bound, estimate, decision, stop_look, clusters
 # ---------------------------------------------------------------- results
 @dataclass(frozen=True)
 class SequentialBatchResult:
-    """Per-replication output of a sequential method (arrays of length R, plus the per-look
-    what-if statuses ``look_status[R, L]``)."""
+    """Per-replication output of a sequential method.
+
+    Attributes
+    ----------
+    method : str
+        The method's label (``repeated_fixed[binomial_loss]`` for wrappers).
+    schedule : LookSchedule
+        The look schedule the data were analysed at.
+    decision : ndarray of int8, shape (R,)
+        Protocol status codes: promote (1), no promotion (0), stop for harm (3).
+    stop_look : ndarray of int64, shape (R,)
+        The look (0-based) where the analysis ended.
+    clusters, trials : ndarray of int64, shape (R,)
+        Non-empty clusters and trial pairs used up to the stopping look.
+    bound, estimate : ndarray of float64, shape (R,)
+        The lower confidence bound and the estimate at the stopping look.
+    look_status : ndarray of int8, shape (R, L)
+        What each look would have concluded (without stopping).
+    """
     method: str
     schedule: LookSchedule
     decision: np.ndarray
@@ -228,8 +245,30 @@ class SequentialBatchResult:
 
 @dataclass(frozen=True)
 class SequentialResult:
-    """One experiment's sequential analysis (``decision`` is ``continue`` while the data have
-    not reached the last look and no boundary was crossed)."""
+    """One experiment's sequential analysis (in the manner of scipy.stats results).
+
+    Attributes
+    ----------
+    method, estimand : str
+        The method's label and the estimand its estimate targets.
+    decision : str
+        ``promote``, ``no_promotion``, ``stop_for_harm``, or ``continue`` while the data
+        have not reached the last look and no boundary was crossed.
+    stop_look : int or None
+        The look (0-based) the decision was taken at.
+    looks, unit : tuple of int, str
+        The registered schedule.
+    looks_reached : int
+        Looks the data reach.
+    clusters, trials : int
+        Non-empty clusters and trial pairs used.
+    bound, estimate : float
+        The level-``alpha`` lower confidence bound and the estimate at the analysed look.
+    alpha, margin : float
+        The one-sided overall level and the margin.
+    look_status, look_bound : tuple
+        Each analysed look's status and bound.
+    """
     method: str
     estimand: str
     decision: str

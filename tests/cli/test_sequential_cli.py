@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from simlab.cli import main
+from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
 
 def run(capsys, *argv):
@@ -19,8 +20,7 @@ def test_exact_seed_table(capsys):
     rc, p = run(capsys, "sequential", "exact", "--json")
     assert rc == 0
     boundary = {r["method"]: round(r["promote"], 5) for r in p["rows"] if r["true_loss"] == 0.03}
-    assert boundary == {"repeated_fixed": 0.11077, "likelihood_ratio": 0.02396, "bonferroni": 0.00849,
-                        "fixed_final": 0.03541}
+    assert boundary == SEQUENTIAL_SEED_PROMOTION_5DP
     assert {r["true_loss"] for r in p["rows"]} == {0.03, 0.01, 0.04, 0.10}
 
 

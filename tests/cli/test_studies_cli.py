@@ -9,6 +9,7 @@ import pytest
 
 from methods import registry
 from simlab.cli import main
+from tests.reference_values import SEED_FALSE_PASS, SEED_FALSE_PASS_5DP
 
 SPEC = """
 name = "cli"
@@ -60,7 +61,7 @@ def test_study_run_show_plot(tmp_path, capsys, monkeypatch):
 def test_false_pass_exact_and_simulated(capsys):
     rc, p = run_json(capsys, ["false-pass", "--method", "clustered_normal", "--clusters", "30", "--json"])
     assert rc == 0 and p["exact"] is True and p["mc_se"] == 0.0
-    assert p["value"] == pytest.approx(0.96 ** 30, rel=1e-12) and p["is_null"] is True
+    assert p["value"] == pytest.approx(SEED_FALSE_PASS, rel=1e-12) and p["is_null"] is True
     rc, s = run_json(capsys, ["false-pass", "--method", "clustered_normal", "--clusters", "30", "--simulate",
                               "--reps", "40000", "--json"])
     assert rc == 0 and s["exact"] is False and s["mc_se"] > 0
@@ -82,7 +83,7 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
     rc, p = run_json(capsys, ["demo", "--out", str(tmp_path / "demo"), "--reps", "2000", "--json"])
     assert rc == 0
     h = p["headline"]
-    assert h["exact"] == pytest.approx(0.96 ** 30, rel=1e-12) and h["formula"] == pytest.approx(0.29386, abs=5e-6)
+    assert h["exact"] == pytest.approx(SEED_FALSE_PASS, rel=1e-12) and h["formula"] == pytest.approx(SEED_FALSE_PASS_5DP, abs=5e-6)
     assert abs(h["simulated"] - h["exact"]) < 4 * h["mc_se"]
     u = p["unequal"]
     assert u["true_difference_trial"] == pytest.approx(-0.8) and u["true_difference_cluster"] == pytest.approx(0.0)
@@ -90,7 +91,7 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
     assert targets["clustered_normal"] == pytest.approx(0.0) and targets["paired_wald"] == pytest.approx(-0.8)
     rows = {r["method"]: r for r in p["comparison"]["rows"]}
     assert set(rows) == set(registry.names("fixed"))
-    assert rows["clustered_normal"]["seed_false_pass"] == {"value": pytest.approx(0.96 ** 30), "mc_se": 0.0,
+    assert rows["clustered_normal"]["seed_false_pass"] == {"value": pytest.approx(SEED_FALSE_PASS), "mc_se": 0.0,
                                                            "exact": True}
     assert (tmp_path / "demo" / "demo.nc").exists() and (tmp_path / "demo" / "demo.png").exists()
 

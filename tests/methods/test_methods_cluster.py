@@ -20,6 +20,7 @@ from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
 from methods.reference import cluster as ref
 from simlab.generate import simulate_tables
 from simlab.scenario import ExplicitSizes, FixedSize, PairedScenario
+from tests.reference_values import SEED_FALSE_PASS, SEED_FALSE_PASS_5DP
 
 CLUSTER_METHODS = ["clustered_normal", "cluster_t", "cluster_robust", "obuchowski"]
 REFERENCE = {name: getattr(ref, name) for name in CLUSTER_METHODS}
@@ -83,15 +84,15 @@ def test_seed_false_pass_is_exactly_096_pow_30(name):
     assert res.status[0] == PASS and res.lower[0] == 0.0 and res.upper[0] == 0.0
     assert np.all(res.status[1:] == FAIL)
     p = float(np.sum(stats.binom.pmf(np.arange(31), 30, 0.04) * (res.status == PASS)))
-    assert p == pytest.approx(0.96 ** 30, abs=1e-15)
-    assert round(p, 5) == 0.29386
+    assert p == pytest.approx(SEED_FALSE_PASS, abs=1e-15)
+    assert round(p, 5) == SEED_FALSE_PASS_5DP
 
 
 def test_seed_false_pass_monte_carlo_through_the_simulator():
     """The same number through simlab's generator: pass rate within 4 MC SE of 0.96**30."""
     scen = PairedScenario(cells=(0.96, 0.04, 0.0, 0.0), clusters=30, cluster_size=FixedSize(trials=1))
     tables = simulate_tables(scen, seed=20261129, n_reps=100_000)
-    p0 = 0.96 ** 30
+    p0 = SEED_FALSE_PASS
     mcse = math.sqrt(p0 * (1 - p0) / tables.shape[0])
     for name in CLUSTER_METHODS:
         rate = registry.get(name).batch(tables, 0.03, 0.025).pass_count() / tables.shape[0]

@@ -16,6 +16,7 @@ import pytest
 from methods import registry
 from methods.adapters import numpy_method
 from methods.protocol import Estimand
+from tests.reference_values import SEED_FALSE_PASS
 
 RULE = textwrap.dedent('''
     """A team's rule: pooled Wald interval written in plain numpy (Newcombe 1998, method 1)."""
@@ -112,7 +113,7 @@ def test_false_pass_and_qualify_run_a_plugin_like_a_builtin(plugin_dir, tmp_path
     assert r.returncode == 0, r.stderr
     p = json.loads(r.stdout)
     # with no loss observed the Wald variance is zero: the seed's false pass, 0.96^30, exactly
-    assert p["exact"] is True and p["value"] == pytest.approx(0.96 ** 30, rel=1e-12)
+    assert p["exact"] is True and p["value"] == pytest.approx(SEED_FALSE_PASS, rel=1e-12)
     assert p["method_name"] == "team_wald" and p["estimand"] == "trial_weighted"
     from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
     from simlab.scenario import FixedSize

@@ -23,6 +23,7 @@ from simlab.exact import ExactUnsupported, cluster_laws
 from simlab.scenario import ExplicitSizes, FixedSize, LabelNoise, Missingness, PairedScenario
 from studies.exact import exact_engine, exact_measures
 from studies.runner import evaluate_scenario, target_value
+from tests.reference_values import SEED_FALSE_PASS, SEED_FALSE_PASS_5DP
 
 MARGIN, ALPHA = 0.03, 0.025
 SEED_SCENARIO = PairedScenario(cells=(0.96, 0.04, 0.0, 0.0), clusters=30)
@@ -32,10 +33,10 @@ def test_seed_false_pass_exact_and_simulated():
     cn = registry.get("clustered_normal")
     r = exact_measures(SEED_SCENARIO, cn, MARGIN, ALPHA)
     assert r.engine == "unit"
-    assert r.pass_rate == pytest.approx(0.96 ** 30, rel=1e-12)
-    assert round(r.pass_rate, 5) == 0.29386
+    assert r.pass_rate == pytest.approx(SEED_FALSE_PASS, rel=1e-12)
+    assert round(r.pass_rate, 5) == SEED_FALSE_PASS_5DP
     # moments engine gives the same number (every cluster has one trial of fixed size)
-    assert exact_measures(SEED_SCENARIO, cn, MARGIN, ALPHA, engine="moments").pass_rate == pytest.approx(0.96 ** 30,
+    assert exact_measures(SEED_SCENARIO, cn, MARGIN, ALPHA, engine="moments").pass_rate == pytest.approx(SEED_FALSE_PASS,
                                                                                                        rel=1e-12)
     n = 200_000
     c = evaluate_scenario(SEED_SCENARIO, ["clustered_normal"], [MARGIN], [ALPHA], n, seed=11)

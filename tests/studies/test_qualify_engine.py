@@ -14,6 +14,7 @@ from methods.qualification import (Axis, DesignPoint, IntAxis, QualificationDoma
 from simlab.scenario import FixedSize, PairedScenario
 from studies.exact import exact_measures
 from studies.qualify import GOLDEN, LineSearch, qualify
+from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
 METHODS = ["clustered_normal", "paired_wald", "tango_score"]
 
@@ -181,7 +182,8 @@ def test_sequential_qualification_reproduces_the_seed_peeking_numbers():
     pol = QualificationPolicy(domain=dom, alpha=0.05, min_replications=4000, max_replications=4000)
     r = qualify([registry.get("repeated_fixed"), registry.get("fixed_final")], pol, out_dir=None)
     got = {o.record.method.name: o.record for o in r.outcomes}
-    for name, exact in (("repeated_fixed[binomial_loss]", 0.11077), ("fixed_final[binomial_loss]", 0.03541)):
+    for name, exact in (("repeated_fixed[binomial_loss]", SEQUENTIAL_SEED_PROMOTION_5DP["repeated_fixed"]),
+                        ("fixed_final[binomial_loss]", SEQUENTIAL_SEED_PROMOTION_5DP["fixed_final"])):
         s = got[name].scenarios
         assert len(s) == 1 and s.n_reps[0] == 4000
         assert abs(s.n_pass[0] / 4000 - exact) <= 4 * math.sqrt(exact * (1 - exact) / 4000), (name, s.n_pass[0])

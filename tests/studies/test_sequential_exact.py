@@ -18,6 +18,7 @@ from simlab.exact.sequential import binomial_paths, trinomial_paths
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, LabelNoise, Missingness, PairedScenario
 from studies import sequential_exact as se
+from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
 LOOKS = tuple(range(50, 501, 50))
 SCHEDULE = LookSchedule(looks=LOOKS)
@@ -53,8 +54,7 @@ def test_seed_reference_numbers_to_five_decimals():
     # DESIGN.md / seed chapter: looks 50..500, margin 0.03, alpha 0.05, alternative 0.01, true loss 0.03
     tab = se.seed_table(cases=se.SEED_CASES[:1])
     got = {r["method"]: round(r["promote"], 5) for r in tab["rows"]}
-    assert got == {"repeated_fixed": 0.11077, "likelihood_ratio": 0.02396, "bonferroni": 0.00849,
-                   "fixed_final": 0.03541}
+    assert got == SEQUENTIAL_SEED_PROMOTION_5DP
 
 
 def test_seed_table_matches_independent_reference():
