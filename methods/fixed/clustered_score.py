@@ -16,8 +16,12 @@ Wald form) estimate rho.  Here rho is the moment estimator about the *null* valu
 ``E (D_k - n_k delta)^2 = n_k sigma2 (1 + (n_k - 1) rho)``, truncated below at 0, which gives the
 variance in closed form (derived here; Yang, Sun & Hardin's exact ICC estimator was not checked):
 
-    V(delta) = max( sum_k (D_k - n_k delta)^2,  N sigma2(delta) ),
-    Z(delta) = (S - N delta) / sqrt(V(delta)).
+    V(delta) = max( sum_k (D_k - n_k delta)^2,  sigma2(delta) sum_k n_k (1 + (n_k - 1) rho_0) ),
+    Z(delta) = (S - N delta) / sqrt(V(delta)),
+
+where ``rho_0`` (option ``icc_floor``, default 0) is the least ICC the analysis assumes: rare
+discordant pairs carry almost no information about rho, so a pre-registered floor (e.g. the
+design's ``rho_max``) keeps the model term from understating the clustered variance.
 
 Both terms are evaluated under the null (the first is the cluster-robust variance centred at
 ``delta``, not at the estimate; the second is Tango's model variance), so a sample with no
@@ -50,9 +54,12 @@ TOL = 1e-12
 
 
 def prepare(method, confidence, tables):
-    """``[z_{1 - alpha}]`` (the one place that turns the level into the critical value)."""
+    """``[z_{1 - alpha}, icc_floor]`` (the one place that turns the level into the critical value)."""
     from scipy import stats
-    return np.array([stats.norm.isf(one_sided_alpha(confidence))], dtype=np.float64)
+    f = method.options["icc_floor"]
+    if not (isinstance(f, (int, float)) and 0.0 <= f <= 1.0):
+        raise ValueError(f"method {method.name!r}: option icc_floor must lie in [0, 1], got {f!r}")
+    return np.array([stats.norm.isf(one_sided_alpha(confidence)), f], dtype=np.float64)
 
 
 @nb.njit(inline="always", cache=True)
@@ -66,10 +73,11 @@ def restricted_pair_variance(delta, w, l, N):
 
 
 @nb.njit(inline="always", cache=True)
-def score(delta, S, N, w, l, s2, snd, sn2):
-    """``Z(delta)``; ``s2 = sum D_k^2``, ``snd = sum n_k D_k``, ``sn2 = sum n_k^2``."""
+def score(delta, S, N, w, l, s2, snd, sn2, weight):
+    """``Z(delta)``; ``s2 = sum D_k^2``, ``snd = sum n_k D_k``, ``sn2 = sum n_k^2``,
+    ``weight = sum n_k (1 + (n_k - 1) rho_0)``."""
     robust = s2 - 2.0 * delta * snd + delta * delta * sn2
-    model = N * restricted_pair_variance(delta, w, l, N)
+    model = weight * restricted_pair_variance(delta, w, l, N)
     v = robust if robust > model else model
     num = S - N * delta
     if v <= 0.0:
@@ -78,11 +86,11 @@ def score(delta, S, N, w, l, s2, snd, sn2):
 
 
 @nb.njit(cache=True)
-def crossing(lo, hi, target, S, N, w, l, s2, snd, sn2):
+def crossing(lo, hi, target, S, N, w, l, s2, snd, sn2, weight):
     """Bisection for ``Z = target`` with ``Z(lo) >= target > Z(hi)``."""
     while hi - lo > TOL:
         mid = 0.5 * (lo + hi)
-        if score(mid, S, N, w, l, s2, snd, sn2) >= target:
+        if score(mid, S, N, w, l, s2, snd, sn2, weight) >= target:
             lo = mid
         else:
             hi = mid
@@ -92,6 +100,7 @@ def crossing(lo, hi, target, S, N, w, l, s2, snd, sn2):
 @nb.njit(cache=True)
 def kernel(tables, margin, consts, lower, upper, estimate, status):
     z = consts[0]
+    floor = consts[1]
     for r in range(tables.shape[0]):
         N = 0.0
         S = 0.0
@@ -117,18 +126,19 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
             continue
         dhat = S / N
         estimate[r] = dhat
-        if l == N or score(-1.0, S, N, w, l, s2, snd, sn2) < z:
+        wt = N + floor * (sn2 - N)
+        if l == N or score(-1.0, S, N, w, l, s2, snd, sn2, wt) < z:
             lo = -1.0
         else:
-            lo = crossing(-1.0, dhat, z, S, N, w, l, s2, snd, sn2)
-        if score(-margin, S, N, w, l, s2, snd, sn2) >= z:
+            lo = crossing(-1.0, dhat, z, S, N, w, l, s2, snd, sn2, wt)
+        if score(-margin, S, N, w, l, s2, snd, sn2, wt) >= z:
             lo = max(lo, -margin)
         elif lo >= -margin:
             lo = np.nextafter(-margin, -math.inf)
-        if w == N or score(1.0, S, N, w, l, s2, snd, sn2) > -z:
+        if w == N or score(1.0, S, N, w, l, s2, snd, sn2, wt) > -z:
             hi = 1.0
         else:
-            hi = crossing(dhat, 1.0, -z, S, N, w, l, s2, snd, sn2)
+            hi = crossing(dhat, 1.0, -z, S, N, w, l, s2, snd, sn2, wt)
         lower[r] = lo
         upper[r] = hi
         status[r] = decide(lo, margin)
@@ -145,5 +155,6 @@ METHOD = FixedMethod(
             "below Tango's restricted variance)",
     kernel=kernel,
     prepare=prepare,
+    options={"icc_floor": 0.0},
     source_files=source_files_of(kernel, _common, FixedMethod),
 )

@@ -91,27 +91,27 @@ def tango_constrained_loss_probability(delta: float, wins: float, losses: float,
     return float(res.x)
 
 
-def clustered_score_z(table, delta: float) -> float:
+def clustered_score_z(table, delta: float, icc_floor: float = 0.0) -> float:
     t = cluster_rows(table)
     n = t.sum(axis=1).astype(float)
     D = (t[:, 2] - t[:, 1]).astype(float)
     N, S = n.sum(), D.sum()
     q = tango_constrained_loss_probability(delta, float(t[:, 2].sum()), float(t[:, 1].sum()), N)
-    model = N * (2.0 * q + delta * (1.0 - delta))
+    model = np.sum(n * (1.0 + (n - 1.0) * icc_floor)) * (2.0 * q + delta * (1.0 - delta))
     robust = float(np.sum((D - n * delta) ** 2))
     v = max(model, robust)
     return (S - N * delta) / math.sqrt(v) if v > 0 else math.copysign(math.inf, S - N * delta)
 
 
-def clustered_score(table, margin: float, confidence: float = 0.95):
+def clustered_score(table, margin: float, confidence: float = 0.95, icc_floor: float = 0.0):
     t = cluster_rows(table)
     if t.shape[0] == 0:
         return math.nan, math.nan, math.nan, "inconclusive"
     z = stats.norm.isf((1.0 - confidence) / 2.0)
     dhat = float((t[:, 2] - t[:, 1]).sum() / t.sum())
-    f = lambda d, target: clustered_score_z(t, d) - target  # noqa: E731
+    f = lambda d, target: clustered_score_z(t, d, icc_floor) - target  # noqa: E731
     eps = 1e-12
     lo = -1.0 if f(-1.0 + eps, z) < 0 else optimize.brentq(f, -1.0 + eps, dhat, args=(z,), xtol=1e-13)
     hi = 1.0 if f(1.0 - eps, -z) > 0 else optimize.brentq(f, dhat, 1.0 - eps, args=(-z,), xtol=1e-13)
-    status = "pass" if clustered_score_z(t, -margin) >= z else "fail"
+    status = "pass" if clustered_score_z(t, -margin, icc_floor) >= z else "fail"
     return lo, hi, dhat, status

@@ -94,6 +94,26 @@ def test_kernel_matches_reference(name, rows, margin):
         assert got.status == status
 
 
+@HYP
+@given(rows=tables_st, floor=st.sampled_from([0.1, 0.5, 1.0]))
+def test_clustered_score_icc_floor_matches_reference(rows, floor):
+    t = np.array(rows, dtype=np.int64)
+    got = registry.get("clustered_score").with_options(icc_floor=floor).analyze(t, 0.05)
+    lo, hi, est, status = ref.clustered_score(t, 0.05, icc_floor=floor)
+    if math.isnan(est):
+        assert got.status == "inconclusive"
+        return
+    assert (got.lower, got.upper) == (pytest.approx(lo, abs=1e-8), pytest.approx(hi, abs=1e-8))
+    assert got.lower <= registry.get("clustered_score").analyze(t, 0.05).lower + 1e-12  # a floor only widens
+    if abs(lo + 0.05) > 1e-8:
+        assert got.status == status
+
+
+def test_clustered_score_bad_icc_floor():
+    with pytest.raises(ValueError, match="icc_floor"):
+        registry.get("clustered_score").with_options(icc_floor=1.5).analyze([[1, 0, 0, 0]], 0.03)
+
+
 # ---------------------------------------------------------------- edge cases
 
 
