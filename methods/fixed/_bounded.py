@@ -76,3 +76,14 @@ def plugin_bets(xs, n, log_inv_alpha, c, lams, mus):
         mu = (0.5 + sum_x) / (i + 2.0)
         sum_sq += (xs[i] - mu) * (xs[i] - mu)
         sig2 = (0.25 + sum_sq) / (i + 2.0)
+
+
+@nb.njit(inline="always", cache=True)
+def scored_bets(tables, r, log_inv_alpha, c, xs, lams, mus):
+    """Replication r's scores ``xs[:n]``, bets and predictable means; returns ``(n, mean d_k)``
+    (``n = 0``: no non-empty cluster, nothing filled, NaN mean)."""
+    n, sd = unit_scores(tables, r, xs)
+    if n == 0:
+        return 0, math.nan
+    plugin_bets(xs, n, log_inv_alpha, c, lams, mus)
+    return n, sd / n

@@ -46,7 +46,7 @@ import numpy as np
 
 from methods.base import Estimand, FixedMethod, source_files_of
 from methods.fixed import _bounded, _common
-from methods.fixed._bounded import plugin_bets, truncation_consts, unit_scores
+from methods.fixed._bounded import scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 
 TOL = 1e-12  # bisection bracket width on the [0, 1] scale
@@ -95,12 +95,11 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
     lams = np.empty(K)
     mus = np.empty(K)
     for r in range(tables.shape[0]):
-        n, sd = unit_scores(tables, r, xs)
+        n, est = scored_bets(tables, r, log_inv, math.inf, xs, lams, mus)
         if n == 0:
             write_inconclusive(r, lower, upper, estimate, status)
             continue
-        estimate[r] = sd / n
-        plugin_bets(xs, n, log_inv, math.inf, lams, mus)
+        estimate[r] = est
         lo = 2.0 * lower_x(xs, lams, n, c, thr, 1) - 1.0
         if reaches(xs, lams, n, m0, c, thr, 1):
             lo = max(lo, -margin)

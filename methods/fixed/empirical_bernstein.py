@@ -31,7 +31,7 @@ import numpy as np
 
 from methods.base import Estimand, FixedMethod, source_files_of
 from methods.fixed import _bounded, _common
-from methods.fixed._bounded import plugin_bets, truncation_consts, unit_scores
+from methods.fixed._bounded import scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 
 
@@ -44,12 +44,11 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
     lams = np.empty(K)
     mus = np.empty(K)
     for r in range(tables.shape[0]):
-        n, sd = unit_scores(tables, r, xs)
+        n, est = scored_bets(tables, r, log_inv, c, xs, lams, mus)
         if n == 0:
             write_inconclusive(r, lower, upper, estimate, status)
             continue
-        estimate[r] = sd / n
-        plugin_bets(xs, n, log_inv, c, lams, mus)
+        estimate[r] = est
         s_lam = 0.0
         s_lx = 0.0
         pen = 0.0
