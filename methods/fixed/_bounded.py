@@ -19,28 +19,20 @@ the CS rate replaced by the planned size ``n``):
 ``mu_0 = 1/2``, ``sigma2_0 = 1/4`` (one fake observation).  ``n`` is the number of non-empty
 clusters of the experiment, fixed before the data are seen when missingness does not depend
 on the outcomes.  ``alpha`` is one-sided: the lower bound alone is a level-alpha bound (and
-the pair of one-sided bounds is the two-sided interval at ``confidence = 1 - 2 alpha``).
+the pair of one-sided bounds is the ``1 - 2 alpha`` interval).
 """
 import math
 
 import numba as nb
 import numpy as np
 
-from methods.base import one_sided_alpha
 
-
-def level_alpha(confidence: float) -> float:
-    """The one-sided level the bounded-mean methods use (one place to change when the
-    method protocol passes ``alpha`` instead of ``confidence``)."""
-    return one_sided_alpha(confidence)
-
-
-def truncation_consts(method, confidence: float, tables) -> np.ndarray:
+def truncation_consts(method, alpha: float, tables) -> np.ndarray:
     """``[alpha, c]``: the one-sided level and the validated ``truncation`` option c in (0, 1)."""
     c = method.options["truncation"]
     if not (isinstance(c, (int, float)) and 0.0 < c < 1.0):
         raise ValueError(f"method {method.name!r}: option truncation must lie in (0, 1), got {c!r}")
-    return np.array([level_alpha(confidence), c], dtype=np.float64)
+    return np.array([alpha, c], dtype=np.float64)
 
 
 @nb.njit(inline="always", cache=True)

@@ -33,8 +33,8 @@ By Cauchy-Schwarz ``|Z| <= sqrt(K)`` whenever the robust term is used, so with f
 ``z^2`` (about 4) clusters of that kind the lower bound is -1.  Estimand: trial-weighted (``S / N``); unequal cluster sizes enter
 through ``n_k`` (ratio-estimator residuals), empty clusters are missing and skipped.
 
-Interval: ``{delta : -z <= Z(delta) <= z}`` with ``z = z_{1 - alpha}`` (one-sided alpha, two-sided
-confidence ``1 - 2 alpha``).  The lower bound is the crossing ``Z = z`` on ``(-1, S/N)`` by
+Interval: ``{delta : -z <= Z(delta) <= z}`` with ``z = z_{1 - alpha}`` (one-sided alpha; the
+``1 - 2 alpha`` interval).  The lower bound is the crossing ``Z = z`` on ``(-1, S/N)`` by
 bisection (``TOL``), the upper ``Z = -z`` on ``(S/N, 1)``; ``V`` is a quadratic in ``delta`` so each
 evaluation is O(1) after one pass over the clusters.  The decision is the score test itself,
 ``Z(-margin) >= z``, and the reported bound is clamped to agree with it.  Boundaries: no
@@ -46,20 +46,19 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of, z_value
 from methods.fixed import _common
 from methods.fixed._common import decide, write_inconclusive
 
 TOL = 1e-12
 
 
-def prepare(method, confidence, tables):
+def prepare(method, alpha, tables):
     """``[z_{1 - alpha}, icc_floor]`` (the one place that turns the level into the critical value)."""
-    from scipy import stats
     f = method.options["icc_floor"]
     if not (isinstance(f, (int, float)) and 0.0 <= f <= 1.0):
         raise ValueError(f"method {method.name!r}: option icc_floor must lie in [0, 1], got {f!r}")
-    return np.array([stats.norm.isf(one_sided_alpha(confidence)), f], dtype=np.float64)
+    return np.array([z_value(alpha), f], dtype=np.float64)
 
 
 @nb.njit(inline="always", cache=True)

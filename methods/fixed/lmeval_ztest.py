@@ -22,7 +22,7 @@ import math
 
 import numba as nb
 
-from methods.base import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common
 from methods.fixed._common import decide, no_bounds, pooled_counts, write_inconclusive
 

@@ -21,7 +21,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.base import Estimand, FixedMethod, one_sided_alpha, source_files_of
+from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _resample
 from methods.fixed._common import decide, no_bounds, pooled_counts
 from methods.fixed._resample import BOOT_SALT1, bootstrap_statistics, order_quantile
@@ -67,9 +67,8 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lower[r], margin)
 
 
-def prepare(method, confidence, tables):
+def prepare(method, alpha, tables):
     """consts = (B, alpha, 1 - alpha)."""
-    alpha = one_sided_alpha(confidence)
     return np.array([resamples_option(method), alpha, 1.0 - alpha], dtype=np.float64)
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from methods import registry
-from methods.base import FAIL, INCONCLUSIVE, PASS, Estimand
+from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
 from methods.reference import bounded as ref
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, PairedScenario
@@ -48,7 +48,7 @@ def test_registered_with_estimand_citation_identity(name, estimand):
 def test_betting_one_cluster_closed_form(row, x):
     """n = 1: the only bet is lambda_1 = sqrt(2 log(1/alpha) / (1/4)), truncated at c/m, so
     K_1(m) = 1 + min(lambda_1, c/m)(x - m) <= 1 + lambda_1 x - c.  At 95% (alpha = 0.025) that is
-    below 1/alpha = 40 for every x: one cluster gives [-1, 1].  At confidence 0.5 (alpha = 0.25,
+    below 1/alpha = 40 for every x: one cluster gives [-1, 1].  At alpha = 0.25 (the 50% interval,
     1/alpha = 4) the capital reaches 4 on the untruncated branch, at m = x - 3/lambda_1 when that is
     <= c/lambda_1 (true for these x): L = max(0, x - 3/lambda_1)."""
     m = registry.get("betting_ci")
@@ -57,7 +57,7 @@ def test_betting_one_cluster_closed_form(row, x):
     lam = math.sqrt(8.0 * math.log(4.0))
     L = max(0.0, x - 3.0 / lam)
     assert L <= 0.5 / lam
-    r = m.analyze([row], 0.03, confidence=0.5)
+    r = m.analyze([row], 0.03, alpha=0.25)
     assert r.lower == pytest.approx(2.0 * L - 1.0, abs=1e-11)
     assert r.upper == pytest.approx(1.0 - 2.0 * max(0.0, (1.0 - x) - 3.0 / lam), abs=1e-11)
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from methods import registry
-from methods.base import Estimand
+from methods.protocol import Estimand
 from methods.reference import practitioner as ref
 
 RULES = ["lmeval_ztest", "trial_bootstrap", "inspect_cluster_se"]
