@@ -81,6 +81,8 @@ def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tupl
     if sizes.max() > 1:
         if loss:
             why.append("cluster sizes vary through pair loss")
+        elif not probe("order", method, alpha, sizes, False):  # moments forget the order
+            why.append("depends on the order of clusters")
         elif probe("moments", method, alpha, sizes, False):
             return "moments", "method is a function of the cluster means' moments; fixed sizes"
         else:
