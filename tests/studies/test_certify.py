@@ -56,7 +56,8 @@ def test_a_qualified_certificate_covers_exactly_its_design(tmp_path):
         c = certificate_covers(cert, other)
         assert not c.covered and why in c.reason
     path = write_certificate(cert, tmp_path)
-    assert find_coverage("tango_score", point, tmp_path).covered   # found in the records directory too
+    got = find_coverage("tango_score", point, tmp_path)
+    assert got.covered and got.record == str(path)   # found in the records directory too   # found in the records directory too
 
 
 def test_proven_interval_bound_holds_between_nodes():
