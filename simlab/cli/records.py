@@ -49,12 +49,14 @@ def cmd_verify(args: argparse.Namespace) -> None:
             rows.append({"file": path.name, "ok": True, "reason": ""})
         except RecordError as exc:
             rows.append({"file": path.name, "ok": False, "reason": str(exc)})
-    payload = {"directory": str(d), "files": rows, "all_ok": all(r["ok"] for r in rows) and bool(rows)}
-    emit(args, payload, lambda p: print("\n".join(f"{'ok  ' if r['ok'] else 'FAIL'} {r['file']} {r['reason']}"
-                                                  for r in p["files"]) or f"no records in {p['directory']}"))
-    if not payload["all_ok"]:
-        raise ValueError(f"{sum(not r['ok'] for r in rows)} of {len(rows)} files failed verification"
-                         if rows else f"no records in {d}")
+    if not rows:
+        raise ValueError(f"no records in {d}")
+    bad = [r for r in rows if not r["ok"]]
+    if bad:
+        raise ValueError(f"{len(bad)} of {len(rows)} files failed verification: "
+                         + "; ".join(f"{r['file']}: {r['reason']}" for r in bad))
+    emit(args, {"directory": str(d), "files": rows, "all_ok": True},
+         lambda p: print("\n".join(f"ok {r['file']}" for r in p["files"])))
 
 
 def cmd_sign(args: argparse.Namespace) -> None:
