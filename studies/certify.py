@@ -21,8 +21,9 @@ Engines, picked in this order (``engine="auto"``):
    and discordance on 8 values (denser near the margin, where p01 is small), every
    label-noise model, then 3 golden-section steps per nuisance axis around each cell's
    worst point; each scenario's acceptance is the staged Clopper-Pearson rule of
-   ``methods.qualification.verdicts`` (valid at 95% under the adaptive schedule).  This
-   grid is a search, not a proof: the certificate says so in ``search``.
+   ``methods.qualification.verdicts`` (valid at 95% under the adaptive schedule); the
+   first scenario that exceeds settles the verdict and stops the search.  This grid is a
+   search, not a proof: the certificate says so in ``search``.
 """
 from __future__ import annotations
 
@@ -136,7 +137,7 @@ def _sim_points(method, design: CertifiedDesign, policy: QualificationPolicy, n_
                 progress: Callable[[str], None] | None) -> tuple[list[CertPoint], str]:
     from .qualify import qualify
 
-    run = qualify([method], policy, n_jobs=n_jobs, out_dir=None, progress=progress)
+    run = qualify([method], policy, n_jobs=n_jobs, out_dir=None, progress=progress, one_verdict=True)
     s = run.outcomes[0].record.scenarios
     pts = [CertPoint(rho=s.rho[i], noise=s.noise[i], baseline=s.baseline[i], discordance=s.discordance[i],
                      rate=s.n_pass[i] / s.n_reps[i], n_reps=s.n_reps[i], n_pass=s.n_pass[i], lower=s.lower[i],
@@ -146,7 +147,8 @@ def _sim_points(method, design: CertifiedDesign, policy: QualificationPolicy, n_
     text = (f"simulation: rho {list(dom.rho.grid)}, baseline {list(dom.baseline.grid)}, discordance "
             f"{list(dom.discordance.grid)} (clipped to the feasible range at each baseline), "
             f"{len(dom.label_noise)} label-noise model(s); then {policy.refine_evaluations} golden-section steps per "
-            f"axis around the worst point; {len(pts)} scenarios, seed {policy.seed}. Replications {sched} while "
+            f"axis around the worst point; {len(pts)} scenarios, seed {policy.seed}; the search stops at the first "
+            f"scenario that exceeds the threshold (the verdict is then settled). Replications {sched} while "
             f"undetermined, each stage's one-sided Clopper-Pearson bound at {policy.stage_confidence:.5g} "
             f"(Bonferroni over {len(sched)} stages: acceptance valid at {policy.mc_confidence:g} whatever the "
             f"stopping). A grid search: no bound between the evaluated points.")

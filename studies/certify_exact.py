@@ -21,8 +21,9 @@ is spent (undetermined).
 """
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
-from scipy.special import gammaln, xlogy
+from scipy.special import gammaln
 
 from methods.qualification.certificate import discordant_law, interval_bounds
 
@@ -88,6 +89,27 @@ def discordant_probe(method, clusters: int, trials: int, margin: float, alpha: f
     return True
 
 
+@nb.njit(cache=True)
+def _trinomial_sums(logcoef, a, b, c, law, out):
+    """out[i] = sum_s exp(logcoef_s + a_s log p10 + b_s log p01 + c_s log pc) at law[i];
+    a zero probability contributes only where its count is zero (0 log 0 = 0)."""
+    for i in range(law.shape[0]):
+        l10 = np.log(law[i, 0]) if law[i, 0] > 0.0 else -np.inf
+        l01 = np.log(law[i, 1]) if law[i, 1] > 0.0 else -np.inf
+        lc = np.log(law[i, 2]) if law[i, 2] > 0.0 else -np.inf
+        acc = 0.0
+        for s in range(logcoef.shape[0]):
+            x = logcoef[s]
+            if a[s] > 0:
+                x += a[s] * l10
+            if b[s] > 0:
+                x += b[s] * l01
+            if c[s] > 0:
+                x += c[s] * lc
+            acc += np.exp(x)
+        out[i] = acc
+
+
 class DiscordantStates:
     """Every state (n10, n01) of N pairs, the kernel's pass indicator, and the trinomial
     log-coefficients; ``rates(q)`` is the exact false-pass rate at each discordance."""
@@ -101,11 +123,16 @@ class DiscordantStates:
         a, b = np.triu_indices(N + 1)      # a <= b: reindex to a + b' <= N below
         a, b = a.astype(np.int64), (b - a).astype(np.int64)
         self.N, self.margin = N, margin
+        # a method that is a function of the pooled table runs on one pooled cluster per state
+        # (studies.probes 'pooled'), else on K clusters of M pairs (``arrange``)
+        from .probes import probe
+        pooled = probe("pooled", method, 1.0 - 2.0 * alpha, [trials] * clusters)
+        k, m = (1, N) if pooled else (clusters, trials)
+        self.representation = "one pooled cluster" if pooled else f"{clusters} clusters of {trials}"
         passed = np.zeros(a.size, bool)
-        step = max(1, BLOCK_CELLS // (clusters * max(trials, 1)))
+        step = max(1, BLOCK_CELLS // (k * m))
         for s in range(0, a.size, step):
-            passed[s:s + step] = _decide(method, arrange(a[s:s + step], b[s:s + step], clusters, trials),
-                                         margin, alpha)
+            passed[s:s + step] = _decide(method, arrange(a[s:s + step], b[s:s + step], k, m), margin, alpha)
         keep = passed
         self.a, self.b = a[keep], b[keep]
         self.c = N - self.a - self.b
@@ -113,11 +140,9 @@ class DiscordantStates:
         self.states = int(a.size)
 
     def rates(self, q: np.ndarray) -> np.ndarray:
-        law = discordant_law(np.atleast_1d(q), self.margin)
+        law = np.ascontiguousarray(discordant_law(np.atleast_1d(q), self.margin))
         out = np.empty(law.shape[0])
-        for i, (p10, p01, pc) in enumerate(law):
-            logp = self.logcoef + xlogy(self.a, p10) + xlogy(self.b, p01) + xlogy(self.c, pc)
-            out[i] = float(np.exp(logp).sum())
+        _trinomial_sums(self.logcoef, self.a, self.b, self.c, law, out)
         return np.minimum(out, 1.0)
 
 

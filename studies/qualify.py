@@ -261,11 +261,14 @@ class Pool:
 
 
 class Book:
-    """Counts per (method, scenario point) and the cells each method has already failed."""
+    """Counts per (method, scenario point) and the cells each method has already failed.
+    ``one_verdict``: the whole domain is one question (a certificate): once any scenario
+    exceeds, nothing more is escalated or refined for that method."""
 
-    def __init__(self, methods: list, policy: QualificationPolicy):
+    def __init__(self, methods: list, policy: QualificationPolicy, one_verdict: bool = False):
         self.methods = {method_key(m): m for m in methods}
         self.policy = policy
+        self.one_verdict = one_verdict
         self.rows: dict[tuple, dict[tuple, tuple[Spec, Counts]]] = {k: {} for k in self.methods}
         self.rejected: dict[tuple, set] = {k: set() for k in self.methods}
         self.replications = 0   # simulated experiments (shared by the methods of a task)
@@ -281,7 +284,7 @@ class Book:
         row = self.rows[key].get(spec.point)
         if row is None or row[1].n_reps == 0:
             return True
-        if spec.cell in self.rejected[key]:
+        if spec.cell in self.rejected[key] or (self.one_verdict and self.rejected[key]):
             return False
         return self.verdict(row[1]) == UNDETERMINED and row[1].n_reps < self.policy.max_replications
 
@@ -380,7 +383,7 @@ def _searches(book: Book, axis: int) -> list[LineSearch]:
         for spec, c in rows.values():
             cells.setdefault(spec.cell, []).append((spec, c))
         for cell, members in cells.items():
-            if cell in book.rejected[key]:
+            if cell in book.rejected[key] or (book.one_verdict and book.rejected[key]):
                 continue
             worst_spec, worst_c = max(members, key=lambda sc: (cp_upper(sc[1].n_pass, sc[1].n_reps, mcc), sc[1].rate))
             if worst_c.n_pass == 0 or cp_upper(worst_c.n_pass, worst_c.n_reps, mcc) < policy.refine_fraction * thr:
@@ -515,7 +518,7 @@ def method_estimand(method, policy: QualificationPolicy) -> str:
 
 
 def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_dir: str | Path | None = "default",
-            progress: Callable[[str], None] | None = None) -> QualifyRun:
+            progress: Callable[[str], None] | None = None, one_verdict: bool = False) -> QualifyRun:
     """Qualify ``methods`` under ``policy`` (all on the same simulated tables; sequential
     methods need a policy with ``domain.looks``: promotion counts as a pass, the overall
     one-sided level is ``policy.alpha``);
@@ -545,7 +548,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
             scenario_of(policy, spec, e)  # fail fast on an estimand mismatch
     if progress:
         progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s), n_jobs={n_jobs}")
-    book = Book(methods, policy)
+    book = Book(methods, policy, one_verdict)
     with Pool(n_jobs) as pool:
         book.escalate([(s, list(keys)) for s in specs], pool, estimands, progress, "grid ")
         n_refine = refine(book, pool, estimands, progress)
