@@ -28,8 +28,19 @@ class PlanItem:
                 "records": [str(p) for p in self.sources], "grid_cells": len(self.policy.domain.cells())}
 
 
-def plan(directory: str | Path, only: set[str] | None = None) -> list[PlanItem]:
-    """Group the records in ``directory`` by policy (hash-checked, stale methods allowed)."""
+def _policy_matches(policy: QualificationPolicy, wanted: str | None) -> bool:
+    """``wanted``: a built-in policy name or a policy sha256 prefix (None: any)."""
+    if wanted is None:
+        return True
+    from methods.qualification import named_policy, policy_names
+    if wanted in policy_names():
+        return policy.sha256 == named_policy(wanted).sha256
+    return policy.sha256.startswith(wanted)
+
+
+def plan(directory: str | Path, only: set[str] | None = None, policy: str | None = None) -> list[PlanItem]:
+    """Group the records in ``directory`` by policy (hash-checked, stale methods allowed);
+    ``only`` method names, ``policy`` a built-in name or hash prefix."""
     groups: dict[str, tuple[QualificationPolicy, dict[str, MethodRef], list[Path]]] = {}
     for p in record_paths(None, directory):
         data = json.loads(p.read_text())
@@ -38,8 +49,10 @@ def plan(directory: str | Path, only: set[str] | None = None) -> list[PlanItem]:
         ref = MethodRef.model_validate(data["method"])
         if only and ref.name not in only and ref.registered_name not in only:
             continue
-        policy = QualificationPolicy.model_validate(data["policy"])
-        pol, methods, paths = groups.setdefault(policy.sha256, (policy, {}, []))
+        pol_p = QualificationPolicy.model_validate(data["policy"])
+        if not _policy_matches(pol_p, policy):
+            continue
+        pol, methods, paths = groups.setdefault(pol_p.sha256, (pol_p, {}, []))
         methods.setdefault(ref.name, ref)
         paths.append(p)
     return [PlanItem(pol, tuple(sorted(ms.values(), key=lambda m: m.name)), tuple(ps))
@@ -47,7 +60,7 @@ def plan(directory: str | Path, only: set[str] | None = None) -> list[PlanItem]:
 
 
 def regenerate(directory: str | Path, out_dir: str | Path | None = None, *, only: set[str] | None = None,
-               n_jobs: int = 1, heatmaps: bool = True,
+               policy: str | None = None, n_jobs: int = 1, heatmaps: bool = True,
                progress: Callable[[str], None] | None = None) -> list[dict]:
     """Re-run every planned (policy, methods) group; write into ``out_dir`` (default: in
     place).  Returns one summary per regenerated record."""
@@ -56,7 +69,7 @@ def regenerate(directory: str | Path, out_dir: str | Path | None = None, *, only
 
     out = Path(out_dir) if out_dir is not None else Path(directory)
     done = []
-    for item in plan(directory, only):
+    for item in plan(directory, only, policy):
         methods = [ref.resolve() for ref in item.methods]
         if progress:
             progress(f"policy {item.policy.sha256[:10]}: {', '.join(m.name for m in item.methods)}")

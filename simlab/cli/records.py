@@ -105,7 +105,7 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
 
     d = records_dir(args.records)
     only = set(args.only.split(",")) if args.only else None
-    items = plan(d, only)
+    items = plan(d, only, args.policy)
     if not items:
         raise ValueError(f"no records to regenerate in {d}" + (f" for {sorted(only)}" if only else ""))
     if args.dry_run:
@@ -113,7 +113,7 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
              lambda p: print("\n".join(f"policy {i['policy_sha256'][:10]} ({i['grid_cells']} cells): "
                                        f"{', '.join(i['methods'])}" for i in p["plan"])))
         return
-    done = regenerate(d, args.out, only=only, n_jobs=args.n_jobs,
+    done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs,
                       progress=lambda s: print(s, file=sys.stderr, flush=True))
     emit(args, {"directory": str(d), "out": args.out or str(d), "records": done},
          lambda p: print("\n".join(f"{r['method']}: {r['cells_qualified']}/{r['cells_total']} cells qualified -> "
@@ -166,6 +166,7 @@ def register(subparsers, bench_subparsers) -> None:
     _records_flag(s)
     s.add_argument("--out", default=None, metavar="DIR", help="write here instead of in place")
     s.add_argument("--only", default=None, help="comma-separated method names")
+    s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
     s.add_argument("--n-jobs", type=int, default=1)
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
     _json_flag(s)
