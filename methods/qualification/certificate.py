@@ -42,7 +42,7 @@ from simlab.signing import Signature
 from ._hashing import canonical_sha256, parse_time, utcnow
 from .coverage import Coverage, DesignPoint
 from .record import MethodRef, body_of, signed_payload
-from .records import records_dir, safe_name
+from .records import json_files, safe_name
 from .verdicts import (EXCEEDS, QUALIFIED, UNDETERMINED, MCRule, TamperedRecordError, combine_verdicts, cp_bounds,
                        stage_confidence, verdict_of)
 
@@ -256,19 +256,8 @@ def load_certificate(path: str | Path, *, check_current: bool = True, trusted_ke
 
 
 def certificate_paths(name: str | None = None, directory: str | Path | None = None) -> list[Path]:
-    directory = records_dir(directory)
-    if not directory.is_dir():
-        return []
-    out = []
-    for p in sorted(directory.glob(f"*{CERT_SUFFIX}")):
-        try:
-            head = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(head, dict) and "certificate_sha256" in head and (
-                name is None or head.get("method", {}).get("name") == name):
-            out.append(p)
-    return out
+    """Certificate files in the records directory (optionally only one method's), sorted."""
+    return json_files(f"*{CERT_SUFFIX}", "certificate_sha256", name, directory)
 
 
 def certificate_covers(cert: Certificate, point: DesignPoint | dict, *,

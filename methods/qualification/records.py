@@ -33,21 +33,28 @@ def records_dir(directory: str | Path | None = None) -> Path:
     return INSTALLED_RECORDS
 
 
-def record_paths(name: str | None = None, directory: str | Path | None = None) -> list[Path]:
-    """Record files in the records directory (optionally only those of one method), sorted."""
+def json_files(pattern: str, hash_field: str, name: str | None = None,
+               directory: str | Path | None = None) -> list[Path]:
+    """JSON files matching ``pattern`` in the records directory that carry ``hash_field``
+    (optionally only those of method ``name``), sorted."""
     directory = records_dir(directory)
     if not directory.is_dir():
         return []
     out = []
-    for p in sorted(directory.glob("*.json")):
+    for p in sorted(directory.glob(pattern)):
         try:
             head = json.loads(p.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if isinstance(head, dict) and "record_sha256" in head and (
+        if isinstance(head, dict) and hash_field in head and (
                 name is None or head.get("method", {}).get("name") == name):
             out.append(p)
     return out
+
+
+def record_paths(name: str | None = None, directory: str | Path | None = None) -> list[Path]:
+    """Record files in the records directory (optionally only those of one method), sorted."""
+    return json_files("*.json", "record_sha256", name, directory)
 
 
 def record_stem(method_name: str, policy) -> str:

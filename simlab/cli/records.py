@@ -23,6 +23,13 @@ def _trusted(paths):
     return trusted_keys(paths)
 
 
+def _files(method: str | None, d):
+    """(path, loader) for every record and certificate of ``method`` in ``d``."""
+    from methods.qualification import certificate_paths, load_certificate, load_record, record_paths
+    return [(p, load_record) for p in record_paths(method, d)] + \
+        [(p, load_certificate) for p in certificate_paths(method, d)]
+
+
 def cmd_list(args: argparse.Namespace) -> None:
     from simlab.cli._legacy import emit
     from methods.qualification import certificate_paths, record_paths, records_dir
@@ -36,14 +43,12 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> None:
     from simlab.cli._legacy import emit
-    from methods.qualification import (RecordError, certificate_paths, load_certificate, load_record, record_paths,
-                                       records_dir)
+    from methods.qualification import RecordError, records_dir
 
     d = records_dir(args.records)
     keys = _trusted(args.trusted_keys)
     rows = []
-    for path, load in [(p, load_record) for p in record_paths(args.method, d)] + \
-                      [(p, load_certificate) for p in certificate_paths(args.method, d)]:
+    for path, load in _files(args.method, d):
         try:
             load(path, trusted_keys=keys, check_current=not args.allow_stale)
             rows.append({"file": path.name, "ok": True, "reason": ""})
@@ -64,15 +69,13 @@ def cmd_sign(args: argparse.Namespace) -> None:
     import os
 
     from simlab.cli._legacy import emit
-    from methods.qualification import (certificate_paths, load_certificate, load_record, record_paths,
-                                       records_dir)
+    from methods.qualification import records_dir
     from simlab.signing import load_private_key
 
     key = load_private_key(args.key)
     d = records_dir(args.records)
     signed = []
-    for path, load in [(p, load_record) for p in record_paths(args.method, d)] + \
-                      [(p, load_certificate) for p in certificate_paths(args.method, d)]:
+    for path, load in _files(args.method, d):
         obj = load(path).signed(key)       # verified first: never sign a tampered or stale record
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(obj.to_json())

@@ -65,6 +65,16 @@ def _with_counts(data: dict, n_pass: list[int]) -> dict:
     return _reseal(out)
 
 
+def _swap_in_zero_dataset(data: dict, ds) -> QualificationRecord:
+    """Overwrite the dataset with one that never false-passes and update its hash in ``data``."""
+    record = QualificationRecord.model_validate(data)
+    zero = record.scenarios.model_copy(update={"n_pass": (0,) * len(record.scenarios)})
+    write_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
+                                zero, record.software), ds)
+    data["dataset"]["sha256"] = file_sha256(ds)
+    return record
+
+
 def test_genuine_record_loads(files):
     rec, _ = files
     assert load_record(rec).dataset.sha256 == file_sha256(files[1])
@@ -83,11 +93,7 @@ def test_forger_recomputing_cells_and_hash_is_caught(files):
 def test_forger_swapping_the_dataset_is_caught(files):
     rec, ds = files
     data = json.loads(rec.read_text())
-    record = QualificationRecord.model_validate(data)
-    zero = record.scenarios.model_copy(update={"n_pass": (0,) * len(record.scenarios)})
-    write_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
-                                zero, record.software), ds)
-    data["dataset"]["sha256"] = file_sha256(ds)
+    _swap_in_zero_dataset(data, ds)
     rec.write_text(json.dumps(_reseal(data)))
     with pytest.raises(TamperedRecordError, match=r"the record says n_pass=\d+, its dataset .* says 0"):
         load_record(rec)
@@ -128,11 +134,7 @@ def test_signatures_against_a_trusted_key_set(files, tmp_path):
     # hash re-sealed) keeps our old signature: only the signature can catch it, and does
     rec.write_text(good.to_json())
     data = json.loads(rec.read_text())
-    record = QualificationRecord.model_validate(data)
-    zero = record.scenarios.model_copy(update={"n_pass": (0,) * len(record.scenarios)})
-    write_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
-                                zero, record.software), ds)
-    data["dataset"]["sha256"] = file_sha256(ds)
+    record = _swap_in_zero_dataset(data, ds)
     forged = _with_counts(data, [0] * len(record.scenarios))
     forged["signature"] = data["signature"]
     rec.write_text(json.dumps(forged))
