@@ -55,7 +55,7 @@ def _resolve(method):
 def method_ref(method, estimand: str) -> MethodRef:
     from .qualify import method_key
     name, options, inner = method_key(method)
-    return MethodRef(kind=getattr(method, "kind", "fixed"), estimand=estimand, registered_name=name,
+    return MethodRef(kind=method.kind, estimand=estimand, registered_name=name,
                      options=dict(options), inner=inner, **method.identity.as_dict())
 
 
@@ -68,7 +68,7 @@ def best_baseline(margin: float, baseline: tuple[float, float]) -> float:
 def exact_applies(method, design: CertifiedDesign, alpha: float) -> tuple[bool, str]:
     from .certify_exact import MAX_STATES, discordant_probe
 
-    if getattr(method, "kind", "fixed") != "fixed" or design.looks is not None:
+    if method.kind != "fixed" or design.looks is not None:
         return False, "sequential methods and look schedules are simulated"
     if any(n != LabelNoise() for n in design.label_noise):
         return False, "label noise makes the law depend on the baseline"
@@ -171,7 +171,7 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
     design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=looks,
                              label_noise=tuple(label_noise), baseline=tuple(baseline),
                              discordance=tuple(discordance))
-    kind = getattr(method, "kind", "fixed")
+    kind = method.kind
     if kind == "sequential" and looks is None:
         raise ValueError(f"method {method.name!r} is sequential: give --looks")
     if kind == "fixed" and looks is not None:

@@ -25,6 +25,7 @@ import numba as nb
 import numpy as np
 from scipy.special import gammaln
 
+from methods.protocol import PASS
 from methods.qualification.certificate import discordant_law, interval_bounds
 
 PROBE_SEED = 20261130
@@ -32,15 +33,14 @@ MAX_STATES = 3_000_000
 BLOCK_CELLS = 1 << 22        # K x states per kernel call
 
 
-def _decide(method, tables: np.ndarray, margin: float, alpha: float) -> np.ndarray:
-    """Pass (status 1) of a fixed method on ``tables``; the one place the level convention
-    of the method protocol is spelled (two-sided confidence 1 - 2 alpha today)."""
-    return method.batch(np.ascontiguousarray(tables, np.int32), margin, 1.0 - 2.0 * alpha).status == 1
-
-
-def _result(method, tables, margin, alpha):
-    r = method.batch(np.ascontiguousarray(tables, np.int32), margin, 1.0 - 2.0 * alpha)
+def _result(method, tables, margin: float, alpha: float):
+    """A fixed method's (status, lower, upper) on ``tables`` at one-sided level ``alpha``."""
+    r = method.batch(np.ascontiguousarray(tables, np.int32), margin, alpha)
     return r.status, r.lower, r.upper
+
+
+def _decide(method, tables: np.ndarray, margin: float, alpha: float) -> np.ndarray:
+    return _result(method, tables, margin, alpha)[0] == PASS
 
 
 def arrange(n10: np.ndarray, n01: np.ndarray, clusters: int, trials: int, concordant: int = 0) -> np.ndarray:
@@ -126,7 +126,7 @@ class DiscordantStates:
         # a method that is a function of the pooled table runs on one pooled cluster per state
         # (studies.probes 'pooled'), else on K clusters of M pairs (``arrange``)
         from .probes import probe
-        pooled = probe("pooled", method, 1.0 - 2.0 * alpha, [trials] * clusters)
+        pooled = probe("pooled", method, alpha, [trials] * clusters)
         k, m = (1, N) if pooled else (clusters, trials)
         self.representation = "one pooled cluster" if pooled else f"{clusters} clusters of {trials}"
         passed = np.zeros(a.size, bool)
