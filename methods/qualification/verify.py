@@ -70,7 +70,8 @@ def check_validity(created: str, valid_until: str, validity_days: int, label: st
                    now: _dt.datetime | None = None) -> None:
     """``valid_until`` must be exactly ``created + validity_days``; ``created`` not in the future."""
     try:
-        t0, t1 = parse_time(created), parse_time(valid_until)
+        t0 = parse_time(created)
+        parse_time(valid_until)
     except ValueError as exc:
         raise TamperedRecordError(f"{label}: bad timestamp ({exc})") from None
     expected = format_time(t0 + _dt.timedelta(days=validity_days))
@@ -79,7 +80,6 @@ def check_validity(created: str, valid_until: str, validity_days: int, label: st
                                   f"{validity_days} days ({expected})")
     if t0 > (now or utcnow()) + CLOCK_SKEW:
         raise TamperedRecordError(f"{label}: created {created} lies in the future")
-    del t1
 
 
 def check_method_current(ref: MethodRef, label: str) -> None:
