@@ -3,7 +3,9 @@
 1. Grid: every discrete cell (K, cluster size, rho, margin, label noise) x every
    (baseline, discordance) grid point, all at the null boundary (true difference =
    -margin).  Each scenario gets ``min_replications``; while its Clopper-Pearson interval
-   straddles the threshold (verdict ``undetermined``) its replications grow by
+   (each stage's bound at the Bonferroni-adjusted ``policy.stage_confidence``, so the
+   staged acceptance is a valid level ``1 - mc_confidence`` statement:
+   ``methods.qualification.verdicts``) straddles the threshold (verdict ``undetermined``) its replications grow by
    ``replication_growth`` up to ``max_replications`` (more replications where a verdict is
    close).  Several methods qualified together share every simulated table (common random
    numbers); each stops when its own verdict is decided.
@@ -37,10 +39,11 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from methods.protocol import INCONCLUSIVE, PASS
-from methods.qualification import (EXCEEDS, QUALIFIED, RESULTS_DIR, UNDETERMINED, QualificationPolicy,
+from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, QualificationPolicy,
                                    QualificationRecord, ScenarioTable, build_record, clip_discordance, cp_bounds,
                                    cp_lower, cp_upper, discordance_limits, file_sha256, nuisance_grid, record_stem,
-                                   verdict_of)
+                                   records_dir, verdict_of)
+from methods.qualification.dataset import build_dataset, write_dataset
 from simlab.generate import GENERATOR_VERSION
 from simlab.scenario import PairedScenario
 
@@ -258,11 +261,14 @@ class Pool:
 
 
 class Book:
-    """Counts per (method, scenario point) and the cells each method has already failed."""
+    """Counts per (method, scenario point) and the cells each method has already failed.
+    ``one_verdict``: the whole domain is one question (a certificate): once any scenario
+    exceeds, nothing more is escalated or refined for that method."""
 
-    def __init__(self, methods: list, policy: QualificationPolicy):
+    def __init__(self, methods: list, policy: QualificationPolicy, one_verdict: bool = False):
         self.methods = {method_key(m): m for m in methods}
         self.policy = policy
+        self.one_verdict = one_verdict
         self.rows: dict[tuple, dict[tuple, tuple[Spec, Counts]]] = {k: {} for k in self.methods}
         self.rejected: dict[tuple, set] = {k: set() for k in self.methods}
         self.replications = 0   # simulated experiments (shared by the methods of a task)
@@ -270,14 +276,15 @@ class Book:
 
     def verdict(self, c: Counts) -> str:
         p = self.policy
-        return verdict_of(cp_lower(c.n_pass, c.n_reps, p.mc_confidence), cp_upper(c.n_pass, c.n_reps, p.mc_confidence),
+        c_s = p.stage_confidence
+        return verdict_of(cp_lower(c.n_pass, c.n_reps, c_s), cp_upper(c.n_pass, c.n_reps, c_s),
                           p.threshold)
 
     def needs(self, key: tuple, spec: Spec) -> bool:
         row = self.rows[key].get(spec.point)
         if row is None or row[1].n_reps == 0:
             return True
-        if spec.cell in self.rejected[key]:
+        if spec.cell in self.rejected[key] or (self.one_verdict and self.rejected[key]):
             return False
         return self.verdict(row[1]) == UNDETERMINED and row[1].n_reps < self.policy.max_replications
 
@@ -369,14 +376,14 @@ def _neighbours(grid: list[float], x: float, lo: float, hi: float) -> tuple[floa
 
 def _searches(book: Book, axis: int) -> list[LineSearch]:
     policy = book.policy
-    dom, thr, mcc = policy.domain, policy.threshold, policy.mc_confidence
+    dom, thr, mcc = policy.domain, policy.threshold, policy.stage_confidence
     out = []
     for key, rows in book.rows.items():
         cells: dict[tuple, list[tuple[Spec, Counts]]] = {}
         for spec, c in rows.values():
             cells.setdefault(spec.cell, []).append((spec, c))
         for cell, members in cells.items():
-            if cell in book.rejected[key]:
+            if cell in book.rejected[key] or (book.one_verdict and book.rejected[key]):
                 continue
             worst_spec, worst_c = max(members, key=lambda sc: (cp_upper(sc[1].n_pass, sc[1].n_reps, mcc), sc[1].rate))
             if worst_c.n_pass == 0 or cp_upper(worst_c.n_pass, worst_c.n_reps, mcc) < policy.refine_fraction * thr:
@@ -468,80 +475,8 @@ def software_info() -> dict[str, str]:
     return info
 
 
-def build_dataset(policy: QualificationPolicy, method, rows: list[tuple[Spec, Counts]], software: dict[str, str]):
-    """Every evaluated scenario (dimension ``scenario``) plus the per-cell worst upper bound
-    (dimensions clusters x size x rho x margin x noise) as an xarray Dataset."""
-    import json
-
-    import xarray as xr
-
-    dom = policy.domain
-    mcc, thr = policy.mc_confidence, policy.threshold
-    n = np.array([c.n_reps for _, c in rows], np.int64)
-    x = np.array([c.n_pass for _, c in rows], np.int64)
-    inc = np.array([c.n_inconclusive for _, c in rows], np.int64)
-    lo, up = cp_bounds(x, n, mcc)
-    rate = x / n
-    verdict = np.array([verdict_of(a, b, thr) for a, b in zip(lo, up)], dtype=object)
-    sp = [s for s, _ in rows]
-    size_mean = np.array([dom.cluster_sizes[s.size].mean() for s in sp])
-    ds = xr.Dataset(
-        {
-            "n_reps": ("scenario", n), "n_pass": ("scenario", x), "n_inconclusive": ("scenario", inc),
-            "false_pass_rate": ("scenario", rate),
-            "false_pass_rate_mcse": ("scenario", np.sqrt(rate * (1 - rate) / n)),
-            "cp_lower": ("scenario", lo), "cp_upper": ("scenario", up),
-            "verdict": ("scenario", np.array([VERDICT_CODES[v] for v in verdict], np.int8),
-                        {"flag_values": "0 1 2", "flag_meanings": " ".join(VERDICT_NAMES)}),
-            "inconclusive_rate": ("scenario", inc / n),
-        },
-        coords={
-            "scenario": np.arange(len(rows)),
-            "clusters": ("scenario", np.array([s.clusters for s in sp], np.int64)),
-            "size_index": ("scenario", np.array([s.size for s in sp], np.int64)),
-            "trials_mean": ("scenario", size_mean),
-            "rho": ("scenario", np.array([s.rho for s in sp])),
-            "margin": ("scenario", np.array([s.margin for s in sp])),
-            "noise_index": ("scenario", np.array([s.noise for s in sp], np.int64)),
-            "baseline": ("scenario", np.array([s.baseline for s in sp])),
-            "discordance": ("scenario", np.array([s.discordance for s in sp])),
-            "true_difference": ("scenario", -np.array([s.margin for s in sp])),
-            "stage": ("scenario", np.array([0 if s.stage == "grid" else 1 for s in sp], np.int8),
-                      {"flag_values": "0 1", "flag_meanings": "grid refine"}),
-        },
-    )
-    shape = (len(dom.clusters.grid), len(dom.cluster_sizes), len(dom.rho.grid), len(dom.margin.grid),
-             len(dom.label_noise))
-    worst = np.full(shape, -1.0)
-    worst_rate = np.full(shape, -1.0)
-    kpos = {k: i for i, k in enumerate(dom.clusters.grid)}
-    rpos = {r: i for i, r in enumerate(dom.rho.grid)}
-    mpos = {m: i for i, m in enumerate(dom.margin.grid)}
-    for i, s in enumerate(sp):
-        j = (kpos[s.clusters], s.size, rpos[s.rho], mpos[s.margin], s.noise)
-        if up[i] > worst[j]:
-            worst[j] = up[i]
-            worst_rate[j] = rate[i]
-    ds["worst_upper"] = (("cell_clusters", "cell_size", "cell_rho", "cell_margin", "cell_noise"), worst)
-    ds["worst_upper_rate"] = (("cell_clusters", "cell_size", "cell_rho", "cell_margin", "cell_noise"), worst_rate)
-    ds = ds.assign_coords(cell_clusters=np.array(dom.clusters.grid, np.int64),
-                          cell_size=np.arange(len(dom.cluster_sizes)), cell_rho=np.array(dom.rho.grid),
-                          cell_margin=np.array(dom.margin.grid), cell_noise=np.arange(len(dom.label_noise)))
-    ident = method.identity.as_dict()
-    ds.attrs.update({
-        "title": f"qualification of {method.name}",
-        "method": method.name, "method_identity": json.dumps(ident),
-        "policy": json.dumps(policy.canonical()), "policy_sha256": policy.sha256,
-        "threshold": thr, "alpha": policy.alpha, "mc_confidence": mcc, "seed": policy.seed,
-        "cluster_sizes": json.dumps([s.model_dump(mode="json") for s in dom.cluster_sizes]),
-        "label_noise": json.dumps([s.model_dump(mode="json") for s in dom.label_noise]),
-        "software": json.dumps(software),
-    })
-    return ds
-
-
 def scenario_table(policy: QualificationPolicy, rows: list[tuple[Spec, Counts]]) -> ScenarioTable:
-    mcc, thr = policy.mc_confidence, policy.threshold
+    mcc, thr = policy.stage_confidence, policy.threshold
     lo, up = cp_bounds([c.n_pass for _, c in rows], [c.n_reps for _, c in rows], mcc)
     lo, up = [float(v) for v in lo], [float(v) for v in up]
     return ScenarioTable(
@@ -582,8 +517,8 @@ def method_estimand(method, policy: QualificationPolicy) -> str:
     return method.estimand.value if policy.estimand == "method" else policy.estimand
 
 
-def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_dir: str | Path | None = RESULTS_DIR,
-            progress: Callable[[str], None] | None = None) -> QualifyRun:
+def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_dir: str | Path | None = "default",
+            progress: Callable[[str], None] | None = None, one_verdict: bool = False) -> QualifyRun:
     """Qualify ``methods`` under ``policy`` (all on the same simulated tables; sequential
     methods need a policy with ``domain.looks``: promotion counts as a pass, the overall
     one-sided level is ``policy.alpha``);
@@ -602,6 +537,8 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     keys = [method_key(m) for m in methods]
     if len(set(keys)) != len(keys) or len({m.name for m in methods}) != len(methods):
         raise ValueError("a method is listed twice")
+    if out_dir == "default":
+        out_dir = records_dir()
     t0 = time.perf_counter()
     estimands = tuple(sorted({method_estimand(m, policy) for m in methods}))
     dom = policy.domain
@@ -611,7 +548,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
             scenario_of(policy, spec, e)  # fail fast on an estimand mismatch
     if progress:
         progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s), n_jobs={n_jobs}")
-    book = Book(methods, policy)
+    book = Book(methods, policy, one_verdict)
     with Pool(n_jobs) as pool:
         book.escalate([(s, list(keys)) for s in specs], pool, estimands, progress, "grid ")
         n_refine = refine(book, pool, estimands, progress)
@@ -627,11 +564,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
             out.mkdir(parents=True, exist_ok=True)
             stem = record_stem(getattr(m, "label", m.name), policy)
             ds_path, rec_path = out / f"{stem}.nc", out / f"{stem}.json"
-            ds = build_dataset(policy, m, rows, software)
-            tmp = ds_path.with_name(ds_path.name + ".tmp")
-            enc = {v: {"zlib": True, "complevel": 6} for v in list(ds.data_vars) + list(ds.coords)}
-            ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
-            os.replace(tmp, ds_path)
+            write_dataset(build_dataset(policy, m.identity.as_dict(), scen, software), ds_path)
             sha, fname = file_sha256(ds_path), ds_path.name
         record = build_record(m.identity.as_dict(), m.kind, method_estimand(m, policy),
                               policy, scen, fname, sha, software, method_key=key)
@@ -667,5 +600,5 @@ def iter_cells(record: QualificationRecord) -> Iterable[dict[str, Any]]:
                "n_scenarios": c.n_scenarios}
 
 
-__all__ = ["Spec", "Counts", "Task", "Book", "Pool", "qualify", "run_task", "refine", "build_dataset", "summary_payload",
+__all__ = ["Spec", "Counts", "Task", "Book", "Pool", "qualify", "run_task", "refine", "summary_payload",
            "QualifyRun", "QualifyOutcome", "QUALIFIED", "EXCEEDS", "UNDETERMINED"]

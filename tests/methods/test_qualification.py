@@ -19,6 +19,7 @@ from methods import qualification as q
 from methods.qualification import (Axis, DesignPoint, IntAxis, QualificationDomain, QualificationPolicy,
                                    ScenarioTable, StaleRecordError, TamperedRecordError, build_record, covers,
                                    cp_lower, cp_upper, load_record, nuisance_grid, verdict_of)
+from methods.qualification.dataset import build_dataset, write_dataset
 from simlab.scenario import FixedSize, LabelNoise, PairedScenario, PoissonSize
 
 
@@ -140,7 +141,7 @@ def synthetic_record(policy: QualificationPolicy, n_pass_of, method_name="cluste
     for cell in dom.cells():
         for b, d in nuisance_grid(dom, cell[3]):
             rows.append((cell, b, d, n_pass_of(cell, b, d)))
-    mcc, thr = policy.mc_confidence, policy.threshold
+    mcc, thr = policy.stage_confidence, policy.threshold
     lo = [cp_lower(x, n, mcc) for *_, x in rows]
     up = [cp_upper(x, n, mcc) for *_, x in rows]
     scen = ScenarioTable(
@@ -174,24 +175,26 @@ def test_cells_worst_case_and_subdomain():
     assert rec.record_sha256 == rec.content_sha256()
 
 
-def test_covers_brackets_the_grid():
+def test_covers_grid_points_only():
+    """A grid record covers a design on its grid; nothing between grid points (issue 11.2)."""
     pol = QualificationPolicy(domain=tiny_domain())
     rec = synthetic_record(pol, _bad_when)
-    ok = covers(rec, DesignPoint(clusters=30, margin=0.03, rho=0.0))
-    assert ok and ok.cells == ((30, 0, 0.0, 0.03, 0),)
-    assert covers(rec, DesignPoint(clusters=50, margin=0.03, rho=0.1)).covered  # K 30|100, rho 0|0.2 at M=1
-    assert covers(rec, {"clusters": 100, "margin": 0.03, "cluster_size": {"kind": "fixed", "trials": 3},
-                        "rho": 0.0}).covered  # M between 1 and 5, rho 0
-    no = covers(rec, DesignPoint(clusters=20, margin=0.03, rho=0.0))  # brackets K = 10, which exceeds
-    assert not no and "K=10" in no.reason
-    assert not covers(rec, DesignPoint(clusters=100, margin=0.03, cluster_size=FixedSize(trials=3), rho=0.1))
-    assert not covers(rec, DesignPoint(clusters=100, margin=0.03, cluster_size=FixedSize(trials=5)))  # rho unknown
+    ok = covers(rec, DesignPoint(clusters=30, margin=0.03, rho=0.0, cluster_size=FixedSize(trials=5)))
+    assert ok and ok.cells == ((30, 1, 0.0, 0.03, 0),)
+    assert not covers(rec, DesignPoint(clusters=30, margin=0.03, rho=0.2, cluster_size=FixedSize(trials=5)))
+    # M = 1: rho does not change the data, every rho cell at (K, M = 1) must be qualified
     assert covers(rec, DesignPoint(clusters=100, margin=0.03, cluster_size=FixedSize(trials=1))).covered
-    for point, why in [(DesignPoint(clusters=200, margin=0.03), "clusters=200 lies outside"),
-                       (DesignPoint(clusters=30, margin=0.05), "margin=0.05 lies outside"),
-                       (DesignPoint(clusters=30, margin=0.03, rho=0.3), "rho=0.3 lies outside"),
+    assert covers(rec, DesignPoint(clusters=100, margin=0.03, rho=0.37)).covered
+    for point, why in [(DesignPoint(clusters=50, margin=0.03, rho=0.0), "clusters=50 is not on the record's grid"),
+                       (DesignPoint(clusters=30, margin=0.05, rho=0.0), "margin=0.05 is not on the record's grid"),
+                       (DesignPoint(clusters=30, margin=0.03, cluster_size=FixedSize(trials=3), rho=0.0),
+                        "M=3 is not on the record's grid"),
+                       (DesignPoint(clusters=100, margin=0.03, cluster_size=FixedSize(trials=5), rho=0.1),
+                        "not on the grid"),
+                       (DesignPoint(clusters=100, margin=0.03, cluster_size=FixedSize(trials=5)), "rho is unknown"),
+                       (DesignPoint(clusters=10, margin=0.03, rho=0.0), "K=10"),
+                       (DesignPoint(clusters=200, margin=0.03), "not on the record's grid"),
                        (DesignPoint(clusters=30, margin=0.03, baseline=0.5), "baseline=0.5 lies outside"),
-                       (DesignPoint(clusters=30, margin=0.03, cluster_size=FixedSize(trials=9)), "outside the"),
                        (DesignPoint(clusters=30, margin=0.03, cluster_size=PoissonSize(mean_trials=2)), "poisson"),
                        (DesignPoint(clusters=30, margin=0.03, label_noise=LabelNoise(candidate_sensitivity=0.9)),
                         "label-noise"),
@@ -200,13 +203,16 @@ def test_covers_brackets_the_grid():
         assert not c.covered and why in c.reason, (point, c.reason)
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=pol.validity_days + 1)
     assert "expired" in covers(rec, DesignPoint(clusters=30, margin=0.03, rho=0.0), now=later).reason
+    old = rec.model_copy(update={"mc_rule": "unadjusted", "schema_version": "1"})
+    assert "unadjusted Monte Carlo" in covers(old, DesignPoint(clusters=30, margin=0.03, rho=0.0)).reason
 
 
-def _write(rec, tmp_path, dataset_bytes=b"dataset bytes"):
-    ds = tmp_path / "x.nc"
-    ds.write_bytes(dataset_bytes)
-    rec = rec.model_copy(update={"dataset": q.DatasetRef(file="x.nc", sha256=q.file_sha256(ds))}).sealed()
-    path = tmp_path / "x.json"
+def _write(rec, tmp_path, stem="x"):
+    """Write ``rec`` with its real dataset (the counts ``load_record`` re-derives)."""
+    ds = write_dataset(build_dataset(rec.policy, rec.method.model_dump(include={"name", "version", "source_sha256"}),
+                                     rec.scenarios, rec.software), tmp_path / f"{stem}.nc")
+    rec = rec.model_copy(update={"dataset": q.DatasetRef(file=ds.name, sha256=q.file_sha256(ds))}).sealed()
+    path = tmp_path / f"{stem}.json"
     path.write_text(rec.to_json())
     return rec, path
 
@@ -228,7 +234,7 @@ def test_load_verifies_hashes_and_detects_tampering(tmp_path):
     tampered(lambda d: d["scenarios"]["n_pass"].__setitem__(0, 0), "content hash mismatch")
     tampered(lambda d: d["cells"][0].__setitem__("verdict", "qualified"), "content hash mismatch")
     tampered(lambda d: d.pop("worst_case"), "content hash mismatch")
-    tampered(lambda d: d.pop("record_sha256"), "does not match the record schema")
+    tampered(lambda d: d.pop("record_sha256"), "no record_sha256")
 
     def resealed(edit):
         rec2 = q.QualificationRecord.model_validate({**good, **edit(json.loads(json.dumps(good)))})
@@ -239,7 +245,7 @@ def test_load_verifies_hashes_and_detects_tampering(tmp_path):
         d["scenarios"]["n_pass"][0] += 1
         return d
     path.write_text(json.dumps(resealed(flip_count)))
-    with pytest.raises(TamperedRecordError, match="do not follow"):
+    with pytest.raises(TamperedRecordError, match="scenario 0: the record says n_pass=.*its dataset x.nc says"):
         load_record(path)
 
     def flip_cell(d):
@@ -313,15 +319,12 @@ def test_find_coverage_is_conservative_when_records_disagree(tmp_path):
     small = synthetic_record(QualificationPolicy(domain=tiny_domain(clusters=IntAxis(lo=10, hi=30, grid=(10, 30)))),
                              lambda cell, b, d: 400)  # exceeds everywhere in K 10..30
     for rec, stem in ((good, "clustered_normal.a"), (bad, "clustered_normal.b"), (small, "clustered_normal.c")):
-        ds = tmp_path / f"{stem}.nc"
-        ds.write_bytes(stem.encode())
-        rec = rec.model_copy(update={"dataset": q.DatasetRef(file=ds.name, sha256=q.file_sha256(ds))}).sealed()
-        (tmp_path / f"{stem}.json").write_text(rec.to_json())
+        _write(rec, tmp_path, stem)
     point = DesignPoint(clusters=30, margin=0.03, rho=0.0, cluster_size=FixedSize(trials=1))
     assert q.covers(good, point).covered and not q.covers(bad, point).covered
     got = q.find_coverage("clustered_normal", point, tmp_path)
-    assert not got.covered and "records disagree" in got.reason and got.record.endswith("clustered_normal.b.json")
+    assert not got.covered and "sources disagree" in got.reason and got.record.endswith("clustered_normal.b.json")
     # K = 100: qualified in a and b, outside c's domain (c does not vote against it)
     k100 = point.model_copy(update={"clusters": 100})
-    assert "outside the qualified domain" in q.covers(small, k100).reason
+    assert "not on the record's grid" in q.covers(small, k100).reason
     assert q.find_coverage("clustered_normal", k100, tmp_path).covered

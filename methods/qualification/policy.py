@@ -1,0 +1,111 @@
+"""Qualification policy: the question a qualification answers (content-hashed; the hash is
+in every record).  Built-in policies are data files, ``policies/<name>.toml``, validated
+into the same model as a user's own policy file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from simlab.models import FrozenModel
+
+from ._hashing import canonical_sha256
+from .domain import QualificationDomain
+from .verdicts import MC_RULE, stage_confidence
+
+POLICY_DIR = Path(__file__).resolve().parent / "policies"
+
+
+class QualificationPolicy(FrozenModel):
+    """How a method is qualified (content-hashed; the hash is in every record)."""
+    alpha: float = Field(default=0.025, gt=0.0, lt=0.5)
+    allowed_excess: float = Field(default=1.1, ge=1.0, le=10.0)
+    mc_confidence: float = Field(default=0.95, ge=0.5, lt=1.0)
+    min_replications: int = Field(default=2000, ge=10, le=10_000_000)
+    max_replications: int = Field(default=128_000, ge=10, le=100_000_000)
+    replication_growth: int = Field(default=4, ge=2, le=64)
+    estimand: Literal["method", "trial_weighted", "cluster_weighted"] = "method"
+    refine_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
+    refine_evaluations: int = Field(default=3, ge=0, le=50)
+    validity_days: int = Field(default=365, ge=1, le=3650)
+    seed: int = Field(default=20261129, ge=0)
+    sampler: Literal["auto", "trial", "composition"] = "auto"
+    domain: QualificationDomain
+
+    @model_validator(mode="after")
+    def _reps(self):
+        if self.max_replications < self.min_replications:
+            raise ValueError(f"max_replications ({self.max_replications}) must be >= "
+                             f"min_replications ({self.min_replications})")
+        return self
+
+    @property
+    def threshold(self) -> float:
+        """Largest acceptable false-pass upper bound: allowed_excess * alpha."""
+        return self.allowed_excess * self.alpha
+
+    @property
+    def confidence(self) -> float:
+        """Two-sided confidence the method runs at: 1 - 2 alpha."""
+        return 1.0 - 2.0 * self.alpha
+
+    def replication_schedule(self) -> list[int]:
+        """Cumulative replication counts tried for a scenario: min, min*g, ... up to max."""
+        out = [self.min_replications]
+        while out[-1] < self.max_replications:
+            out.append(min(out[-1] * self.replication_growth, self.max_replications))
+        return out
+
+    @property
+    def stage_confidence(self) -> float:
+        """Confidence of each stage's Clopper-Pearson bound under the rule new records use
+        (``verdicts.MC_RULE``): the whole adaptive schedule then holds at ``mc_confidence``."""
+        return stage_confidence(self.mc_confidence, len(self.replication_schedule()), MC_RULE)
+
+    def canonical(self) -> dict:
+        return self.model_dump(mode="json")
+
+    @property
+    def sha256(self) -> str:
+        return canonical_sha256(self.canonical())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "QualificationPolicy":
+        """Read a policy from JSON or TOML; errors name the offending field."""
+        path = Path(path)
+        text = path.read_text()
+        try:
+            if path.suffix.lower() == ".toml":
+                import tomllib
+                data = tomllib.loads(text)
+            else:
+                data = json.loads(text)
+        except (ValueError, json.JSONDecodeError) as exc:
+            raise ValueError(f"policy file {path}: cannot parse: {exc}") from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(f"policy file {path}: {exc}") from None
+
+
+
+
+def policy_names() -> list[str]:
+    """Names of the built-in policies (``policies/*.toml``)."""
+    return sorted(p.stem for p in POLICY_DIR.glob("*.toml"))
+
+
+def named_policy(name: str) -> QualificationPolicy:
+    """A built-in policy by name (see ``policies/*.toml`` for what each one covers)."""
+    path = POLICY_DIR / f"{name}.toml"
+    if "/" in name or not path.is_file():
+        raise ValueError(f"unknown policy {name!r}: give a JSON/TOML file or one of {', '.join(policy_names())}")
+    return QualificationPolicy.load(path)
+
+
+def standard_policy(**overrides: Any) -> QualificationPolicy:
+    """The ``standard`` policy, with field overrides."""
+    base = named_policy("standard")
+    return QualificationPolicy.model_validate({**base.model_dump(), **overrides}) if overrides else base

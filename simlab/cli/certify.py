@@ -1,0 +1,61 @@
+"""``simlab certify``: certify a method at exactly one design (``studies.certify``)."""
+from __future__ import annotations
+
+import argparse
+
+
+def _pair(text: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO,HI, got {text!r}") from None
+    return lo, hi
+
+
+def cmd_certify(args: argparse.Namespace) -> None:
+    import sys
+
+    from simlab.cli._legacy import emit
+    from studies.certify import certificate_payload, certify, write_certificate
+
+    key = None
+    if args.sign_key:
+        from simlab.signing import load_private_key
+        key = load_private_key(args.sign_key)
+    cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                   baseline=args.baseline, discordance=args.discordance, engine=args.engine, n_jobs=args.n_jobs,
+                   sign_key=key, progress=None if args.json else lambda s: print(s, file=sys.stderr, flush=True))
+    path = write_certificate(cert, args.out)
+
+    def render(p: dict) -> None:
+        w = p["worst"]
+        print(f"{p['method']} at K={p['design']['clusters']}, M={p['design']['trials']}, margin={p['design']['margin']:g}, "
+              f"rho <= {p['design']['rho_max']:g}: {p['verdict'].upper()} ({p['engine']})")
+        bound = (f", proven bound over the range {p['proven_upper']:.5g}"
+                 if p["proven_upper"] is not None and p["verdict"] != "exceeds" else "")
+        print(f"worst false-pass rate {w['rate']:.5g} (upper {w['upper']:.5g}{bound}) vs threshold "
+              f"{p['threshold']:.4g} at baseline {w['baseline']:g}, discordance {w['discordance']:.5g}, rho {w['rho']:g}")
+        print(f"{p['points']} nuisance points, {p['seconds']:.1f} s; certificate {p['file']}"
+              + (f", signed by {p['signed_by']}" if p["signed_by"] else ""))
+
+    emit(args, certificate_payload(cert, path), render)
+
+
+def register(subparsers, bench_subparsers) -> None:
+    p = subparsers.add_parser("certify", help="certify a method at exactly one design (worst case over the nuisance)")
+    p.add_argument("--method", required=True, help="registered method name")
+    p.add_argument("--clusters", type=int, required=True, help="K, independent clusters")
+    p.add_argument("--trials", type=int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
+    p.add_argument("--margin", type=float, required=True, help="non-inferiority margin")
+    p.add_argument("--rho-max", type=float, default=0.0, help="largest intra-cluster correlation (default 0)")
+    p.add_argument("--looks", type=int, default=None, help="equally spaced looks (sequential methods)")
+    p.add_argument("--baseline", type=_pair, default=(0.5, 1.0), metavar="LO,HI",
+                   help="baseline pass-rate range (default 0.5,1)")
+    p.add_argument("--discordance", type=_pair, default=(0.01, 0.5), metavar="LO,HI",
+                   help="discordance range (default 0.01,0.5)")
+    p.add_argument("--engine", choices=("auto", "exact", "simulation"), default="auto")
+    p.add_argument("--out", default="certificates", metavar="DIR", help="output directory (default %(default)s)")
+    p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_certify)

@@ -1,0 +1,176 @@
+"""``simlab records``: list, verify, sign, look up coverage in, and regenerate the
+qualification records directory (``--records DIR``, else ``$SIMLAB_RECORDS``, else the
+checkout's ``results/qualification``, else the copy installed with simlab)."""
+from __future__ import annotations
+
+import argparse
+
+
+def _json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _records_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", default=None, metavar="DIR",
+                   help="records directory (default: $SIMLAB_RECORDS, the checkout's results/qualification, or "
+                        "the installed copy)")
+
+
+def _trusted(paths):
+    if not paths:
+        return None
+    from simlab.signing import trusted_keys
+    return trusted_keys(paths)
+
+
+def _files(method: str | None, d):
+    """(path, loader) for every record and certificate of ``method`` in ``d``."""
+    from methods.qualification import certificate_paths, load_certificate, load_record, record_paths
+    return [(p, load_record) for p in record_paths(method, d)] + \
+        [(p, load_certificate) for p in certificate_paths(method, d)]
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    from simlab.cli._legacy import emit
+    from methods.qualification import certificate_paths, record_paths, records_dir
+
+    d = records_dir(args.records)
+    payload = {"directory": str(d), "records": [str(p) for p in record_paths(args.method, d)],
+               "certificates": [str(p) for p in certificate_paths(args.method, d)]}
+    emit(args, payload, lambda p: print("\n".join([f"records in {p['directory']}:"] + p["records"]
+                                                  + p["certificates"])))
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    from simlab.cli._legacy import emit
+    from methods.qualification import RecordError, records_dir
+
+    d = records_dir(args.records)
+    keys = _trusted(args.trusted_keys)
+    rows = []
+    for path, load in _files(args.method, d):
+        try:
+            load(path, trusted_keys=keys, check_current=not args.allow_stale)
+            rows.append({"file": path.name, "ok": True, "reason": ""})
+        except RecordError as exc:
+            rows.append({"file": path.name, "ok": False, "reason": str(exc)})
+    if not rows:
+        raise ValueError(f"no records in {d}")
+    bad = [r for r in rows if not r["ok"]]
+    if bad:
+        raise ValueError(f"{len(bad)} of {len(rows)} files failed verification: "
+                         + "; ".join(f"{r['file']}: {r['reason']}" for r in bad))
+    emit(args, {"directory": str(d), "files": rows, "all_ok": True},
+         lambda p: print("\n".join(f"ok {r['file']}" for r in p["files"])))
+
+
+def cmd_sign(args: argparse.Namespace) -> None:
+    import json
+    import os
+
+    from simlab.cli._legacy import emit
+    from methods.qualification import records_dir
+    from simlab.signing import load_private_key
+
+    key = load_private_key(args.key)
+    d = records_dir(args.records)
+    signed = []
+    for path, load in _files(args.method, d):
+        obj = load(path).signed(key)       # verified first: never sign a tampered or stale record
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(obj.to_json())
+        os.replace(tmp, path)
+        signed.append({"file": path.name, "key_id": json.loads(obj.to_json())["signature"]["key_id"]})
+    emit(args, {"directory": str(d), "signed": signed},
+         lambda p: print("\n".join(f"signed {s['file']} ({s['key_id']})" for s in p["signed"])))
+
+
+def cmd_coverage(args: argparse.Namespace) -> None:
+    from simlab.cli._legacy import emit
+    from methods.qualification import DesignPoint, find_coverage, records_dir
+    from simlab.scenario import FixedSize
+
+    point = DesignPoint(clusters=args.clusters, cluster_size=FixedSize(trials=args.trials), margin=args.margin,
+                        rho=args.rho, rho_max=args.rho_max, looks=args.looks)
+    c = find_coverage(args.method, point, records_dir(args.records), certificates=args.certificate or (),
+                      trusted_keys=_trusted(args.trusted_keys))
+    emit(args, {"method": args.method, "design": point.model_dump(mode="json"), "covered": c.covered,
+                "reason": c.reason, "source": c.record},
+         lambda p: print(f"{p['method']}: {'covered' if p['covered'] else 'NOT covered'} -- {p['reason']}"))
+
+
+def cmd_regenerate(args: argparse.Namespace) -> None:
+    import sys
+
+    from simlab.cli._legacy import emit
+    from methods.qualification import records_dir
+    from studies.regenerate import plan, regenerate
+
+    d = records_dir(args.records)
+    only = set(args.only.split(",")) if args.only else None
+    items = plan(d, only, args.policy)
+    if not items:
+        raise ValueError(f"no records to regenerate in {d}" + (f" for {sorted(only)}" if only else ""))
+    if args.dry_run:
+        emit(args, {"directory": str(d), "plan": [i.as_dict() for i in items]},
+             lambda p: print("\n".join(f"policy {i['policy_sha256'][:10]} ({i['grid_cells']} cells): "
+                                       f"{', '.join(i['methods'])}" for i in p["plan"])))
+        return
+    done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs,
+                      progress=lambda s: print(s, file=sys.stderr, flush=True))
+    emit(args, {"directory": str(d), "out": args.out or str(d), "records": done},
+         lambda p: print("\n".join(f"{r['method']}: {r['cells_qualified']}/{r['cells_total']} cells qualified -> "
+                                   f"{r['record']}" for r in p["records"])))
+
+
+def register(subparsers, bench_subparsers) -> None:
+    p = subparsers.add_parser("records", help="list, verify, sign, regenerate qualification records; coverage")
+    rs = p.add_subparsers(dest="records_command", required=True)
+
+    s = rs.add_parser("list", help="record and certificate files in the records directory")
+    _records_flag(s)
+    s.add_argument("--method", default=None, help="only this method (identity name)")
+    _json_flag(s)
+    s.set_defaults(func=cmd_list)
+
+    s = rs.add_parser("verify", help="verify every record and certificate (hashes, dataset counts, dates, "
+                                     "signatures with --trusted-keys, method identity)")
+    _records_flag(s)
+    s.add_argument("--method", default=None)
+    s.add_argument("--trusted-keys", nargs="+", metavar="PUB", help="public keys (.pub) or directories of them; "
+                                                                    "then every file must be signed by one")
+    s.add_argument("--allow-stale", action="store_true", help="do not require the current method source")
+    _json_flag(s)
+    s.set_defaults(func=cmd_verify)
+
+    s = rs.add_parser("sign", help="verify, then sign every record and certificate with an Ed25519 key")
+    _records_flag(s)
+    s.add_argument("--key", required=True, metavar="PEM", help="private key (simlab.signing.save_keypair)")
+    s.add_argument("--method", default=None)
+    _json_flag(s)
+    s.set_defaults(func=cmd_sign)
+
+    s = rs.add_parser("coverage", help="is METHOD covered at this design (grid records, certificates)?")
+    _records_flag(s)
+    s.add_argument("--method", required=True, help="method identity name, e.g. tango_score")
+    s.add_argument("--clusters", type=int, required=True)
+    s.add_argument("--trials", type=int, default=1)
+    s.add_argument("--margin", type=float, required=True)
+    s.add_argument("--rho", type=float, default=None)
+    s.add_argument("--rho-max", type=float, default=None)
+    s.add_argument("--looks", type=int, default=None)
+    s.add_argument("--certificate", nargs="+", metavar="FILE", help="certificate files to consult as well")
+    s.add_argument("--trusted-keys", nargs="+", metavar="PUB")
+    _json_flag(s)
+    s.set_defaults(func=cmd_coverage)
+
+    s = rs.add_parser("regenerate", help="re-run every record's method under its own policy (after a method or "
+                                         "schema change)")
+    _records_flag(s)
+    s.add_argument("--out", default=None, metavar="DIR", help="write here instead of in place")
+    s.add_argument("--only", default=None, help="comma-separated method names")
+    s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
+    s.add_argument("--n-jobs", type=int, default=1)
+    s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
+    _json_flag(s)
+    s.set_defaults(func=cmd_regenerate)
