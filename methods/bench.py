@@ -156,7 +156,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
                 n = max(pilot, int(max_seconds * pilot / t_pilot))
             seconds, passes = _time_kernel(method, gen, n, margin, alpha, chunk_size)
             rate = n / seconds
-            note = "bootstrap: --bootstrap-reps" if cls == "bootstrap" else None
+            note = "bootstrap: bootstrap_reps" if cls == "bootstrap" else None
             if n < requested:
                 note = f"reduced from {requested:,}: pilot predicted more than {max_seconds:g} s"
             row.update({"replications": n, "reduced": n < requested, "replications_note": note, "seconds": seconds,

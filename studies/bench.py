@@ -71,13 +71,13 @@ def load_limit_kernel(path: str | Path):
     """Import ``cpu_ser`` and ``cpu_par`` from the limit-benchmark file at ``path``."""
     p = Path(path)
     if not p.is_file():
-        raise ValueError(f"--limit-kernel: no such file {p}")
+        raise ValueError(f"limit_kernel: no such file {p}")
     spec = importlib.util.spec_from_file_location("simlab_limit_kernel", p)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     for name in ("cpu_ser", "cpu_par"):
         if not callable(getattr(mod, name, None)):
-            raise ValueError(f"--limit-kernel {p} defines no function {name!r}")
+            raise ValueError(f"limit_kernel {p} defines no function {name!r}")
     return mod.cpu_ser, mod.cpu_par
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
+from typing import Callable
 
 from simlab.scenario import ExplicitSizes, PairedScenario
 
@@ -87,8 +88,10 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
 
 
 def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, headline_replications: int = 400_000,
-             seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0) -> dict:
-    """Run the demo; returns the payload the CLI prints (and writes dataset + plot)."""
+             seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0,
+             progress: Callable[[str], None] | None = None) -> dict:
+    """Run the demo; returns the payload the CLI prints (and writes dataset + plot).
+    ``progress(message)`` is told as each of its stages starts."""
     from methods import registry
 
     from .plot import plot_dataset
@@ -100,7 +103,12 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
 
+    def say(message: str) -> None:
+        if progress is not None:
+            progress(message)
+
     # 1. headline ---------------------------------------------------------------
+    say(f"1/4 headline: exact and {headline_replications:,} simulated replications of clustered_normal")
     s0 = seed_scenario()
     cn = registry.get("clustered_normal")
     ex = exact_measures(s0, cn, MARGIN, ALPHA)
@@ -115,6 +123,7 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
                 "true_difference": s0.true_difference_trial()}
 
     # 2. unequal clusters ---------------------------------------------------------
+    say(f"2/4 unequal clusters: {len(methods)} methods on one deterministic table")
     su = unequal_scenario()
     table = scenario_tables(su, seed, 0, 1)
     unequal_rows = []
@@ -132,6 +141,8 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     # 3. library comparison -----------------------------------------------------------
     spec = demo_spec(names, replications, seed)
     points = spec.points()
+    say(f"3/4 method library: {len(methods)} methods x {len(points)} scenarios (replications per method "
+        "planned by a timed pilot)")
     plan = _replication_plan(methods, refs, points[0][1], replications,
                              method_seconds / (len(points) + 1), seed)
     counts = [_grouped_counts(sc, refs, plan, seed) for _, sc in points]
@@ -144,6 +155,7 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     ds = build_dataset(spec, points, counts, methods, refs, exact_rows, info)
     ds.attrs["replications_by_method"] = str(plan)
     out = Path(out_dir)
+    say(f"4/4 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")
     nc = save_dataset(ds, out / "demo.nc")
     png = plot_dataset(ds, out / "demo.png")
 

@@ -528,7 +528,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
         kind = m.kind
         if kind == "sequential" and policy.domain.looks is None:
             raise ValueError(f"method {m.name!r} is sequential: the policy's domain must declare looks "
-                             "(e.g. --policy sequential)")
+                             "(e.g. the built-in policy 'sequential')")
         if kind == "fixed" and policy.domain.looks is not None:
             raise ValueError(f"method {m.name!r} is fixed-sample but the policy declares {policy.domain.looks} looks; "
                              "qualify fixed-sample methods under a policy without looks")

@@ -286,7 +286,7 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
         raise ValueError(f"need 100 <= initial_reps <= max_reps, got {initial_reps}, {max_reps}")
     is_seq = method.sequential
     if looks is not None and not is_seq:
-        raise ValueError(f"--looks applies to sequential methods; {method.name!r} is fixed-sample")
+        raise ValueError(f"looks applies to sequential methods; {method.name!r} is fixed-sample")
     _scenario(baseline, difference, discordance, 2, trials, rho)  # validates the alternative
     an = analytic_clusters(margin, difference, discordance, alpha, power, trials, rho, variance_kind(method))
     k0 = max(an["clusters"], looks or 2)
@@ -482,3 +482,29 @@ def plot_curve(result: SizingResult, path) -> None:
 
 __all__ = ["analytic_pairs", "analytic_clusters", "restricted_p10", "design_effect", "size", "SizingResult",
            "PowerFrame", "false_pass_at", "plot_curve", "EXCEEDS"]
+
+
+def save_sizing(result: SizingResult, out_dir) -> dict[str, str]:
+    """Write the power curve (netCDF) and its plot (PNG) into ``out_dir``, each atomically
+    (a temporary file renamed into place), named after the inputs; sets and returns
+    ``result.files``."""
+    import os
+    from pathlib import Path
+
+    from .results import save_dataset
+
+    inp = result.inputs
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / (f"size-{inp['method']}-m{inp['margin']:g}-d{inp['difference']:g}-M{inp['trials_per_cluster']}"
+                  f"-rho{inp['rho']:g}-seed{inp['seed']}")
+    nc, png = Path(f"{stem}.nc"), Path(f"{stem}.png")
+    save_dataset(result.curve, nc)
+    tmp = png.with_name(f".{png.name}.{os.getpid()}.tmp.png")
+    try:
+        plot_curve(result, tmp)
+        os.replace(tmp, png)
+    finally:
+        tmp.unlink(missing_ok=True)
+    result.files = {"curve": str(nc), "png": str(png)}
+    return result.files

@@ -1,10 +1,42 @@
 """``simlab`` -- the one front door.  Parse, call a layer, print or serialise; nothing else.
 
-Every command that prints figures accepts ``--json`` and then writes exactly one JSON
-object to stdout.  This package is the only place allowed to import upward (methods,
-studies, evidence).  Each public module ``simlab/cli/<group>.py`` is one command group and
-defines ``register(subparsers, bench_subparsers)``; it is found by name, so adding a command
-group touches no other file.  Heavy imports happen inside the command functions.
+Conventions for a command module (``simlab/cli/<group>.py``; files starting with ``_`` are
+shared helpers, not command groups):
+
+Registration
+    Each public module is one command group, found by name (adding a group touches no other
+    file), and defines ``register(subparsers, bench_subparsers) -> None``.  It adds its
+    parsers with ``subparsers.add_parser(...)`` (and ``bench_subparsers.add_parser(...)`` for
+    a ``simlab bench <x>`` row) and binds each to a function with
+    ``p.set_defaults(func=run_x)``.  Add ``--json`` with ``_args.add_json(p)``.  Validate
+    numbers in argparse with the checked types of ``_args`` (``positive_int``, ``n_jobs``,
+    ``nonnegative_float``, ``memory_size``...), so a bad value never reaches the work.
+
+Commands
+    ``run_x(args) -> int | None``: parse the arguments into library objects, call ONE library
+    function, then ``_output.emit(args, payload, render)``: ``payload`` is a JSON-able dict
+    (numpy values are converted; non-finite floats become null) printed as one object under
+    ``--json``; ``render(payload)`` prints the human form otherwise.  Imports of ``methods``,
+    ``studies``, ``evidence``, numpy, scipy, xarray or numba happen inside the function:
+    ``simlab --help`` imports none of scipy.stats, numba or xarray, and ``simlab methods``
+    neither scipy.stats nor xarray (``tests/cli/test_imports.py``).  Long work reports
+    progress: a rich bar on a terminal, timestamped lines on stderr otherwise
+    (``simlab.progress``; ``_output.log_to_stderr(args)`` for a ``progress(str)`` callback).
+    Library code never names a CLI flag; a message that must name one is written here.
+    Before heavy work, estimate its memory and call ``_args.check_memory(args, bytes, what)``
+    (with ``_args.add_max_memory(p)``: ``--max-memory``, default ``$SIMLAB_MAX_MEMORY`` or 4G).
+
+Exit codes and errors (one contract for every command)
+    0  success (whatever the figures say).
+    1  reserved for a *decision that blocks* (the evidence path may return 1 from its
+       ``run_x`` when a release is blocked); never used for errors.
+    2  bad input or refused work: argparse errors, ``ValueError`` (raise ``_output.UsageError
+       (message, field)`` to name the field, e.g. ``"--reps"``), ``KeyError`` (unknown names),
+       pydantic ``ValidationError`` (one line naming the field, no URL), ``OSError`` (the
+       path and the reason), ``MemoryError``.  The message is one line naming the field and
+       the allowed range; it goes to stderr as ``error: ...``, or under ``--json`` to stdout
+       as ``{"error": {"message": ..., "field": ...}}`` (``field`` may be null).
+    Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
@@ -18,17 +50,36 @@ def _command_modules() -> list[str]:
 
 
 def build_parser():
-    from simlab.cli import _legacy
-    parser, sub, bench_sub = _legacy.build_parser()
+    from simlab.cli._args import Parser
+
+    parser = Parser(prog="simlab",
+                    description="Measure, size and qualify non-inferiority decision methods for paired, clustered "
+                                "binary outcomes.  Every command that prints figures takes --json.  Exit codes: 0 "
+                                "success, 2 bad input or refused work (1 is reserved for a blocking decision).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    bench = sub.add_parser("bench", help="speed benchmarks against references measured in the same run")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     for name in _command_modules():
         importlib.import_module(f"{__name__}.{name}").register(sub, bench_sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simlab.cli import _legacy
-    args = build_parser().parse_args(argv)
-    return _legacy.dispatch(args)
+    from simlab.cli._output import EXIT_OK, describe_error, report_error
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in argv
+    args = None
+    try:
+        args = build_parser().parse_args(argv)
+        json_mode = bool(getattr(args, "json", False))
+        rc = args.func(args)
+    except Exception as exc:  # noqa: BLE001 - mapped by the contract; unmapped ones re-raise
+        described = describe_error(exc, args)
+        if described is None:
+            raise
+        return report_error(*described, json_mode)
+    return EXIT_OK if rc is None else int(rc)
 
 
 if __name__ == "__main__":

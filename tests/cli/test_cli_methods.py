@@ -66,7 +66,7 @@ def test_interval_errors_are_clear(capsys, argv, message):
     rc, out, err = run(capsys, ["interval", *argv])
     assert rc == 2 and message in err and out == ""
     rc, out, _ = run(capsys, ["interval", *argv, "--json"])
-    assert rc == 2 and message in json.loads(out)["error"]
+    assert rc == 2 and message in json.loads(out)["error"]["message"]
 
 
 def test_interval_refuses_sequential_methods(capsys, monkeypatch):

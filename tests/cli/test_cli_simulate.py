@@ -37,7 +37,7 @@ def test_simulate_from_rates_and_text_output(capsys):
 
 def test_simulate_bad_input_names_the_field(capsys):
     assert main(["simulate", "--rho", "1.5", "--json"]) == 2
-    err = json.loads(capsys.readouterr().out)["error"]
+    err = json.loads(capsys.readouterr().out)["error"]["message"]
     assert "rho" in err
     assert main(["simulate", "--cells", "0.5,0.5,0.5,0.5"]) == 2
     assert "cells must sum to 1" in capsys.readouterr().err

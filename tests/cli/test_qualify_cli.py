@@ -44,17 +44,17 @@ def test_qualify_then_show(tmp_path, capsys):
 
 def test_qualify_errors_are_clean(tmp_path, capsys):
     assert main(["qualify", "--json"]) == 2
-    assert "give --method" in json.loads(capsys.readouterr().out)["error"]
+    assert "give --method" in json.loads(capsys.readouterr().out)["error"]["message"]
     assert main(["qualify", "--method", "no_such_method", "--json"]) == 2
-    assert "unknown method" in json.loads(capsys.readouterr().out)["error"]
+    assert "unknown method" in json.loads(capsys.readouterr().out)["error"]["message"]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"alpha": 0.7}))
     assert main(["qualify", "--method", "paired_wald", "--policy", str(bad), "--json"]) == 2
-    assert "alpha" in json.loads(capsys.readouterr().out)["error"]
+    assert "alpha" in json.loads(capsys.readouterr().out)["error"]["message"]
     rec = tmp_path / "r.json"
     rec.write_text("{}")
     assert main(["qualify", "show", str(rec), "--json"]) == 2
-    assert "record schema" in json.loads(capsys.readouterr().out)["error"]
+    assert "record schema" in json.loads(capsys.readouterr().out)["error"]["message"]
 
 
 def test_size_command(tmp_path, capsys):
@@ -70,4 +70,4 @@ def test_size_command(tmp_path, capsys):
     assert len(p["curve"]["clusters"]) == len(p["curve"]["power"])
     assert main(["size", "--method", "tango_score", "--margin", "0.1", "--true-difference", "-0.2",
                  "--json", "--out", ""]) == 2
-    assert "must exceed -margin" in json.loads(capsys.readouterr().out)["error"]
+    assert "must exceed -margin" in json.loads(capsys.readouterr().out)["error"]["message"]

@@ -30,9 +30,9 @@ def test_exact_custom_and_errors(capsys):
     assert rc == 0 and [r["method"] for r in p["rows"]] == ["msprt", "repeated_fixed[clustered_normal]"]
     assert len(p["rows"][0]["promote_by_look"]) == 3
     rc, p = run(capsys, "sequential", "exact", "--json", "--loss", "0.03", "--looks", "50,40")
-    assert rc == 2 and "strictly increasing" in p["error"]
+    assert rc == 2 and "strictly increasing" in p["error"]["message"]
     rc, p = run(capsys, "sequential", "exact", "--json", "--loss", "0.03", "--methods", "betting_cs")
-    assert rc == 2 and "order of the clusters" in p["error"]
+    assert rc == 2 and "order of the clusters" in p["error"]["message"]
 
 
 def test_simulate_reports_simulated_and_exact(capsys):
@@ -51,7 +51,7 @@ def test_analyze_one_experiment(capsys):
     rc, p = run(capsys, *args, *sum((["--table", t] for t in tables), []))
     assert rc == 0 and p["decision"] == "promote" and p["stop_at"] == 100 and p["looks_reached"] == 2
     rc, p = run(capsys, *args, "--table", "1,0,-1,0")
-    assert rc == 2 and "table #1" in p["error"]
+    assert rc == 2 and "table #1" in p["error"]["message"]
 
 
 def test_run_show_plot(capsys, tmp_path):
@@ -72,7 +72,7 @@ def test_run_show_plot(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text('methods = ["msprt"]\nlooks = [5, 3]\n')
     rc, p = run(capsys, "sequential", "run", str(bad), "--json")
-    assert rc == 2 and "strictly increasing" in p["error"]
+    assert rc == 2 and "strictly increasing" in p["error"]["message"]
 
 
 def test_bench_sequential_json(capsys):

@@ -74,7 +74,7 @@ def test_false_pass_falls_back_to_simulation_and_reports_errors(capsys):
                               "--json"])
     assert rc == 0 and p["exact"] is False and "order" in p["why_not_exact"]
     rc, e = run_json(capsys, ["false-pass", "--method", "nope", "--json"])
-    assert rc == 2 and "unknown method" in e["error"]
+    assert rc == 2 and "unknown method" in e["error"]["message"]
     rc, e = run_json(capsys, ["false-pass", "--method", "paired_wald", "--cells", "0.9,0.1", "--json"])
     assert rc != 0
 
@@ -124,4 +124,4 @@ def test_bench_study_smoke(tmp_path, capsys):
     assert set(p["ratios"]) == {"runner_vs_numpy_per_core", "table_path_vs_numpy_per_core", "runner_vs_fused_per_core"}
     rc, err = run_json(capsys, ["bench", "study", "--limit-kernel", str(tmp_path / "missing.py"), "--json",
                                 "--reps", "1000", "--numpy-reps", "1000", "--n-jobs", "1"])
-    assert rc == 2 and "no such file" in err["error"]
+    assert rc == 2 and "no such file" in err["error"]["message"]

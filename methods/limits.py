@@ -1,0 +1,138 @@
+"""Bounded single analyses: estimate a method's memory and time on given tables from its
+algorithm, and refuse before running when either exceeds a limit.
+
+Every fixed method is linear in the cells of ``tables[R, K, 4]`` except these, whose cost
+grows with the *counts* or with a resampling option (constants measured on one core,
+``NUMBA_NUM_THREADS=1``, peak RSS over a warm process; see ``tests/methods/test_limits.py``):
+
+``exact_discordant``
+    ``prepare`` builds Clopper-Pearson lookups indexed by every size ``0 .. n_max`` (the
+    largest pooled trial count of a replication): int64 ``xmin``/``xmax``, float64 start
+    offsets and a float64 header of three words per size.  Measured 46-47 bytes and
+    0.24-0.30 us per unit of ``n_max`` at ``n_max = 1e7`` and ``1e8`` (0.47 GB / 2.4 s and
+    4.6 GB / 30 s): model 48 B and 0.3 us per size.
+``bayes_hierarchical``
+    the posterior is a mixture over table counts ``(t10, t01, t11 + t00)``: with
+    ``M_j = y_j - c_j`` (pooled count of cell ``j`` less the clusters where it is positive)
+    there are ``P = (M10 + 1)(M01 + 1)(M11 + M00 + 1)`` components, each with a float64 log
+    weight and a float64 mixture coefficient.  Measured 14.5-15 bytes and 3.1-6.0 us per
+    component for P = 1.9e5 .. 1e7: model 16 B and 6 us per component.
+``cluster_bootstrap``, ``cluster_bootstrap_bca``
+    ``resamples`` draws of ``K`` clusters per replication: measured 17 ns per
+    cluster-draw at K = 1e5, B = 999: model 20 ns.
+
+The limits default to :data:`DEFAULT_MAX_BYTES` and :data:`DEFAULT_MAX_SECONDS`; override
+them per call (``max_bytes``, ``max_seconds``) or by the environment variables
+``SIMLAB_MAX_ANALYSIS_BYTES`` / ``SIMLAB_MAX_ANALYSIS_SECONDS``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_MAX_BYTES = 4 << 30        # 4 GiB
+DEFAULT_MAX_SECONDS = 120.0
+BYTES_ENV = "SIMLAB_MAX_ANALYSIS_BYTES"
+SECONDS_ENV = "SIMLAB_MAX_ANALYSIS_SECONDS"
+
+EXACT_DISCORDANT_BYTES_PER_SIZE = 48.0
+EXACT_DISCORDANT_SECONDS_PER_SIZE = 3e-7
+BAYES_HIERARCHICAL_BYTES_PER_COMPONENT = 16.0
+BAYES_HIERARCHICAL_SECONDS_PER_COMPONENT = 6e-6
+BOOTSTRAP_SECONDS_PER_DRAW = 2e-8
+LINEAR_BYTES_PER_CELL = 8.0         # any method: the int64 copy of the tables and per-cluster work
+LINEAR_SECONDS_PER_CELL = 1e-8
+
+
+@dataclass(frozen=True)
+class AnalysisCost:
+    """Estimated peak extra memory (bytes) and time (seconds) of one ``analyze``/``batch`` call."""
+    method: str
+    bytes: float
+    seconds: float
+    driver: str  # what the cost grows with, in words
+
+
+class AnalysisTooCostly(ValueError):
+    """Refusal: ``resource`` ('memory' or 'time') would exceed ``limit``."""
+
+    def __init__(self, what: str, how: str, cost: AnalysisCost, resource: str, limit: float):
+        super().__init__(f"{what}; {how}")
+        self.what, self.cost, self.resource, self.limit = what, cost, resource, limit
+
+
+def _limit(value: float | None, env: str, default: float) -> float:
+    if value is not None:
+        return float(value)
+    text = os.environ.get(env)
+    if text:
+        try:
+            v = float(text)
+        except ValueError:
+            raise ValueError(f"environment {env} must be a number, got {text!r}") from None
+        if v > 0:
+            return v
+        raise ValueError(f"environment {env} must be > 0, got {text!r}")
+    return default
+
+
+def analysis_cost(method, tables) -> AnalysisCost:
+    """Cost estimate of ``method`` on ``tables`` (``[K, 4]`` for one experiment or
+    ``[R, K, 4]``), from the models in the module docstring."""
+    t = np.asarray(tables, dtype=np.float64)  # float: counts near 2^63 must not overflow sums
+    if t.ndim == 2:
+        t = t[None]
+    if t.ndim != 3 or t.shape[-1] != 4:
+        raise ValueError(f"tables must have shape [K, 4] or [R, K, 4], got {t.shape}")
+    R, K = t.shape[0], t.shape[1]
+    cells = float(R * K * 4)
+    base = AnalysisCost(method.name, LINEAR_BYTES_PER_CELL * cells, LINEAR_SECONDS_PER_CELL * cells,
+                        "the number of clusters")
+    if method.name == "exact_discordant":
+        sizes = float(t.sum(axis=(1, 2)).max()) + 1.0 if R else 1.0
+        return AnalysisCost(method.name, base.bytes + EXACT_DISCORDANT_BYTES_PER_SIZE * sizes,
+                            base.seconds + EXACT_DISCORDANT_SECONDS_PER_SIZE * sizes,
+                            f"the largest pooled trial count ({sizes - 1:.4g})")
+    if method.name == "bayes_hierarchical":
+        y = t.sum(axis=1)                       # [R, 4] pooled counts
+        c = (t > 0).sum(axis=1)                 # [R, 4] clusters with a positive count
+        m = np.maximum(y - c, 0.0)
+        comps = (m[:, 1] + 1) * (m[:, 2] + 1) * (m[:, 0] + m[:, 3] + 1)
+        worst = float(comps.max()) if R else 0.0
+        return AnalysisCost(method.name, base.bytes + BAYES_HIERARCHICAL_BYTES_PER_COMPONENT * worst,
+                            base.seconds + BAYES_HIERARCHICAL_SECONDS_PER_COMPONENT * float(comps.sum()),
+                            f"the posterior's mixture components ({worst:.3g}; they grow with the product "
+                            "of the counts of cells n10, n01 and n11 + n00 above one per cluster)")
+    if method.name in ("cluster_bootstrap", "cluster_bootstrap_bca"):
+        draws = float(method.options.get("resamples", 999.0)) * K * R
+        return AnalysisCost(method.name, base.bytes, base.seconds + BOOTSTRAP_SECONDS_PER_DRAW * draws,
+                            f"resamples x clusters ({draws:.3g} cluster draws)")
+    return base
+
+
+def _human_bytes(n: float) -> str:
+    return f"{n / (1 << 30):.3g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.3g} MiB"
+
+
+def check_analysis_cost(method, tables, *, max_bytes: float | None = None,
+                        max_seconds: float | None = None) -> AnalysisCost:
+    """Return the estimated cost, or raise :class:`AnalysisTooCostly` (a ``ValueError``)
+    naming the method, the estimate, the limit and how to raise it."""
+    cost = analysis_cost(method, tables)
+    limit_b = _limit(max_bytes, BYTES_ENV, DEFAULT_MAX_BYTES)
+    limit_s = _limit(max_seconds, SECONDS_ENV, DEFAULT_MAX_SECONDS)
+    if cost.bytes > limit_b:
+        raise AnalysisTooCostly(
+            f"{cost.method} would need an estimated {_human_bytes(cost.bytes)} of memory on this table (driven by "
+            f"{cost.driver}), over the limit of {_human_bytes(limit_b)}",
+            f"raise max_bytes (or ${BYTES_ENV}) to run it anyway, or choose a method whose cost does not grow "
+            "with the counts", cost, "memory", limit_b)
+    if cost.seconds > limit_s:
+        raise AnalysisTooCostly(
+            f"{cost.method} would take an estimated {cost.seconds:.3g} s on this table (driven by {cost.driver}), "
+            f"over the limit of {limit_s:g} s",
+            f"raise max_seconds (or ${SECONDS_ENV}) to run it anyway, or choose a method whose cost does not grow "
+            "with the counts", cost, "time", limit_s)
+    return cost

@@ -1,0 +1,223 @@
+"""Argument helpers shared by the command modules: the parser class (argparse errors follow
+the error contract), checked number types, scenario/table/option parsing, the memory limit."""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from typing import Any, Callable
+
+from simlab.cli._output import UsageError
+
+# ---------------------------------------------------------------- the parser
+
+
+class Parser(argparse.ArgumentParser):
+    """``error`` raises :class:`UsageError` (main turns it into exit 2, JSON under ``--json``);
+    a value such as ``-1,0,0,0`` or ``-0.5`` reaches its option's validator instead of being
+    read as an unknown flag."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook
+        m = re.search(r"argument ([^:]+?):", message)
+        field = None
+        if m:
+            field = m.group(1).split("/")[-1].strip()
+        else:
+            m = re.search(r"arguments are required: (\S+?)(,|$)", message)
+            field = m.group(1) if m else None
+        raise UsageError(f"{self.prog}: {message}", field)
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+# ---------------------------------------------------------------- checked numbers
+
+
+def int_at_least(lo: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {v}")
+        return v
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
+
+def n_jobs(text: str) -> int:
+    """Worker count: >= 1, or -1 for all cores (joblib's convention)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1 and v != -1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 or -1 (all cores), got {text!r}")
+    return v
+
+
+def float_at_least(lo: float, strict: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = float("nan")
+        if not (v > lo if strict else v >= lo):  # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be a number {'>' if strict else '>='} {lo:g}, got {text!r}")
+        return v
+    parse.__name__ = f"number {'>' if strict else '>='} {lo:g}"
+    return parse
+
+
+positive_int = int_at_least(1)
+nonnegative_int = int_at_least(0)
+nonnegative_float = float_at_least(0.0)
+positive_float = float_at_least(0.0, strict=True)
+
+# ---------------------------------------------------------------- memory limit
+
+DEFAULT_MAX_MEMORY = 4 << 30  # 4 GiB: fits beside the OS and a browser on an 8-16 GB laptop
+MEMORY_ENV = "SIMLAB_MAX_MEMORY"
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def memory_size(text: str) -> int:
+    """``"4G"``, ``"512MiB"``, ``"2e9"`` -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"must be a size such as 4G, 512M or 2e9 (bytes), got {text!r}")
+    try:
+        v = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a size such as 4G, 512M or 2e9 (bytes), got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return int(v)
+
+
+def default_max_memory() -> int:
+    text = os.environ.get(MEMORY_ENV)
+    if not text:
+        return DEFAULT_MAX_MEMORY
+    try:
+        return memory_size(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"environment {MEMORY_ENV}: {exc}", MEMORY_ENV) from None
+
+
+def add_max_memory(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
+                   help=f"refuse work estimated to need more memory (default ${MEMORY_ENV} or 4G)")
+
+
+def check_memory(args: argparse.Namespace, need_bytes: float, what: str) -> None:
+    """Refuse (exit 2) before ``what`` when its estimated memory exceeds ``--max-memory``."""
+    limit = args.max_memory if getattr(args, "max_memory", None) else default_max_memory()
+    if need_bytes > limit:
+        raise UsageError(f"{what} needs an estimated {_gib(need_bytes)} of memory, over the limit of "
+                         f"{_gib(limit)}; reduce the work or raise --max-memory (or ${MEMORY_ENV})", "--max-memory")
+
+
+def _gib(n: float) -> str:
+    return f"{n / (1 << 30):.3g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.3g} MiB"
+
+
+# ---------------------------------------------------------------- tables, options, scenarios
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def parse_table(text: str, index: int, flag: str = "--table") -> list[int]:
+    parts = text.split(",")
+    try:
+        row = [int(p) for p in parts]
+    except ValueError:
+        row = []
+    if len(row) != 4 or any(v < 0 or v > _INT64_MAX for v in row):
+        raise UsageError(f"{flag} #{index + 1} ({text!r}) must be four integers in [0, 2^63) "
+                         "n11,n10,n01,n00 (both pass, baseline only, candidate only, both fail)", flag)
+    return row
+
+
+def parse_tables(texts: list[str], flag: str = "--table", order: str = "one per cluster"):
+    import numpy as np
+
+    if not texts:
+        raise UsageError(f"give at least one {flag} n11,n10,n01,n00 ({order})", flag)
+    return np.array([parse_table(t, i, flag) for i, t in enumerate(texts)], dtype=np.int64)
+
+
+def parse_options(items: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not key.strip():
+            raise UsageError(f"--option {item!r} must be key=number", "--option")
+    return out
+
+
+def parse_looks_text(text: str) -> None:
+    """Refuse a start:stop:step schedule with more looks than any method supports *before*
+    it is expanded (``1:1000000000:1`` would build a billion-element tuple)."""
+    parts = text.strip().split(":")
+    if len(parts) == 3:
+        try:
+            start, stop, step = (int(p) for p in parts)
+        except ValueError:
+            return  # the library's parser words this error
+        if step >= 1 and stop >= start and (stop - start) // step + 1 > 10_000:
+            raise UsageError(f"--looks {text!r} lists {(stop - start) // step + 1} looks; at most 10000 are "
+                             "supported", "--looks")
+
+
+def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: int = 3, rho: float = 0.1,
+                      cells: str = "0.90,0.04,0.03,0.03") -> None:
+    g = p.add_argument_group("scenario")
+    g.add_argument("--cells", default=cells, help="p11,p10,p01,p00 of a trial pair (default %(default)s)")
+    g.add_argument("--baseline", type=float, help="baseline pass rate (with --difference and --discordance)")
+    g.add_argument("--difference", type=float, help="true difference candidate - baseline")
+    g.add_argument("--discordance", type=float, help="P(outcomes differ) = p10 + p01")
+    g.add_argument("--clusters", type=positive_int, default=clusters,
+                   help="independent clusters K (default %(default)s)")
+    g.add_argument("--trials", type=positive_int, default=trials, help="trials per cluster M (default %(default)s)")
+    g.add_argument("--rho", type=float, default=rho, help="intra-cluster correlation (default %(default)s)")
+
+
+def scenario_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The scenario arguments as a template: rates (baseline, difference, discordance) or cells."""
+    t: dict[str, Any] = {"clusters": args.clusters, "trials": args.trials, "rho": args.rho}
+    rates = {"baseline": args.baseline, "difference": args.difference, "discordance": args.discordance}
+    if any(v is not None for v in rates.values()):
+        missing = [k for k, v in rates.items() if v is None]
+        if missing:
+            raise UsageError("--baseline, --difference and --discordance go together (missing "
+                             + ", ".join("--" + k for k in missing) + ")", "--" + missing[0])
+        t.update(rates)
+    else:
+        try:
+            t["cells"] = [float(x) for x in args.cells.split(",")]
+        except ValueError:
+            raise UsageError(f"--cells must be four comma-separated numbers, got {args.cells!r}", "--cells") from None
+    return t
+
+
+def scenario_from_args(args: argparse.Namespace):
+    from simlab.scenario import FixedSize, PairedScenario
+
+    t = scenario_fields(args)
+    common = dict(clusters=t["clusters"], cluster_size=FixedSize(trials=t["trials"]), rho=t["rho"])
+    if "cells" in t:
+        return PairedScenario(cells=tuple(t["cells"]), **common)
+    return PairedScenario.from_rates(t["baseline"], t["difference"], t["discordance"], **common)

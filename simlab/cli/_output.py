@@ -1,0 +1,159 @@
+"""Emission for every command: one JSON object under ``--json``, else rendered text; the
+error contract (exit codes, one-line messages naming the field); plain progress lines."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from typing import Any, Callable
+
+EXIT_OK = 0
+EXIT_BLOCKED = 1  # reserved: a decision that blocks (evidence path), never an error
+EXIT_USAGE = 2  # bad input, refused work, unreadable or unwritable files
+
+
+class UsageError(ValueError):
+    """Bad input or refused work, with the offending field (a flag such as ``--reps``)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+def jsonable(x: Any) -> Any:
+    """Plain JSON values: numpy scalars and arrays unwrapped, non-finite floats as null."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if hasattr(x, "tolist") and hasattr(x, "dtype"):  # numpy array or scalar, without importing numpy
+        return jsonable(x.tolist())
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    return x
+
+
+def emit(args: argparse.Namespace, payload: dict, render: Callable[[dict], None]) -> None:
+    """Print ``payload`` as one JSON object (``--json``) or through ``render``."""
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(jsonable(payload), allow_nan=False) + "\n")
+    else:
+        render(payload)
+
+
+def fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if not math.isfinite(v) else (f"{v:.6g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.3e}")
+    return str(v)
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c, justify="right" if c not in ("method", "name", "field") else "left")
+    for row in rows:
+        table.add_row(*[fmt(v) for v in row])
+    console = Console()
+    if not console.is_terminal:  # piped or captured: never truncate figures to 80 columns
+        console = Console(width=240)
+    console.print(table)
+
+
+def plain_table(columns: list[str], rows: list[list[Any]]) -> None:
+    """Aligned plain-text columns (long method labels stay readable in any terminal width)."""
+    cells = [[c if isinstance(c, str) else ("-" if c is None else fmt(c)) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(columns)]
+    print("  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(columns, widths))))
+    for r in cells:
+        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+def log_to_stderr(args: argparse.Namespace) -> Callable[[str], None]:
+    """A progress callback: timestamped lines on stderr (also under ``--json``: stdout stays one
+    object, and piped or CI runs still see that long work is moving)."""
+    t0 = time.monotonic()
+
+    def say(message: str) -> None:
+        print(f"[{time.monotonic() - t0:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+# ---------------------------------------------------------------- the error contract
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def field_of(message: str, args: argparse.Namespace | None) -> str | None:
+    """Best guess of the field an error message is about: a flag it names, else the first of
+    the command's own argument names it mentions."""
+    m = re.search(r"(?<![\w-])(--[a-z][a-z0-9-]*)", message)
+    if m:
+        return m.group(1)
+    if args is None:
+        return None
+    best = None
+    for dest in vars(args):
+        if dest in ("func", "json") or dest.endswith("_command") or dest == "command":
+            continue
+        for name in {dest, dest.replace("_", "-")}:
+            hit = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message)
+            if hit and (best is None or hit.start() < best[0]):
+                best = (hit.start(), dest)
+    return None if best is None else _flag(best[1])
+
+
+def _path_field(filename: Any, args: argparse.Namespace | None) -> str | None:
+    if args is None or filename is None:
+        return None
+    name = str(filename)
+    for dest, value in vars(args).items():
+        if isinstance(value, str) and value and (name == value or name.startswith(value.rstrip("/") + "/")):
+            return dest if dest in ("spec", "file", "path", "record") else _flag(dest)
+    return None
+
+
+def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple[str, str | None] | None:
+    """``(one-line message, field)`` for an error that the user's input caused, or None for a
+    genuine bug (which keeps its traceback)."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, UsageError):
+        return str(exc), exc.field
+    if isinstance(exc, ValidationError):
+        err = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return (f"{loc}: {msg}{extra}" if loc else f"{msg}{extra}"), (loc or field_of(msg, args))
+    if isinstance(exc, MemoryError):
+        return ("out of memory: the work needs more memory than is available; lower the replications, "
+                "clusters or grid, or run it in chunks"), None
+    if isinstance(exc, OSError):
+        path = exc.filename if exc.filename is not None else None
+        what = exc.strerror or exc.__class__.__name__
+        return (f"{path}: {what}" if path else f"I/O error: {what}"), _path_field(path, args)
+    if isinstance(exc, KeyError):
+        msg = str(exc.args[0]) if exc.args else "unknown key"
+        return msg, field_of(msg, args)
+    if isinstance(exc, (ValueError, OverflowError)):
+        msg = " ".join(str(exc).split())  # one line
+        return msg, field_of(msg, args)
+    return None
+
+
+def report_error(message: str, field: str | None, json_mode: bool) -> int:
+    message = " ".join(message.split())
+    if json_mode:
+        sys.stdout.write(json.dumps({"error": {"message": message, "field": field}}) + "\n")
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE

@@ -1,0 +1,193 @@
+"""``simlab bench <x>``: speed benchmarks against references measured in the same run.
+Each subcommand calls one library benchmark and renders its rows."""
+from __future__ import annotations
+
+import argparse
+
+from simlab.cli._args import (add_json, add_max_memory, check_memory, n_jobs, nonnegative_int, positive_float,
+                              positive_int)
+from simlab.cli._output import emit, log_to_stderr, print_table
+
+
+def run_bench_simulate(args: argparse.Namespace) -> None:
+    from simlab.benchmarks import bench_simulate
+    from simlab.cli.simulate import simulate_memory
+
+    held = max(args.reps, args.numpy_reps)
+    check_memory(args, simulate_memory(held, 30), f"bench simulate ({held:,} replications held in memory)")
+    payload = bench_simulate(reps=args.reps, numpy_reps=args.numpy_reps, memory_reps=args.memory_reps,
+                             progress=not args.json)
+
+    def render(p: dict) -> None:
+        rows = [[r["name"], r["replications"], r["seconds"], r["replications_per_s"], r["draws_per_s"]]
+                for r in p["rows"]]
+        print_table(f"simulate: K={p['clusters']} M={p['trials']} rho={p['rho']} cells={p['cells']}",
+                    ["name", "replications", "seconds", "reps/s", "draws/s"], rows)
+        print(f"speed-up over numpy reference (1 thread each): {p['ratio_vs_numpy']:.2f}x")
+        if p.get("memory"):
+            m = p["memory"]
+            print(f"peak RSS while streaming {m['replications']:,} replications: {m['peak_rss_mb']:.0f} MB "
+                  f"(before: {m['rss_before_mb']:.0f} MB)")
+
+    emit(args, payload, render)
+
+
+def run_bench_methods(args: argparse.Namespace) -> None:
+    from methods.bench import bench_methods
+
+    names = [n.strip() for n in args.methods.split(",") if n.strip()] if args.methods else None
+    say = log_to_stderr(args)
+    payload = bench_methods(reps=args.reps, bootstrap_reps=args.bootstrap_reps,
+                            reference_reps=args.reference_reps, names=names, seed=args.seed,
+                            max_seconds=args.max_seconds, reference_seconds=args.reference_seconds,
+                            progress=lambda name: say(f"benchmarking {name} ..."))
+
+    def render(p: dict) -> None:
+        print(f"simlab bench methods: K={p['clusters']} clusters x {p['trials']} trials, rho={p['rho']}, "
+              f"cells={p['cells']}, margin={p['margin']}, {p['numba_threads']} numba thread")
+        print(f"{'method':<18} {'class':<11} {'replications':>14} {'decisions/s':>12} {'target/core':>15} "
+              f"{'reference/s':>12} {'ref reps':>8} {'speed-up':>9}  check vs reference")
+        for r in p["rows"]:
+            if "error" in r:
+                print(f"{r['method']:<18} {r['class']:<11} {r['error']}")
+                continue
+            reps = f"{r['replications']:,}" + ("*" if r["replications_note"] else "")
+            target = r["target_decisions_per_s"]
+            tgt = "-" if target is None else f"{target:.0e} {'met' if r['meets_target'] else 'MISSED'}"
+            if "reference_decisions_per_s" in r:
+                dl = r["max_abs_lower_difference"]
+                ref = (f"{r['reference_decisions_per_s']:>12.4g} {r['reference_replications']:>8} "
+                       f"{r['speedup_vs_reference']:>8.0f}x  max|dL|={'-' if dl is None else f'{dl:.1e}'}, "
+                       f"status differs {r['status_mismatches']}x")
+            else:
+                ref = f"{'-':>12} {'-':>8} {'-':>9}  reference: {r['reference']}"
+            print(f"{r['method']:<18} {r['class']:<11} {reps:>14} {r['decisions_per_s']:>12.4g} {tgt:>15} {ref}")
+        print(f"timing: {p['timing']}.")
+        for r in p["rows"]:
+            if r.get("replications_note"):
+                print(f"* {r['method']}: {r['replications_note']}")
+
+    emit(args, payload, render)
+
+
+def run_bench_study(args: argparse.Namespace) -> None:
+    from studies.bench import bench_study
+
+    payload = bench_study(reps=args.reps, numpy_reps=args.numpy_reps, limit_kernel=args.limit_kernel,
+                          n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat)
+
+    def render(p: dict) -> None:
+        w = p["workload"]
+        print(f"bench study: K={w['clusters']} x M={w['trials']}, baseline {w['baseline']}, candidate "
+              f"{w['candidate']}, rho 0, {w['method']}, margin {w['margin']}  (sampler: {p['sampler']}, "
+              f"runner path: {p['path']}; exact pass rate {p['exact_pass_rate']:.6f})")
+        print(f"moment path and table path give identical datasets: {p['same_results_both_paths']}")
+        print_table(f"replications per second ({p['timing']})",
+                    ["name", "threads", "replications", "seconds", "reps/s", "pass rate"],
+                    [[r["name"], r["threads"], r["replications"], r["seconds"], r["replications_per_s"],
+                      r["pass_rate"]] for r in p["rows"]])
+        for k, v in p["ratios"].items():
+            t = p["targets"].get(k)
+            print(f"{k:30s} {v:8.2f}x" + (f"   (target >= {t:g}: {'met' if v >= t else 'NOT met'})" if t else ""))
+
+    emit(args, payload, render)
+
+
+def run_bench_sequential(args: argparse.Namespace) -> None:
+    from studies.sequential_bench import bench_sequential
+
+    payload = bench_sequential(reps=args.reps, repeats=args.repeats)
+
+    def render(p: dict) -> None:
+        e = p["exact"]
+        print(f"exact enumeration, seed design (looks {e['design']['looks'][0]}..{e['design']['looks'][-1]}, "
+              f"4 rules): warm {e['warm_seconds_best']:.3f} s (first run {e['first_run_seconds']:.3f} s); "
+              f"target < {e['target_seconds']:g} s: {'met' if e['meets_target'] else 'MISSED'}")
+        s = p["simulated"]
+        sc = s["scenario"]
+        print(f"simulated clustered study: K={sc['clusters']} x {sc['trials_per_cluster']} trials, rho={sc['rho']}, "
+              f"looks {sc['looks']}, 1 thread")
+        for r in s["rows"]:
+            print(f"  {r['method']:<34} {r['sampler']:<12} {r['replication_looks_per_s']:>11.4g} replication-looks/s "
+                  f"(method only {r['replication_looks_per_s_method_only']:.4g}); target >= "
+                  f"{s['target_replication_looks_per_s']:.0e}: {'met' if r['meets_target'] else 'MISSED'}")
+        print(f"  (1-minute load average during the run: {s['load_average_1min']:.2f} on {s['cpu_count']} cores)")
+
+    emit(args, payload, render)
+
+
+def run_bench_qualify(args: argparse.Namespace) -> None:
+    import tempfile
+
+    from methods.qualification import standard_policy
+    from methods.registry import get
+    from studies.qualify import qualify
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = qualify([get(args.method)], standard_policy(), n_jobs=args.n_jobs, out_dir=tmp,
+                      progress=log_to_stderr(args))
+    rec = run.outcomes[0].record
+    payload = {"method": args.method, "n_jobs": args.n_jobs, **run.stats(), "target_seconds": 600.0,
+               "within_target": run.seconds < 600.0, "cells_qualified": rec.qualified.cells_qualified,
+               "cells_total": rec.qualified.cells_total}
+
+    def render(p: dict) -> None:
+        print(f"qualify {p['method']} over the standard domain, default policy, n_jobs={p['n_jobs']}: "
+              f"{p['scenarios']} scenarios ({p['grid_scenarios']} grid + {p['refine_scenarios']} refined), "
+              f"{p['replications']:,} replications in {p['seconds']:.1f} s")
+        print(f"{p['scenarios_per_s']:.2f} scenarios/s, {p['replications_per_s']:,.0f} replications/s; "
+              f"target < 600 s: {'met' if p['within_target'] else 'NOT met'}; "
+              f"{p['cells_qualified']}/{p['cells_total']} cells qualified")
+
+    emit(args, payload, render)
+
+
+def register(sub, bench_sub) -> None:
+    p = bench_sub.add_parser("simulate", help="generator speed vs a numpy-vectorised DGM")
+    p.add_argument("--reps", type=positive_int, default=2_000_000)
+    p.add_argument("--numpy-reps", type=positive_int, default=200_000)
+    p.add_argument("--memory-reps", type=nonnegative_int, default=0,
+                   help="also stream this many replications and report peak memory (e.g. 100000000)")
+    add_max_memory(p)
+    add_json(p)
+    p.set_defaults(func=run_bench_simulate)
+
+    p = bench_sub.add_parser("methods", help="decisions/s of every fixed method vs its slow reference")
+    p.add_argument("--reps", type=positive_int, default=1_000_000, help="replications per method (default %(default)s)")
+    p.add_argument("--bootstrap-reps", type=positive_int, default=20_000,
+                   help="replications for bootstrap methods (default %(default)s)")
+    p.add_argument("--reference-reps", type=positive_int, default=2_000,
+                   help="replications for the per-replication reference (default %(default)s)")
+    p.add_argument("--max-seconds", type=positive_float, default=60.0,
+                   help="reduce a method's replications when a pilot predicts more kernel time (default %(default)s)")
+    p.add_argument("--reference-seconds", type=positive_float, default=10.0,
+                   help="time budget of each reference run (default %(default)s)")
+    p.add_argument("--methods", default="", help="comma-separated subset (default: every fixed method)")
+    p.add_argument("--seed", type=nonnegative_int, default=1)
+    add_json(p)
+    p.set_defaults(func=run_bench_methods)
+
+    p = bench_sub.add_parser("study", help="study runner vs numpy and the fused limit kernel")
+    p.add_argument("--reps", type=positive_int, default=32_000_000,
+                   help="replications of the runner and fused-kernel rows (default %(default)s)")
+    p.add_argument("--numpy-reps", type=positive_int, default=400_000,
+                   help="replications of the numpy row (default %(default)s)")
+    p.add_argument("--limit-kernel", help="path of limit_bench.py (its cpu_ser / cpu_par are timed too)")
+    p.add_argument("--n-jobs", type=n_jobs, help="cores for the all-cores run (default: all available)")
+    p.add_argument("--repeat", type=positive_int, default=3,
+                   help="time each row this often, keep the fastest (%(default)s)")
+    p.add_argument("--seed", type=nonnegative_int, default=1)
+    add_json(p)
+    p.set_defaults(func=run_bench_study)
+
+    p = bench_sub.add_parser("sequential", help="exact enumeration time and simulated replication-looks/s")
+    p.add_argument("--reps", type=positive_int, default=200_000)
+    p.add_argument("--repeats", type=positive_int, default=5)
+    add_json(p)
+    p.set_defaults(func=run_bench_sequential)
+
+    p = bench_sub.add_parser("qualify", help="qualify one closed-form method over the standard domain")
+    p.add_argument("--method", default="clustered_normal")
+    p.add_argument("--n-jobs", type=n_jobs, default=2)
+    add_json(p)
+    p.set_defaults(func=run_bench_qualify)

@@ -1,0 +1,48 @@
+"""``simlab false-pass``: pass probability of one method on one scenario (exact when possible)."""
+from __future__ import annotations
+
+import argparse
+
+from simlab.cli._args import (add_json, add_scenario_args, nonnegative_int, parse_options, positive_float,
+                              positive_int, scenario_from_args)
+from simlab.cli._output import emit
+
+
+def run_false_pass(args: argparse.Namespace) -> None:
+    from studies.single import false_pass
+    from studies.spec import MethodRef
+
+    scenario = scenario_from_args(args)
+    ref = MethodRef(name=args.method, options=parse_options(args.option))
+    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps, args.seed,
+                         exact="never" if args.simulate else "auto", max_exact_seconds=args.exact_seconds)
+
+    def render(p: dict) -> None:
+        what = "false-pass rate" if p["is_null"] else "pass rate (power: the scenario is not a null)"
+        how = (f"exact ({p['engine']} engine, {p['states']:,} states)" if p["exact"]
+               else f"simulated, {p['replications']:,} replications, MC SE {p['mc_se']:.2g}, "
+                    f"95% CP [{p['cp_lower']:.5f}, {p['cp_upper']:.5f}]")
+        print(f"{p['method']} ({p['estimand']}; true value {p['true_value']:.5g}, margin {p['margin']:g}, "
+              f"confidence {p['confidence']:g})")
+        print(f"{what}: {p['value']:.5f}   {how}")
+        if not p["exact"]:
+            print(f"not exact: {p['why_not_exact']}")
+
+    emit(args, payload, render)
+
+
+def register(sub, bench_sub) -> None:
+    p = sub.add_parser("false-pass", help="pass probability of one method on one scenario (exact when possible)")
+    p.add_argument("--method", required=True, help="registered fixed-sample method")
+    p.add_argument("--option", action="append", default=[], metavar="key=value", help="method option (repeatable)")
+    add_scenario_args(p, clusters=30, trials=1, rho=0.0, cells="0.96,0.04,0,0")
+    p.add_argument("--margin", type=float, default=0.03)
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--reps", type=positive_int, default=200_000,
+                   help="replications when simulating (default %(default)s)")
+    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")
+    p.add_argument("--exact-seconds", type=positive_float, default=60.0,
+                   help="simulate instead when the exact evaluation would take longer (default %(default)s)")
+    add_json(p)
+    p.set_defaults(func=run_false_pass)

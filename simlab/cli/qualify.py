@@ -1,0 +1,111 @@
+"""``simlab qualify`` (methods over a policy's domain) and ``simlab qualify show RECORD``."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from simlab.cli._args import add_json, n_jobs
+from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
+from simlab.cli.study import check_writable
+
+BUILT_IN_POLICIES = ("standard (default), standard-coarse, reduced, reduced-small, sequential, sequential-standard, "
+                     "sequential-standard-lr")
+
+
+def methods_arg(text: str, kind: str = "fixed") -> list:
+    from methods.registry import get, names
+
+    chosen = names(kind) if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    if not chosen:
+        raise UsageError("--method needs a registered method name, a comma-separated list, or 'all'", "--method")
+    return [get(n) for n in chosen]
+
+
+def run_qualify(args: argparse.Namespace) -> None:
+    from methods.qualification import RESULTS_DIR, QualificationPolicy, named_policy
+    from studies.qualify import qualify, summary_payload
+
+    if not args.method:
+        raise UsageError("give --method NAME (or 'all'), or use `simlab qualify show RECORD`", "--method")
+    pol = args.policy or "standard"
+    policy = QualificationPolicy.load(pol) if Path(pol).suffix.lower() in (".json", ".toml") else named_policy(pol)
+    kind = "fixed" if policy.domain.looks is None else "sequential"
+    methods = methods_arg(args.method, kind)
+    out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
+    check_writable(out_dir / "record.json", "--out")
+    run = qualify(methods, policy, n_jobs=args.n_jobs, out_dir=out_dir, progress=log_to_stderr(args))
+    payload = {"policy_sha256": policy.sha256, **run.stats(),
+               "records": [summary_payload(o.record, o.record_path) for o in run.outcomes]}
+
+    def render(p: dict) -> None:
+        from rich.markup import escape
+
+        rows = [[escape(r["method"]["name"]), f"{r['cells_qualified']}/{r['cells_total']}", r["worst_case"]["upper"],
+                 r["worst_case"]["rate"], r["record"]] for r in p["records"]]
+        print_table(f"qualification (policy {p['policy_sha256'][:10]}, threshold {p['records'][0]['threshold']:.4g})",
+                    ["method", "cells qualified", "worst upper", "worst rate", "record"], rows)
+        for r in p["records"]:
+            print(f"\n{r['method']['name']}: {r['summary']}")
+        print(f"\n{p['scenarios']} scenarios ({p['grid_scenarios']} grid + {p['refine_scenarios']} refined), "
+              f"{p['replications']:,} replications in {p['seconds']:.1f} s: {p['scenarios_per_s']:.2f} scenarios/s, "
+              f"{p['replications_per_s']:,.0f} replications/s")
+
+    emit(args, payload, render)
+
+
+def run_show(args: argparse.Namespace) -> None:
+    from methods.qualification import StaleRecordError, load_record
+    from studies.qualify import summary_payload
+    from studies.qualify_show import cell_rows, heatmap
+
+    if Path(args.record).is_dir():
+        raise UsageError(f"record {args.record} is a directory; give a record JSON file", "record")
+    png = Path(args.png) if args.png else Path(args.record).with_suffix(".png")
+    check_writable(png, "--png")
+    stale = None
+    try:
+        record = load_record(args.record)
+    except StaleRecordError as exc:
+        if not args.allow_stale:
+            raise UsageError(f"{exc} (pass --allow-stale to show it anyway)", "--allow-stale") from None
+        stale = str(exc)
+        record = load_record(args.record, check_current=False)
+    heatmap(record, png)
+    cols, rows = cell_rows(record)
+    payload = {**summary_payload(record, Path(args.record)), "stale": stale, "png": str(png),
+               "cells": [dict(zip(cols, r)) for r in rows]}
+
+    def render(p: dict) -> None:
+        from rich.markup import escape
+
+        if p["stale"]:
+            print(f"WARNING: {p['stale']}")
+        print_table(f"{escape(p['method']['name'])} v{p['method']['version']}: worst false-pass upper bound per cell "
+                    f"(ok qualified, ok* vacuous, X exceeds, ? undetermined)", cols, rows)
+        w = p["worst_case"]
+        print(p["summary"])
+        print(f"worst case: K={w['clusters']} trials={w['trials']} rho={w['rho']:g} margin={w['margin']:g} "
+              f"baseline={w['baseline']:g} discordance={w['discordance']:g}: {w['n_pass']}/{w['n_reps']} = "
+              f"{w['rate']:.4g} (upper {w['upper']:.4g}, {w['verdict']})")
+        print(f"record {p['record_sha256'][:16]}, policy {p['policy_sha256'][:16]}, dataset {p['dataset']['file']}, "
+              f"created {p['created']}, valid until {p['valid_until']}; heat map: {p['png']}")
+
+    emit(args, payload, render)
+
+
+def register(sub, bench_sub) -> None:
+    p = sub.add_parser("qualify", help="qualify methods over a policy's domain; `qualify show RECORD`")
+    p.add_argument("--method", help="registered method, comma-separated list, or 'all' (fixed-sample methods; "
+                                    "sequential ones under a policy that declares looks)")
+    p.add_argument("--policy", help=f"policy file (JSON or TOML) or a built-in name: {BUILT_IN_POLICIES}")
+    p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes (default %(default)s)")
+    p.add_argument("--out", default=None, help="output directory (default: the project's results/qualification)")
+    add_json(p)
+    p.set_defaults(func=run_qualify)
+    qsub = p.add_subparsers(dest="qualify_command")
+    s = qsub.add_parser("show", help="table and heat map of a qualification record")
+    s.add_argument("record", help="record JSON file")
+    s.add_argument("--png", help="heat-map path (default: beside the record)")
+    s.add_argument("--allow-stale", action="store_true", help="show a record whose method has changed")
+    add_json(s)
+    s.set_defaults(func=run_show)

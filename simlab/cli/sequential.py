@@ -1,0 +1,297 @@
+"""``simlab sequential exact|simulate|run|show|plot|analyze``: sequential designs."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from simlab.cli._args import (add_json, add_max_memory, add_scenario_args, check_memory, n_jobs, nonnegative_int,
+                              parse_looks_text, parse_options, parse_tables, positive_int, scenario_fields)
+from simlab.cli._output import UsageError, emit, plain_table
+from simlab.cli.study import check_writable
+
+DEFAULT_LOOKS = "50:500:50"
+DEFAULT_MARGIN = 0.03
+DEFAULT_ALPHA = 0.05
+DEFAULT_METHODS = "repeated_fixed,likelihood_ratio,bonferroni,fixed_final"
+WRAPPERS = ("fixed_final", "repeated_fixed", "bonferroni")
+CHUNK_TABLE_BYTES = 64 << 20  # studies.sequential_exact evaluates states in 64 MB chunks of tables
+
+
+def exact_memory(looks: tuple[int, ...], trinomial: bool) -> float:
+    """Peak bytes of the exact path enumeration (simlab.exact.sequential): per look a status
+    region over every state (n+1 binomial, (n+1)^2 trinomial, int8, kept, plus int64 state
+    indices while it is built), and the forward probabilities (float64) over the last look's states."""
+    last = looks[-1] + 1
+    if trinomial:
+        return 2.0 * sum((n + 1) ** 2 for n in looks) + 12.0 * last * (last + 1) + 16.0 * last ** 2 + CHUNK_TABLE_BYTES
+    return 2.0 * sum(n + 1 for n in looks) + 24.0 * last + 16.0 * last + CHUNK_TABLE_BYTES
+
+
+def _methods(text: str, inner: str | None, alternative: float | None) -> list:
+    from studies.sequential import SequentialMethodRef
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--methods lists no method", "--methods")
+    if inner is not None and not any(n in WRAPPERS for n in names):
+        raise UsageError(f"--inner applies to the wrapping methods ({', '.join(WRAPPERS)}); --methods lists none",
+                         "--inner")
+    if alternative is not None and "likelihood_ratio" not in names:
+        raise UsageError("--alternative is likelihood_ratio's option; --methods does not list likelihood_ratio",
+                         "--alternative")
+    return [SequentialMethodRef(name=n, options={"alternative": alternative} if n == "likelihood_ratio"
+                                and alternative is not None else {}, inner=inner if n in WRAPPERS else None)
+            for n in names]
+
+
+def _schedule(args: argparse.Namespace, looks: str):
+    from methods.sequential.base import LookSchedule
+
+    parse_looks_text(looks)
+    return LookSchedule.parse(looks, unit=args.unit)
+
+
+def run_exact(args: argparse.Namespace) -> None:
+    import time
+
+    from studies import sequential_exact as se
+
+    design = {"--looks": args.looks, "--margin": args.margin, "--alpha": args.alpha, "--methods": args.methods,
+              "--inner": args.inner, "--alternative": args.alternative, "--win": args.win}
+    t0 = time.perf_counter()
+    if args.loss is None:
+        given = [k for k, v in design.items() if v is not None] + (["--unit"] if args.unit != "clusters" else [])
+        if given:
+            raise UsageError(f"{', '.join(given)} set your own design, which needs --loss (per-trial loss "
+                             "probabilities); without --loss simlab prints the seed's fixed table", given[0])
+        payload = {**se.seed_table(), "source": "the seed's Sequential Decisions Lab design (DESIGN.md reference "
+                                                "numbers)"}
+    else:
+        schedule = _schedule(args, args.looks or DEFAULT_LOOKS)
+        win = args.win or 0.0
+        try:
+            losses = [float(q) for q in args.loss.split(",") if q.strip()]
+        except ValueError:
+            raise UsageError(f"--loss must be comma-separated probabilities, got {args.loss!r}", "--loss") from None
+        bad = [q for q in losses if not 0.0 <= q <= 1.0 - win]
+        if not losses or bad:
+            raise UsageError(f"--loss values must lie in [0, 1 - win] = [0, {1 - win:g}], got {args.loss!r}", "--loss")
+        check_memory(args, exact_memory(schedule.looks, win > 0),
+                     f"exact enumeration up to {schedule.last:,} {schedule.unit}")
+        methods = [r.resolve() for r in _methods(args.methods or DEFAULT_METHODS, args.inner, args.alternative)]
+        margin = DEFAULT_MARGIN if args.margin is None else args.margin
+        alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+        payload = se.exact_table(methods, schedule, margin, alpha, [(q, win) for q in losses])
+    payload["seconds"] = time.perf_counter() - t0
+
+    def render(p: dict) -> None:
+        print(f"exact sequential enumeration: looks {p['looks']}, margin {p['margin']}, alpha {p['alpha']} "
+              f"({p['seconds']:.3f} s)")
+        rows = [[r.get("case", f"loss {r.get('p_loss')}, win {r.get('p_win')}"), r["method"], f"{r['promote']:.5f}",
+                 f"{r['harm']:.5f}", f"{r['expected_observations']:.2f}"] for r in p["rows"]]
+        plain_table(["case", "method", "P(promote)", "P(harm)", "E[N]"], rows)
+
+    emit(args, payload, render)
+
+
+def _template(args: argparse.Namespace) -> dict:
+    t = scenario_fields(args)
+    for k in ("candidate_sensitivity", "candidate_specificity", "baseline_sensitivity", "baseline_specificity"):
+        if getattr(args, k) is not None:
+            t[k] = getattr(args, k)
+    if args.loss_rate:
+        t["loss_rate"] = args.loss_rate
+    return t
+
+
+def run_simulate(args: argparse.Namespace) -> None:
+    from studies.sequential import parse_sequential_spec, run_sequential_study, summary_rows
+
+    schedule = _schedule(args, args.looks)
+    if args.unit == "clusters" and schedule.last > args.clusters:
+        raise UsageError(f"--looks reach {schedule.last} clusters but --clusters is {args.clusters}; the last look "
+                         "must not exceed the clusters", "--looks")
+    workers = 1 if args.jobs == 1 else 4
+    need = workers * min(args.reps, 65_536) * args.clusters * args.trials * 16 * 2
+    if not args.no_exact:
+        need += exact_memory(schedule.looks, True)
+    check_memory(args, need, f"sequential simulation ({args.reps:,} replications x {args.clusters:,} clusters)")
+    spec = parse_sequential_spec({
+        "name": "simulate", "methods": [r.model_dump() for r in _methods(args.methods, args.inner, args.alternative)],
+        "schedule": {"looks": list(schedule.looks), "unit": args.unit},
+        "scenario": _template(args), "margins": [args.margin], "alpha": args.alpha,
+        "replications": args.reps, "seed": args.seed, "exact": not args.no_exact}, source="arguments")
+    ds = run_sequential_study(spec, n_jobs=args.jobs, progress=True)
+    payload = {"spec": json.loads(spec.to_json()), "spec_hash": spec.hash, "looks": list(spec.schedule.looks),
+               "unit": spec.schedule.unit, "scenario": json.loads(str(ds.scenario_json.values.item())),
+               "rows": summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
+
+    def render(p: dict) -> None:
+        print(f"{args.reps} replications, looks {p['looks']} ({p['unit']}), margin {args.margin}, alpha {args.alpha} "
+              f"({p['seconds']:.1f} s)")
+        rows = [[r["method"], f"{r['true_value']:.4g}", r["promote_rate"], r["promote_rate_mcse"],
+                 r.get("exact_promote_rate"), r["harm_rate"], r["expected_trials"], r.get("exact_expected_trials")]
+                for r in p["rows"]]
+        plain_table(["method", "true value", "P(promote)", "MC SE", "exact", "P(harm)", "E[trials]",
+                     "exact E[trials]"], rows)
+
+    emit(args, payload, render)
+
+
+_ROW_KEYS = {"method", "margin", "true_value", "is_null", "n_reps", "promote_rate", "promote_rate_mcse",
+             "harm_rate", "harm_rate_mcse", "expected_clusters", "expected_clusters_mcse", "expected_trials",
+             "expected_trials_mcse", "bound_miss_rate", "bound_miss_rate_mcse", "cumulative_promotion_rate",
+             "stop_look_rate", "exact_promote_rate", "exact_expected_trials", "exact_cumulative_promotion_rate"}
+
+
+def _render_rows(rows: list[dict]) -> None:
+    table = []
+    for r in rows:
+        point = ", ".join(f"{k}={v}" for k, v in r.items() if k not in _ROW_KEYS) or "-"
+        table.append([point, r["method"], r["true_value"], r["promote_rate"], r["promote_rate_mcse"],
+                      r.get("exact_promote_rate"), r["harm_rate"], r["expected_clusters"], r["expected_trials"]])
+    plain_table(["point", "method", "true value", "P(promote)", "MC SE", "exact", "P(harm)", "E[clusters]",
+                 "E[trials]"], table)
+
+
+def run_run(args: argparse.Namespace) -> None:
+    from studies.results import save_dataset
+    from studies.sequential import load_sequential_spec, run_sequential_study, summary_rows
+
+    spec = load_sequential_spec(args.spec)
+    if args.out:
+        check_writable(args.out, "--out")
+    ds = run_sequential_study(spec, n_jobs=args.jobs, progress=True)
+    out = save_dataset(ds, args.out) if args.out else None
+    payload = {"spec_hash": spec.hash, "out": None if out is None else str(out), "saved": out is not None,
+               "rows": summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
+
+    def render(p: dict) -> None:
+        _render_rows(p["rows"])
+        print(f"wrote {p['out']}" if p["out"] else "saved nothing (no --out); rerun with --out FILE.nc to keep "
+                                                   "the dataset for `simlab sequential show/plot`")
+
+    emit(args, payload, render)
+
+
+def run_show(args: argparse.Namespace) -> None:
+    from studies.sequential import summary_rows
+
+    ds = open_sequential(args.path)
+    payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
+               "rows": summary_rows(ds, args.margin)}
+    emit(args, payload, lambda p: _render_rows(p["rows"]))
+
+
+def open_sequential(path: str):
+    from studies.results import open_dataset
+
+    try:
+        ds = open_dataset(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: not a readable netCDF file ({exc.strerror or exc.__class__.__name__})",
+                         "path") from None
+    if ds.attrs.get("study_kind") != "sequential":
+        raise UsageError(f"{path}: not a sequential study dataset (written by simlab sequential run --out?)", "path")
+    return ds
+
+
+def run_plot(args: argparse.Namespace) -> None:
+    from studies.sequential_plot import plot_sequential
+
+    check_writable(args.out, "--out")
+    out = plot_sequential(open_sequential(args.path), args.out, args.margin)
+    emit(args, {"path": args.path, "out": str(out)}, lambda p: print(f"wrote {p['out']}"))
+
+
+def run_analyze(args: argparse.Namespace) -> None:
+    from studies.sequential import SequentialMethodRef
+
+    table = parse_tables(args.table, order="one per cluster, in arrival order")
+    method = SequentialMethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve()
+    result = method.analyze(table, _schedule(args, args.looks), args.margin, args.alpha)
+    payload = {**result.as_dict(), "version": method.version, "source_sha256": method.identity.source_sha256,
+               "citation": method.citation}
+
+    def render(p: dict) -> None:
+        print(f"{p['method']} ({p['estimand']}): looks {p['looks']} ({p['unit']}), reached {p['looks_reached']}")
+        for j, (s, b) in enumerate(zip(p["look_status"], p["look_bound"])):
+            print(f"  look {j + 1} at {p['looks'][j]}: {s:<14} bound {'nan' if b is None else f'{b:.6f}'}")
+        print(f"decision: {p['decision']}  ({p['clusters']} clusters, {p['trials']} trials used; "
+              f"promote iff bound >= -{p['margin']:g})")
+
+    emit(args, payload, render)
+
+
+def register(sub, bench_sub) -> None:
+    seq = sub.add_parser("sequential", help="sequential designs: exact paths, simulation, studies, plots")
+    ssub = seq.add_subparsers(dest="sequential_command", required=True)
+
+    def design(p, looks=DEFAULT_LOOKS, margin=DEFAULT_MARGIN, alpha=DEFAULT_ALPHA):
+        p.add_argument("--looks", default=looks, help=f"cumulative look counts: a,b,c or start:stop:step "
+                                                      f"(default {looks or DEFAULT_LOOKS})")
+        p.add_argument("--unit", choices=("clusters", "trials"), default="clusters")
+        p.add_argument("--margin", type=float, default=margin,
+                       help=f"non-inferiority margin (default {DEFAULT_MARGIN})")
+        p.add_argument("--alpha", type=float, default=alpha, help=f"one-sided overall level (default {DEFAULT_ALPHA})")
+
+    def methods(p, default=DEFAULT_METHODS):
+        p.add_argument("--methods", default=default,
+                       help=f"comma-separated sequential methods (default {DEFAULT_METHODS})")
+        p.add_argument("--inner", default=None, help="fixed-sample method the wrappers run (default binomial_loss)")
+        p.add_argument("--alternative", type=float, default=None, help="likelihood_ratio's alternative loss rate")
+
+    p = ssub.add_parser("exact", help="exact operating characteristics by path enumeration (default: the seed's "
+                                      "table; give --loss for your own design)")
+    design(p, looks=None, margin=None, alpha=None)  # None = not given: only meaningful with --loss
+    methods(p, default=None)
+    p.add_argument("--loss", default=None, help="comma-separated per-trial loss probabilities (default: seed cases)")
+    p.add_argument("--win", type=float, default=None, help="per-trial win probability (trinomial engine when > 0)")
+    add_max_memory(p)
+    add_json(p)
+    p.set_defaults(func=run_exact)
+
+    p = ssub.add_parser("simulate", help="Monte Carlo sequential operating characteristics (+ exact where possible)")
+    design(p)
+    methods(p)
+    add_scenario_args(p, clusters=500, trials=1, rho=0.0, cells="0.97,0.03,0,0")
+    g = p.add_argument_group("measurement")
+    for k in ("candidate_sensitivity", "candidate_specificity", "baseline_sensitivity", "baseline_specificity"):
+        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=float, default=None)
+    g.add_argument("--loss-rate", type=float, default=0.0, help="probability a trial pair is lost")
+    p.add_argument("--reps", type=positive_int, default=20_000)
+    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--jobs", type=n_jobs, default=1)
+    p.add_argument("--no-exact", action="store_true", help="skip the exact engines")
+    add_max_memory(p)
+    add_json(p)
+    p.set_defaults(func=run_simulate)
+
+    p = ssub.add_parser("run", help="run a sequential study spec (TOML/JSON) and save it as netCDF")
+    p.add_argument("spec")
+    p.add_argument("--out", default=None, help="netCDF path (e.g. results/peeking.nc); without it nothing is saved")
+    p.add_argument("--jobs", type=n_jobs, default=1)
+    add_json(p)
+    p.set_defaults(func=run_run)
+
+    p = ssub.add_parser("show", help="summarise a saved sequential study")
+    p.add_argument("path")
+    p.add_argument("--margin", type=float, default=None)
+    add_json(p)
+    p.set_defaults(func=run_show)
+
+    p = ssub.add_parser("plot", help="cumulative promotion probability across looks, per method (PNG)")
+    p.add_argument("path")
+    p.add_argument("--out", required=True)
+    p.add_argument("--margin", type=float, default=None)
+    add_json(p)
+    p.set_defaults(func=run_plot)
+
+    p = ssub.add_parser("analyze", help="one experiment's sequential analysis (clusters in arrival order)")
+    design(p, looks="10,20,30")
+    p.add_argument("--method", required=True)
+    p.add_argument("--inner", default=None)
+    p.add_argument("--option", action="append", default=[], metavar="key=value")
+    p.add_argument("--table", action="append", default=[], metavar="n11,n10,n01,n00")
+    add_json(p)
+    p.set_defaults(func=run_analyze)

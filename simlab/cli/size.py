@@ -1,0 +1,101 @@
+"""``simlab size``: clusters needed for a target power (simulation, analytic start)."""
+from __future__ import annotations
+
+import argparse
+
+from simlab.cli._args import add_json, float_at_least, int_at_least, nonnegative_int, positive_float, positive_int
+from simlab.cli._output import UsageError, emit, log_to_stderr
+
+
+def _open_unit(name: str):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = float("nan")
+        if not 0.0 < v < 1.0:
+            raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
+        return v
+    parse.__name__ = name
+    return parse
+
+
+def _discordance(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"must lie in (0, 1], got {text!r}: with no discordant pairs every experiment shows a zero difference "
+            "with zero variance, so the design is degenerate (power 1 or 0 whatever K)")
+    return v
+
+
+def run_size(args: argparse.Namespace) -> None:
+    from methods.registry import get
+    from studies.sizing import save_sizing, size
+
+    method = get(args.method)
+    if args.looks is not None and method.kind != "sequential":
+        raise UsageError(f"--looks applies to sequential methods; {method.name!r} is fixed-sample", "--looks")
+    if args.discordance is not None and args.discordance < abs(args.true_difference):
+        raise UsageError(f"--discordance {args.discordance:g} must be >= |--true-difference| = "
+                         f"{abs(args.true_difference):g} (the difference is p01 - p10 <= p10 + p01)", "--discordance")
+    if args.out:
+        from simlab.cli.study import check_writable
+
+        check_writable(f"{args.out}/size.nc", "--out")
+    res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
+               trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance, rho=args.rho,
+               looks=args.looks, seed=args.seed, max_reps=args.max_reps, progress=log_to_stderr(args))
+    if args.out:
+        save_sizing(res, args.out)
+    payload = res.payload()
+
+    def render(p: dict) -> None:
+        a = p["analytic"]
+        print(f"analytic start ({a['variance']} variance): {a['pairs']:.1f} independent pairs x design effect "
+              f"{a['design_effect']:.4g} / {a['trials']} trials = {a['clusters_real']:.1f} -> K = {a['clusters']}")
+        k, km1 = p["power_at_k"], p["power_at_k_minus_1"]
+        print(f"chosen K = {p['clusters']} clusters ({p['trials_total']} trial pairs); binding: {p['binding_constraint']}")
+        print(f"power at K   = {k['power']:.4f} (MC SE {k['mcse']:.4f}, CI {k['ci_lower']:.4f}..{k['ci_upper']:.4f}, "
+              f"{k['n_reps']} reps)")
+        if km1:
+            print(f"power at K-1 = {km1['power']:.4f} (MC SE {km1['mcse']:.4f}, CI {km1['ci_lower']:.4f}.."
+                  f"{km1['ci_upper']:.4f}, {km1['n_reps']} reps)")
+        where = f"at the power root K = {p['power_clusters']}"
+        print(f"power search resolved {where}: the power CIs exclude the target on both sides" if p["resolved"] else
+              f"power search NOT resolved {where}: the replication cap was reached before both CIs excluded "
+              "the target")
+        if p["clusters"] != p["power_clusters"]:
+            print(f"K raised from {p['power_clusters']} to {p['clusters']} by the false-pass constraint")
+        fp = p["false_pass"]
+        if fp.get("checked"):
+            print(f"false-pass at the null boundary (K={fp['clusters']}): {fp['rate']:.4g} (upper {fp['cp_upper']:.4g} "
+                  f"vs {fp['threshold']:.4g}): {fp['verdict']}")
+        print(f"power curve: {p['files']['curve']}, {p['files']['png']}" if p["files"] else
+              "power curve not saved (--out '')")
+
+    emit(args, payload, render)
+
+
+def register(sub, bench_sub) -> None:
+    p = sub.add_parser("size", help="clusters needed for a target power (simulation, analytic start)")
+    p.add_argument("--method", required=True)
+    p.add_argument("--margin", type=positive_float, required=True, help="non-inferiority margin m > 0")
+    p.add_argument("--true-difference", type=float, required=True, help="candidate - baseline under the alternative")
+    p.add_argument("--power", type=_open_unit("power in (0, 1)"), default=0.8)
+    p.add_argument("--alpha", type=_open_unit("alpha in (0, 1)"), default=0.025,
+                   help="one-sided level (default %(default)s)")
+    p.add_argument("--trials-per-cluster", type=positive_int, default=1)
+    p.add_argument("--baseline", type=_open_unit("baseline in (0, 1)"), default=0.9)
+    p.add_argument("--discordance", type=_discordance, default=None,
+                   help="P(outcomes differ), in (0, 1] (default max(2|difference|, margin, 0.1))")
+    p.add_argument("--rho", type=float_at_least(0.0), default=0.0, help="intra-cluster correlation in [0, 1)")
+    p.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of equally spaced looks")
+    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--max-reps", type=int_at_least(100), default=1 << 20, help="replication cap of the root search")
+    p.add_argument("--out", default="results/sizing", help="where the power curve (.nc, .png) goes; '' for none")
+    add_json(p)
+    p.set_defaults(func=run_size)

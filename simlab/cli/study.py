@@ -1,0 +1,183 @@
+"""``simlab study run|show|plot``: operating-characteristics studies (spec -> dataset)."""
+from __future__ import annotations
+
+import argparse
+import math
+
+from simlab.cli._args import add_json, add_max_memory, check_memory, n_jobs, positive_int
+from simlab.cli._output import UsageError, emit, print_table
+
+# Memory model of studies.runner.run_study (bytes), from its data structures: each grid point
+# is a (coords, PairedScenario) pair built up front (~6 KiB measured with tracemalloc on a
+# 4-field grid); each task keeps an int64 tally [methods, margins, confidences, NF] plus its
+# dict entry; the dataset holds ~40 float64 variables per (point, method, margin, confidence),
+# built then serialised (x3); each worker holds one chunk of int32 tables [chunk, K, 4].
+POINT_BYTES = 6 * 1024
+TASK_OVERHEAD_BYTES = 400
+DATASET_BYTES_PER_CELL = 40 * 8 * 3
+
+
+def study_memory(spec, chunk: int, workers: int) -> float:
+    from studies.tally import NF
+
+    points = math.prod(spec.shape) if spec.shape else 1
+    cells = len(spec.methods) * len(spec.margins) * len(spec.confidences)
+    n = spec.n_replications
+    tasks = points * math.ceil(n / chunk)
+    clusters = max([int(k) for k in spec.grid.get("clusters", [])] or [int(spec.scenario.clusters or 1)])
+    per_chunk_tables = min(chunk, n) * clusters * 4 * 4
+    return (points * POINT_BYTES + tasks * (cells * NF * 8 + TASK_OVERHEAD_BYTES)
+            + points * cells * DATASET_BYTES_PER_CELL + max(workers, 1) * per_chunk_tables)
+
+
+def check_writable(path, flag: str) -> None:
+    """Refuse an output path that cannot be written, before any work (its first existing
+    ancestor must be a writable folder; an existing target must be a file)."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and p.is_dir():
+        raise UsageError(f"{flag} {p} is a directory; give a file path", flag)
+    parent = p.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {p}: {parent} is not a directory", flag)
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{flag} {p}: {parent} is not writable", flag)
+
+
+def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
+    if not rows:
+        print("(no rows)")
+        return
+    has_exact = "exact_pass_rate" in rows[0]
+
+    def pm(r, k):
+        v, s = r.get(k), r.get(f"{k}_mcse")
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return "-"
+        return f"{v:.4f}" if s is None or not math.isfinite(s) else f"{v:.4f}±{s:.4f}"
+
+    cols = grid + ["method", "estimand", "true", "reps", "pass rate"] + (["exact"] if has_exact else []) + \
+        ["inconcl.", "coverage", "bias", "emp SE", "width"]
+    table = []
+    for r in rows:
+        line = [r[g] for g in grid] + [r["method"], r["estimand"][:7], f"{r['true_value']:.4f}", r["n_reps"],
+                                       pm(r, "pass_rate")]
+        if has_exact:
+            v = r.get("exact_pass_rate")
+            line.append("-" if v is None or not math.isfinite(v) else f"{v:.4f}")
+        line += [pm(r, "inconclusive_rate"), pm(r, "coverage"), pm(r, "bias"), pm(r, "empirical_se"),
+                 pm(r, "mean_width")]
+        table.append(line)
+    print_table(title, cols, table)
+
+
+def open_study(path: str, allow_sequential: bool = False):
+    """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
+    from studies.results import open_dataset
+
+    try:
+        ds = open_dataset(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: not a readable netCDF file ({exc.strerror or exc.__class__.__name__})",
+                         "file") from None
+    if allow_sequential and ds.attrs.get("study_kind") == "sequential":
+        return ds
+    if "pass_rate" not in ds.data_vars or "method" not in ds.dims:
+        raise UsageError(f"{path}: not a study dataset (no pass_rate by method; written by simlab study run?)",
+                         "file")
+    return ds
+
+
+def run_study_run(args: argparse.Namespace) -> None:
+    import os
+    from pathlib import Path
+
+    import numpy as np
+
+    from studies.results import save_dataset, summary_rows
+    from studies.runner import run_study
+    from studies.spec import load_spec
+
+    spec = load_spec(args.spec)
+    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{spec.hash[:12]}.nc"
+    check_writable(out, "--out")
+    chunk = args.chunk_size or spec.chunk_size
+    workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs
+    check_memory(args, study_memory(spec, chunk, workers),
+                 f"study {spec.name} ({math.prod(spec.shape) if spec.shape else 1:,} grid points x "
+                 f"{spec.n_replications:,} replications)")
+    ds = run_study(spec, n_jobs=args.n_jobs, chunk_size=args.chunk_size,
+                   work_dir=None if args.no_checkpoint else args.work_dir, resume=not args.restart,
+                   progress=None, exact=True if args.exact else None)
+    save_dataset(ds, out)
+    payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
+               "scenarios": int(np.prod(spec.shape)) if spec.shape else 1, "methods": list(spec.method_keys),
+               "seconds": ds.attrs["run_seconds"], "tasks": ds.attrs["run_tasks"],
+               "tasks_resumed": ds.attrs["run_tasks_resumed"], "dims": list(spec.dims), "rows": summary_rows(ds)}
+
+    def render(p: dict) -> None:
+        _rows_table(p["rows"], f"study {spec.name} ({p['replications']:,} replications per scenario)", p["dims"])
+        print(f"wrote {p['dataset']}  ({p['tasks']} tasks, {p['tasks_resumed']} resumed, {p['seconds']:.1f} s)")
+
+    emit(args, payload, render)
+
+
+def run_study_show(args: argparse.Namespace) -> None:
+    from studies.results import grid_dims, summary_rows
+
+    ds = open_study(args.file)
+    rows = summary_rows(ds, args.margin, args.confidence)
+    payload = {"dataset": args.file, "spec_hash": ds.attrs.get("spec_hash"), "spec_name": ds.attrs.get("spec_name"),
+               "code_revision": ds.attrs.get("code_revision"), "seed": ds.attrs.get("seed"),
+               "dims": grid_dims(ds), "rows": rows}
+
+    def render(p: dict) -> None:
+        _rows_table(p["rows"], f"{p['spec_name']}  spec {str(p['spec_hash'])[:12]}  seed {p['seed']}  "
+                               f"rev {str(p['code_revision'])[:12]}", p["dims"])
+
+    emit(args, payload, render)
+
+
+def run_study_plot(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from studies.plot import plot_dataset
+
+    out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
+    check_writable(out, "--out")
+    plot_dataset(open_study(args.file, allow_sequential=True), out, args.margin, args.confidence)
+    emit(args, {"plot": str(out)}, lambda p: print(f"wrote {p['plot']}"))
+
+
+def register(sub, bench_sub) -> None:
+    p = sub.add_parser("study", help="operating-characteristics studies (spec -> dataset)")
+    ssub = p.add_subparsers(dest="study_command", required=True)
+    q = ssub.add_parser("run", help="run a study spec (.toml / .json) and save its dataset")
+    q.add_argument("spec", help="study spec file")
+    q.add_argument("--out", help="netCDF output (default results/NAME-HASH.nc)")
+    q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
+    q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
+    q.add_argument("--work-dir", default="results/.runs", help="finished chunks of running studies (%(default)s)")
+    q.add_argument("--no-checkpoint", action="store_true", help="keep no chunks on disk")
+    q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
+    q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
+    add_max_memory(q)
+    add_json(q)
+    q.set_defaults(func=run_study_run)
+    q = ssub.add_parser("show", help="print a study dataset as a table")
+    q.add_argument("file")
+    q.add_argument("--margin", type=float)
+    q.add_argument("--confidence", type=float)
+    add_json(q)
+    q.set_defaults(func=run_study_show)
+    q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
+    q.add_argument("file")
+    q.add_argument("--out", help="PNG path (default: the dataset path with .png)")
+    q.add_argument("--margin", type=float)
+    q.add_argument("--confidence", type=float)
+    add_json(q)
+    q.set_defaults(func=run_study_plot)
