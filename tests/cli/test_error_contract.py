@@ -1,0 +1,191 @@
+"""One error contract for every subcommand (issue 14.1-14.3): malformed input or refused
+work exits 2 with a one-line message naming the field; under ``--json`` stdout holds exactly
+``{"error": {"message": ..., "field": ...}}``; never a traceback, never a URL."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simlab.cli import main
+
+STUDY_SPEC = """
+name = "huge"
+methods = ["paired_wald"]
+replications = 1000
+seed = 1
+[scenario]
+clusters = 10
+trials = 1
+baseline = 0.9
+discordance = 0.1
+difference = -0.03
+[grid]
+clusters = {clusters}
+difference = {differences}
+rho = {rhos}
+"""
+
+
+@pytest.fixture
+def files(tmp_path):
+    text = tmp_path / "not_netcdf.nc"
+    text.write_text("hello")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    huge = tmp_path / "huge.toml"  # 100 x 100 x 1000 = 10^7 grid points
+    huge.write_text(STUDY_SPEC.format(clusters=list(range(10, 110)),
+                                      differences=[round(-0.05 + 0.0005 * i, 6) for i in range(100)],
+                                      rhos=[round(0.0009 * i, 6) for i in range(1000)]))
+    small = tmp_path / "small.toml"
+    small.write_text(STUDY_SPEC.format(clusters=[10], differences=[-0.03], rhos=[0.0]))
+    return {"text": str(text), "dir": str(tmp_path), "under_file": str(blocker / "out.nc"),
+            "huge": str(huge), "small": str(small)}
+
+
+# (argv, field the error must name (None: any), words the message must contain)
+CASES = [
+    (["simulate", "--reps", "0"], "--reps", ">= 1"),
+    (["simulate", "--reps", "x"], "--reps", "integer"),
+    (["simulate", "--clusters", "0"], "--clusters", ">= 1"),
+    (["simulate", "--rho", "1.5"], "rho", "rho"),
+    (["simulate", "--cells", "0.5,0.5,0.5,0.5"], None, "cells"),
+    (["simulate", "--baseline", "0.9"], "--difference", "go together"),
+    (["simulate", "--reps", "100000000"], "--max-memory", "GiB"),
+    (["simulate", "--clusters", "1000000", "--reps", "1000"], "--max-memory", "GiB"),
+    (["simulate", "--max-memory", "lots"], "--max-memory", "size"),
+    (["interval", "--method", "cluster_t", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
+    (["interval", "--method", "cluster_t", "--table", "99999999999999999999,0,0,0"], "--table", "[0, 2^63)"),
+    (["interval", "--method", "cluster_t"], "--table", "at least one --table"),
+    (["interval", "--table", "1,0,0,0"], "--method", "required"),
+    (["interval", "--method", "no_such", "--table", "1,0,0,0"], "--method", "unknown method"),
+    (["interval", "--method", "exact_discordant", "--table", "1000000000,300000000,300000000,300000000"],
+     "--max-memory", "exact_discordant"),
+    (["interval", "--method", "bayes_hierarchical", "--table", "10000,500,400,100"], "--max-memory",
+     "bayes_hierarchical"),
+    (["methods", "--bogus"], None, "unrecognized"),
+    (["false-pass", "--method", "paired_wald", "--reps", "0"], "--reps", ">= 1"),
+    (["false-pass", "--method", "paired_wald", "--exact-seconds", "-1"], "--exact-seconds", "> 0"),
+    (["false-pass", "--method", "paired_wald", "--option", "x"], "--option", "key=number"),
+    (["demo", "--reps", "0"], "--reps", ">= 1"),
+    (["demo", "--out", "{under_file}"], "--out", "not a directory"),
+    (["study", "run", "{huge}"], "--max-memory", "10,000,000 grid points"),
+    (["study", "run", "{small}", "--chunk-size", "0"], "--chunk-size", ">= 1"),
+    (["study", "run", "{small}", "--n-jobs", "0"], "--n-jobs", "-1"),
+    (["study", "run", "{small}", "--out", "{under_file}"], "--out", "not a directory"),
+    (["study", "run", "{dir}/missing.toml"], None, "missing.toml"),
+    (["study", "show", "{text}"], "file", "not a readable netCDF"),
+    (["study", "show", "{dir}"], None, None),
+    (["study", "plot", "{text}"], "file", "not a readable netCDF"),
+    (["sequential", "exact", "--looks", "10,20"], "--looks", "--loss"),
+    (["sequential", "exact", "--alpha", "0.1"], "--alpha", "--loss"),
+    (["sequential", "exact", "--methods", "bonferroni", "--inner", "paired_wald"], "--methods", "--loss"),
+    (["sequential", "exact", "--loss", "0.03", "--looks", "1000000000"], "--max-memory", "GiB"),
+    (["sequential", "exact", "--loss", "0.03", "--looks", "1:1000000000:1"], "--looks", "at most 10000"),
+    (["sequential", "exact", "--loss", "abc"], "--loss", "probabilities"),
+    (["sequential", "exact", "--loss", "0.03", "--methods", "msprt", "--inner", "paired_wald"], "--inner",
+     "wrapping"),
+    (["sequential", "exact", "--loss", "0.03", "--methods", "msprt", "--alternative", "0.01"], "--alternative",
+     "likelihood_ratio"),
+    (["sequential", "simulate", "--reps", "0"], "--reps", ">= 1"),
+    (["sequential", "simulate", "--jobs", "0"], "--jobs", "-1"),
+    (["sequential", "simulate", "--looks", "50:600:50"], "--looks", "--clusters"),
+    (["sequential", "run", "{dir}/missing.toml"], None, "missing.toml"),
+    (["sequential", "run", "{small}", "--jobs", "0"], "--jobs", "-1"),
+    (["sequential", "show", "{text}"], "path", "not a readable netCDF"),
+    (["sequential", "plot", "{text}", "--out", "{under_file}"], "--out", "not a directory"),
+    (["sequential", "analyze", "--method", "likelihood_ratio", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
+    (["qualify"], "--method", "give --method"),
+    (["qualify", "--method", "paired_wald", "--n-jobs", "0"], "--n-jobs", "-1"),
+    (["qualify", "--method", "paired_wald", "--policy", "no_such_policy"], None, "no_such_policy"),
+    (["qualify", "show", "{dir}"], "record", "directory"),
+    (["qualify", "show", "{text}", "--png", "{under_file}"], "--png", "not a directory"),
+    (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--discordance", "0"],
+     "--discordance", "degenerate"),
+    (["size", "--method", "paired_wald", "--margin", "0", "--true-difference", "0"], "--margin", "> 0"),
+    (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--looks", "3"], "--looks",
+     "sequential"),
+    (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--power", "1"], "--power",
+     "(0, 1)"),
+    (["bench", "simulate", "--reps", "0"], "--reps", ">= 1"),
+    (["bench", "methods", "--reps", "-5"], "--reps", ">= 1"),
+    (["bench", "study", "--n-jobs", "0"], "--n-jobs", "-1"),
+    (["bench", "sequential", "--repeats", "0"], "--repeats", ">= 1"),
+    (["bench", "qualify", "--n-jobs", "0"], "--n-jobs", "-1"),
+    (["bench"], None, "required"),
+]
+
+
+def _argv(argv, files):
+    return [a.format(**files) for a in argv]
+
+
+@pytest.mark.parametrize("argv, field, words", CASES, ids=[" ".join(c[0])[:60] for c in CASES])
+def test_error_contract(argv, field, words, files, capsys):
+    argv = _argv(argv, files)
+    rc = main([*argv, "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 2, (out, err)
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, out
+    payload = json.loads(lines[0])
+    assert set(payload) == {"error"} and set(payload["error"]) == {"message", "field"}
+    message = payload["error"]["message"]
+    assert "\n" not in message and "Traceback" not in message and "http" not in message
+    if field is not None:
+        assert payload["error"]["field"] == field, payload
+    if words is not None:
+        assert words in message, message
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_every_subcommand_is_driven():
+    """The table above covers every registered command and bench row."""
+    from simlab.cli import build_parser
+
+    parser = build_parser()
+    covered = {tuple(a for a in c[0][:2] if not a.startswith("-") and "{" not in a) for c in CASES}
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, p in sub.choices.items():
+        nested = [a for a in p._actions if a.dest.endswith("_command")]
+        names = list(nested[0].choices) if nested else []
+        if nested and name != "qualify":
+            for n in names:
+                assert (name, n) in covered, (name, n)
+        else:
+            assert any(c[:1] == (name,) for c in covered), name
+
+
+def test_table_value_reaches_the_validator(capsys):
+    """``--table -1,0,0,0`` is the table's value, refused by its validator (not 'expected one argument')."""
+    assert main(["interval", "--method", "cluster_t", "--table", "-1,0,0,0"]) == 2
+    assert "expected one argument" not in capsys.readouterr().err
+
+
+def test_interval_inconclusive_says_why(capsys):
+    rows = [a for r in ["1,0,0,0"] * 12 for a in ("--table", r)]
+    assert main(["interval", "--method", "clustered_normal", *rows, "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["status"] == "inconclusive" and any("min_clusters=30" in r for r in p["reasons"])
+    assert main(["interval", "--method", "clustered_normal", *rows]) == 0
+    assert "why: 12 non-empty clusters, fewer than 30 (min_clusters=30" in capsys.readouterr().out
+
+
+def test_sequential_exact_honours_its_design_with_loss(capsys):
+    """With --loss, --looks/--margin/--alpha/--methods/--inner/--alternative change the answer."""
+    base = ["sequential", "exact", "--loss", "0.03", "--json"]
+    assert main([*base, "--methods", "bonferroni", "--looks", "50,100"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main([*base, "--methods", "bonferroni", "--looks", "50,100", "--alpha", "0.2"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert a["looks"] == [50, 100] and a["alpha"] == 0.05 and b["alpha"] == 0.2
+    assert b["rows"][0]["promote"] > a["rows"][0]["promote"]
+    promote = {}
+    for alt in ("0.01", "0.02"):  # the seed's likelihood-ratio rule (alternative 0.01) promotes 0.02396
+        assert main([*base, "--methods", "likelihood_ratio", "--alternative", alt]) == 0
+        promote[alt] = json.loads(capsys.readouterr().out)["rows"][0]["promote"]
+    assert abs(promote["0.01"] - 0.02396) < 5e-6 and promote["0.02"] < promote["0.01"]

@@ -1,0 +1,51 @@
+"""Heavy imports happen where the work needs them (issue 10.2): ``simlab --help`` imports
+no scipy.stats, numba or xarray; ``simlab methods`` no scipy.stats or xarray.  Each runs in
+a fresh interpreter so nothing imported by the test session counts."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import contextlib, io, json, sys
+from simlab.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        rc = main(sys.argv[1:])
+    except SystemExit as exc:
+        rc = exc.code
+print(json.dumps({"rc": rc, "modules": sorted(m for m in sys.modules if m.split(".")[0] in
+                  ("scipy", "numba", "xarray"))}))
+"""
+
+
+def loaded(*argv: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["rc"] == 0
+    return set(report["modules"])
+
+
+def test_help_imports_no_heavy_module():
+    mods = loaded("--help")
+    assert not mods & {"scipy.stats", "numba", "xarray"}, sorted(mods)
+
+
+def test_every_command_help_is_light():
+    mods = loaded("sequential", "exact", "--help")
+    assert not mods & {"scipy.stats", "numba", "xarray"}, sorted(mods)
+
+
+def test_methods_imports_no_xarray():
+    assert "xarray" not in loaded("methods")
+
+
+@pytest.mark.xfail(strict=True, reason="method-layer modules import scipy.stats at module level: methods/base.py "
+                   "(protocol rewrite), methods/fixed/_cluster.py, binomial_loss.py, exact_discordant.py, "
+                   "methods/sequential/_spending.py; remove this marker once they import it lazily")
+def test_methods_imports_no_scipy_stats():
+    assert "scipy.stats" not in loaded("methods")

@@ -1,0 +1,41 @@
+"""Progress everywhere (issue 14.5): plain lines on stderr when it is not a terminal; a run
+without --out says that it saved nothing."""
+from __future__ import annotations
+
+import io
+import json
+
+from simlab.cli import main
+from simlab.progress import progress_bar, progress_lines
+
+
+def test_progress_lines_report_counts_and_finish():
+    out = io.StringIO()
+    with progress_lines(10, "study x", interval=0.0, stream=out) as advance:
+        for _ in range(5):
+            advance(2)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 6 and lines[0].startswith("study x: 2/10 (20%)") and "left" in lines[0]
+    assert lines[-1].startswith("study x: 10/10 (100%)")
+
+
+def test_progress_bar_falls_back_to_lines_off_a_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("SIMLAB_PROGRESS_SECONDS", "0")
+    with progress_bar(4, "work") as advance:  # pytest's captured stderr is not a terminal
+        advance(4)
+    assert "work: 4/4 (100%)" in capsys.readouterr().err
+    with progress_bar(4, "quiet", enabled=False) as advance:
+        advance(4)
+    assert capsys.readouterr().err == ""
+
+
+def test_sequential_run_without_out_says_it_saved_nothing(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "p"\nmethods = ["likelihood_ratio"]\nlooks = [25, 50]\nreplications = 200\nseed = 2\n'
+                    '[scenario]\ncells = [0.98, 0.02, 0.0, 0.0]\n')
+    assert main(["sequential", "run", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert "saved nothing (no --out)" in captured.out and "sequential study p: 200/200" in captured.err
+    assert main(["sequential", "run", str(spec), "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["saved"] is False and p["out"] is None

@@ -1,0 +1,83 @@
+"""methods/limits.py: cost models of single analyses and the refusal beyond a limit."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from methods import registry
+from methods.limits import (BAYES_HIERARCHICAL_BYTES_PER_COMPONENT, AnalysisTooCostly, analysis_cost,
+                            check_analysis_cost)
+
+
+def test_exact_discordant_cost_grows_with_the_largest_trial_count():
+    m = registry.get("exact_discordant")
+    small = analysis_cost(m, np.array([[10, 1, 1, 8]]))
+    big = analysis_cost(m, np.array([[1_000_000_000, 300_000_000, 300_000_000, 300_000_000]]))
+    assert big.bytes > 80 * (1 << 30) > small.bytes and "1.9e+09" in big.driver
+    with pytest.raises(AnalysisTooCostly) as info:
+        check_analysis_cost(m, np.array([[1_000_000_000, 300_000_000, 300_000_000, 300_000_000]]))
+    e = info.value
+    assert e.resource == "memory" and "exact_discordant" in str(e) and "GiB" in str(e) and "max_bytes" in str(e)
+
+
+def test_bayes_hierarchical_components_follow_the_mixture():
+    """P = (M10+1)(M01+1)(M11+M00+1), M_j = pooled count less clusters where it is positive."""
+    m = registry.get("bayes_hierarchical")
+    one = analysis_cost(m, np.array([[10000, 500, 400, 100]]))
+    assert one.bytes >= BAYES_HIERARCHICAL_BYTES_PER_COMPONENT * 500 * 400 * 10099
+    # the same counts spread one per cluster: every M_j = 0, a single component
+    spread = np.zeros((30, 4), np.int64)
+    spread[:, 0] = 1
+    tiny = analysis_cost(m, spread)
+    assert tiny.bytes < 1e4 and tiny.seconds < 1e-3
+    with pytest.raises(AnalysisTooCostly):
+        check_analysis_cost(m, np.array([[10000, 500, 400, 100]]))
+    check_analysis_cost(m, np.array([[300, 30, 20, 10]]))  # 1.9e5 components: allowed
+
+
+def test_limits_are_overridable(monkeypatch):
+    m = registry.get("exact_discordant")
+    table = np.array([[50_000_000, 10_000_000, 10_000_000, 30_000_000]])  # ~4.5 GiB
+    with pytest.raises(AnalysisTooCostly):
+        check_analysis_cost(m, table)
+    assert check_analysis_cost(m, table, max_bytes=1e12, max_seconds=1e6).bytes > 4e9
+    monkeypatch.setenv("SIMLAB_MAX_ANALYSIS_BYTES", "1e12")
+    monkeypatch.setenv("SIMLAB_MAX_ANALYSIS_SECONDS", "1e6")
+    check_analysis_cost(m, table)
+    with pytest.raises(AnalysisTooCostly) as info:
+        check_analysis_cost(m, table, max_seconds=1.0)
+    assert info.value.resource == "time"
+
+
+def test_bootstrap_cost_counts_resamples():
+    m = registry.get("cluster_bootstrap")
+    t = np.ones((1000, 4), np.int64)
+    assert analysis_cost(m.with_options(resamples=9999), t).seconds > 5 * analysis_cost(m, t).seconds
+
+
+PROBE = """
+import json, resource, sys
+import numpy as np
+from methods import registry
+from methods.limits import analysis_cost
+m = registry.get("exact_discordant")
+m.analyze(np.array([[5, 1, 1, 3]]), 0.03, 0.95)
+t = np.array([[2_000_000, 500_000, 500_000, 1_000_000]])
+r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+m.analyze(t, 0.03, 0.95)
+r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"measured": (r1 - r0) * 1024, "estimate": analysis_cost(m, t).bytes}))
+"""
+
+
+def test_exact_discordant_memory_model_matches_a_measurement():
+    """Peak RSS growth of one analysis at n = 4e6 lies within [1/2, 1] of the model's estimate."""
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300,
+                          env={"NUMBA_NUM_THREADS": "1", **__import__("os").environ})
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 0.5 * r["estimate"] <= r["measured"] <= r["estimate"], r
