@@ -278,6 +278,9 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
         policy = QualificationPolicy(domain=standard_domain(), alpha=alpha)
     if discordance is None:
         discordance = max(2.0 * abs(difference), margin, 0.1)
+    if not 0.0 < discordance <= 1.0:
+        raise ValueError(f"discordance must lie in (0, 1], got {discordance!r}: with no discordant pairs every "
+                         "experiment shows a zero difference with zero variance, a degenerate design")
     if not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials per cluster must be a positive integer, got {trials!r}")
     if not 0.0 <= rho < 1.0:

@@ -185,7 +185,8 @@ def parse_looks_text(text: str) -> None:
 def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: int = 3, rho: float = 0.1,
                       cells: str = "0.90,0.04,0.03,0.03") -> None:
     g = p.add_argument_group("scenario")
-    g.add_argument("--cells", default=cells, help="p11,p10,p01,p00 of a trial pair (default %(default)s)")
+    g.add_argument("--cells", default=None, help=f"p11,p10,p01,p00 of a trial pair (default {cells})")
+    p.set_defaults(default_cells=cells)
     g.add_argument("--baseline", type=float, help="baseline pass rate (with --difference and --discordance)")
     g.add_argument("--difference", type=float, help="true difference candidate - baseline")
     g.add_argument("--discordance", type=float, help="P(outcomes differ) = p10 + p01")
@@ -204,12 +205,16 @@ def scenario_fields(args: argparse.Namespace) -> dict[str, Any]:
         if missing:
             raise UsageError("--baseline, --difference and --discordance go together (missing "
                              + ", ".join("--" + k for k in missing) + ")", "--" + missing[0])
+        if args.cells is not None:
+            raise UsageError("give the scenario's cells one way: --cells, or --baseline, --difference and "
+                             "--discordance, not both", "--cells")
         t.update(rates)
     else:
+        text = args.cells if args.cells is not None else args.default_cells
         try:
-            t["cells"] = [float(x) for x in args.cells.split(",")]
+            t["cells"] = [float(x) for x in text.split(",")]
         except ValueError:
-            raise UsageError(f"--cells must be four comma-separated numbers, got {args.cells!r}", "--cells") from None
+            raise UsageError(f"--cells must be four comma-separated numbers, got {text!r}", "--cells") from None
     return t
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from simlab.cli._args import (add_json, add_max_memory, check_memory, n_jobs, nonnegative_int, positive_float,
                               positive_int)
-from simlab.cli._output import emit, log_to_stderr, print_table
+from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 
 def run_bench_simulate(args: argparse.Namespace) -> None:
@@ -71,8 +71,12 @@ def run_bench_methods(args: argparse.Namespace) -> None:
 
 
 def run_bench_study(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
     from studies.bench import bench_study
 
+    if args.limit_kernel is not None and not Path(args.limit_kernel).is_file():
+        raise UsageError(f"--limit-kernel: no such file {args.limit_kernel}", "--limit-kernel")
     payload = bench_study(reps=args.reps, numpy_reps=args.numpy_reps, limit_kernel=args.limit_kernel,
                           n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat)
 

@@ -5,17 +5,26 @@ import argparse
 
 from simlab.cli._args import (add_json, add_scenario_args, nonnegative_int, parse_options, positive_float,
                               positive_int, scenario_from_args)
-from simlab.cli._output import emit
+from simlab.cli._output import UsageError, emit
+
+DEFAULT_REPS = 200_000
+DEFAULT_EXACT_SECONDS = 60.0
 
 
 def run_false_pass(args: argparse.Namespace) -> None:
     from studies.single import false_pass
     from studies.spec import MethodRef
 
+    if args.simulate and args.exact_seconds is not None:
+        raise UsageError("--exact-seconds bounds the exact evaluation, which --simulate skips; give one of them",
+                         "--exact-seconds")
     scenario = scenario_from_args(args)
     ref = MethodRef(name=args.method, options=parse_options(args.option))
-    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps, args.seed,
-                         exact="never" if args.simulate else "auto", max_exact_seconds=args.exact_seconds)
+    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps or DEFAULT_REPS, args.seed,
+                         exact="never" if args.simulate else "auto",
+                         max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds)
+    payload["notes"] = (["--reps not used: the exact engine applies (add --simulate to simulate)"]
+                        if payload["exact"] and args.reps is not None else [])
 
     def render(p: dict) -> None:
         what = "false-pass rate" if p["is_null"] else "pass rate (power: the scenario is not a null)"
@@ -27,6 +36,8 @@ def run_false_pass(args: argparse.Namespace) -> None:
         print(f"{what}: {p['value']:.5f}   {how}")
         if not p["exact"]:
             print(f"not exact: {p['why_not_exact']}")
+        for note in p["notes"]:
+            print(note)
 
     emit(args, payload, render)
 
@@ -38,11 +49,11 @@ def register(sub, bench_sub) -> None:
     add_scenario_args(p, clusters=30, trials=1, rho=0.0, cells="0.96,0.04,0,0")
     p.add_argument("--margin", type=float, default=0.03)
     p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--reps", type=positive_int, default=200_000,
-                   help="replications when simulating (default %(default)s)")
+    p.add_argument("--reps", type=positive_int, default=None,
+                   help=f"replications when simulating (default {DEFAULT_REPS})")
     p.add_argument("--seed", type=nonnegative_int, default=20261129)
     p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")
-    p.add_argument("--exact-seconds", type=positive_float, default=60.0,
-                   help="simulate instead when the exact evaluation would take longer (default %(default)s)")
+    p.add_argument("--exact-seconds", type=positive_float, default=None,
+                   help=f"simulate instead when the exact evaluation would take longer (default {DEFAULT_EXACT_SECONDS:g})")
     add_json(p)
     p.set_defaults(func=run_false_pass)

@@ -58,6 +58,10 @@ def run_show(args: argparse.Namespace) -> None:
     from studies.qualify import summary_payload
     from studies.qualify_show import cell_rows, heatmap
 
+    given = [f for f, v in (("--method", args.method), ("--policy", args.policy), ("--out", args.out),
+                            ("--n-jobs", None if args.n_jobs == 1 else args.n_jobs)) if v is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} belong to a qualification run, not to `qualify show`", given[0])
     if Path(args.record).is_dir():
         raise UsageError(f"record {args.record} is a directory; give a record JSON file", "record")
     png = Path(args.png) if args.png else Path(args.record).with_suffix(".png")

@@ -7,14 +7,16 @@ import math
 from simlab.cli._args import add_json, add_max_memory, check_memory, n_jobs, positive_int
 from simlab.cli._output import UsageError, emit, print_table
 
-# Memory model of studies.runner.run_study (bytes), from its data structures: each grid point
-# is a (coords, PairedScenario) pair built up front (~6 KiB measured with tracemalloc on a
-# 4-field grid); each task keeps an int64 tally [methods, margins, confidences, NF] plus its
-# dict entry; the dataset holds ~40 float64 variables per (point, method, margin, confidence),
-# built then serialised (x3); each worker holds one chunk of int32 tables [chunk, K, 4].
-POINT_BYTES = 6 * 1024
+# Memory model of studies.runner.run_study (bytes), from its data structures: every grid
+# point is a (coords, PairedScenario) pair built up front (2.9 KiB each, measured with
+# tracemalloc on a 10^4-point 3-field grid); each task keeps an int64 tally [methods, margins,
+# confidences, NF] plus its dict entry; the dataset holds 53 variables, 417 B per (point,
+# method, margin, confidence) measured, built and then serialised (x3); each worker holds one
+# chunk of int32 tables [chunk, K, 4].
+DEFAULT_WORK_DIR = "results/.runs"
+POINT_BYTES = 4 * 1024
 TASK_OVERHEAD_BYTES = 400
-DATASET_BYTES_PER_CELL = 40 * 8 * 3
+DATASET_BYTES_PER_CELL = 420 * 3
 
 
 def study_memory(spec, chunk: int, workers: int) -> float:
@@ -102,6 +104,9 @@ def run_study_run(args: argparse.Namespace) -> None:
     from studies.runner import run_study
     from studies.spec import load_spec
 
+    if args.no_checkpoint and (args.restart or args.work_dir is not None):
+        flag = "--restart" if args.restart else "--work-dir"
+        raise UsageError(f"{flag} concerns the on-disk chunks that --no-checkpoint turns off; give one of them", flag)
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{spec.hash[:12]}.nc"
     check_writable(out, "--out")
@@ -111,7 +116,7 @@ def run_study_run(args: argparse.Namespace) -> None:
                  f"study {spec.name} ({math.prod(spec.shape) if spec.shape else 1:,} grid points x "
                  f"{spec.n_replications:,} replications)")
     ds = run_study(spec, n_jobs=args.n_jobs, chunk_size=args.chunk_size,
-                   work_dir=None if args.no_checkpoint else args.work_dir, resume=not args.restart,
+                   work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR), resume=not args.restart,
                    progress=None, exact=True if args.exact else None)
     save_dataset(ds, out)
     payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
@@ -161,7 +166,7 @@ def register(sub, bench_sub) -> None:
     q.add_argument("--out", help="netCDF output (default results/NAME-HASH.nc)")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
-    q.add_argument("--work-dir", default="results/.runs", help="finished chunks of running studies (%(default)s)")
+    q.add_argument("--work-dir", default=None, help=f"finished chunks of running studies ({DEFAULT_WORK_DIR})")
     q.add_argument("--no-checkpoint", action="store_true", help="keep no chunks on disk")
     q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
     q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
