@@ -123,16 +123,14 @@ def check_analysis_cost(method, tables, *, max_bytes: float | None = None,
     cost = analysis_cost(method, tables)
     limit_b = _limit(max_bytes, BYTES_ENV, DEFAULT_MAX_BYTES)
     limit_s = _limit(max_seconds, SECONDS_ENV, DEFAULT_MAX_SECONDS)
-    if cost.bytes > limit_b:
-        raise AnalysisTooCostly(
-            f"{cost.method} would need an estimated {_human_bytes(cost.bytes)} of memory on this table (driven by "
-            f"{cost.driver}), over the limit of {_human_bytes(limit_b)}",
-            f"raise max_bytes (or ${BYTES_ENV}) to run it anyway, or choose a method whose cost does not grow "
-            "with the counts", cost, "memory", limit_b)
-    if cost.seconds > limit_s:
-        raise AnalysisTooCostly(
-            f"{cost.method} would take an estimated {cost.seconds:.3g} s on this table (driven by {cost.driver}), "
-            f"over the limit of {limit_s:g} s",
-            f"raise max_seconds (or ${SECONDS_ENV}) to run it anyway, or choose a method whose cost does not grow "
-            "with the counts", cost, "time", limit_s)
+    checks = (("memory", cost.bytes, limit_b, f"need an estimated {_human_bytes(cost.bytes)} of memory",
+               _human_bytes(limit_b), "max_bytes", BYTES_ENV),
+              ("time", cost.seconds, limit_s, f"take an estimated {cost.seconds:.3g} s", f"{limit_s:g} s",
+               "max_seconds", SECONDS_ENV))
+    for resource, need, limit, what, shown_limit, arg, env in checks:
+        if need > limit:
+            raise AnalysisTooCostly(
+                f"{cost.method} would {what} on this table (driven by {cost.driver}), over the limit of {shown_limit}",
+                f"raise {arg} (or ${env}) to run it anyway, or choose a method whose cost does not grow with the "
+                "counts", cost, resource, limit)
     return cost
