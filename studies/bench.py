@@ -16,7 +16,7 @@ process:
 * ``study_runner_1job_tables`` -- the same run forced onto the table path (``tables[R,
   K, 4]`` filled, then the method's table kernel): what a study pays when one of its
   methods needs the tables;
-* ``fused_kernel_1thread`` -- ``cpu_ser`` of the ``--limit-kernel`` file (a fused,
+* ``fused_kernel_1thread`` -- ``cpu_ser`` of the ``limit_kernel`` file (a fused,
   single-purpose numba loop with two draws per trial pair);
 * then all cores: ``run_study`` with ``n_jobs = cores`` (joblib worker pool warmed by a
   small run first, so worker start-up is not in the timing) and ``cpu_par`` with

@@ -24,7 +24,10 @@ Commands
     (``simlab.progress``; ``_output.log_to_stderr(args)`` for a ``progress(str)`` callback).
     Library code never names a CLI flag; a message that must name one is written here.
     Before heavy work, estimate its memory and call ``_args.check_memory(args, bytes, what)``
-    (with ``_args.add_max_memory(p)``: ``--max-memory``, default ``$SIMLAB_MAX_MEMORY`` or 4G).
+    (with ``_args.add_max_memory(p)``: ``--max-memory``, default ``$SIMLAB_MAX_MEMORY`` or 4G);
+    where its time can be modelled, ``_args.check_time(args, seconds, what)`` (with
+    ``_args.add_max_seconds(p)``: ``--max-seconds``, default ``$SIMLAB_MAX_SECONDS`` or 600).
+    State the cost model and the measurement behind its constants beside it.
 
 Exit codes and errors (one contract for every command)
     0  success (whatever the figures say).

@@ -126,6 +126,29 @@ def check_memory(args: argparse.Namespace, need_bytes: float, what: str) -> None
                          f"{_gib(limit)}; reduce the work or raise --max-memory (or ${MEMORY_ENV})", "--max-memory")
 
 
+DEFAULT_MAX_SECONDS = 600.0  # ten minutes: beyond it, a laptop run is more likely a typo than a plan
+SECONDS_ENV = "SIMLAB_MAX_SECONDS"
+
+
+def add_max_seconds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-seconds", type=positive_float, default=None, metavar="S",
+                   help=f"refuse work estimated to take longer (default ${SECONDS_ENV} or {DEFAULT_MAX_SECONDS:g})")
+
+
+def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None:
+    """Refuse (exit 2) before ``what`` when its estimated time exceeds ``--max-seconds``."""
+    limit = getattr(args, "max_seconds", None)
+    if limit is None:
+        text = os.environ.get(SECONDS_ENV)
+        try:
+            limit = float(text) if text else DEFAULT_MAX_SECONDS
+        except ValueError:
+            raise UsageError(f"environment {SECONDS_ENV} must be a number of seconds, got {text!r}", SECONDS_ENV) from None
+    if need_seconds > limit:
+        raise UsageError(f"{what} would take an estimated {need_seconds:.3g} s, over the limit of {limit:g} s; reduce "
+                         f"the work or raise --max-seconds (or ${SECONDS_ENV})", "--max-seconds")
+
+
 def _gib(n: float) -> str:
     return f"{n / (1 << 30):.3g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.3g} MiB"
 

@@ -86,6 +86,7 @@ CASES = [
     (["sequential", "exact", "--methods", "bonferroni", "--inner", "paired_wald"], "--methods", "--loss"),
     (["sequential", "exact", "--loss", "0.03", "--looks", "1000000000"], "--max-memory", "GiB"),
     (["sequential", "exact", "--loss", "0.03", "--looks", "1:1000000000:1"], "--looks", "at most 10000"),
+    (["sequential", "exact", "--loss", "0.03", "--looks", "200000"], "--max-seconds", "estimated"),
     (["sequential", "exact", "--loss", "abc"], "--loss", "probabilities"),
     (["sequential", "exact", "--loss", "0.03", "--methods", "msprt", "--inner", "paired_wald"], "--inner",
      "wrapping"),
