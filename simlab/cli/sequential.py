@@ -3,63 +3,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 
 from simlab.cli._args import (add_json, add_max_memory, add_max_seconds, add_scenario_args, check_memory, check_time,
-                              n_jobs, nonnegative_int, parse_looks_text, parse_options, parse_tables, positive_int,
+                              n_jobs, nonnegative_int, parse_options, parse_tables, positive_int,
                               scenario_fields)
 from simlab.cli._output import UsageError, emit, plain_table
-from simlab.cli.study import check_writable
+from simlab.cli.study import POINT_BYTES, check_writable
 
-DEFAULT_LOOKS = "50:500:50"
-DEFAULT_MARGIN = 0.03
-DEFAULT_ALPHA = 0.05
-DEFAULT_METHODS = "repeated_fixed,likelihood_ratio,bonferroni,fixed_final"
-WRAPPERS = ("fixed_final", "repeated_fixed", "bonferroni")
-CHUNK_TABLE_BYTES = 64 << 20  # studies.sequential_exact evaluates states in 64 MB chunks of tables
-# Each state at look j is decided on a representative table of n_j cluster rows: measured
-# 22 ns per cluster row per method (looks 5000 vs 20000, repeated_fixed + likelihood_ratio).
-SECONDS_PER_STATE_ROW = 2.5e-8
-
-
-def exact_memory(looks: tuple[int, ...], trinomial: bool) -> float:
-    """Peak bytes of the exact path enumeration (simlab.exact.sequential): per look a status
-    region over every state (n+1 binomial, (n+1)^2 trinomial, int8, kept, plus int64 state
-    indices while it is built), and the forward probabilities (float64) over the last look's states."""
-    last = looks[-1] + 1
-    if trinomial:
-        return 2.0 * sum((n + 1) ** 2 for n in looks) + 12.0 * last * (last + 1) + 16.0 * last ** 2 + CHUNK_TABLE_BYTES
-    return 2.0 * sum(n + 1 for n in looks) + 24.0 * last + 16.0 * last + CHUNK_TABLE_BYTES
-
-
-def exact_seconds(looks: tuple[int, ...], trinomial: bool, n_methods: int, n_laws: int) -> float:
-    """Time of the enumeration: every state of every look decided on an n-row table."""
-    rows = sum(((n + 1) * (n + 2) / 2 if trinomial else n + 1) * n for n in looks)
-    return SECONDS_PER_STATE_ROW * rows * n_methods * n_laws
-
-
-def _methods(text: str, inner: str | None, alternative: float | None) -> list:
-    from studies.sequential import SequentialMethodRef
-
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise UsageError("--methods lists no method", "--methods")
-    if inner is not None and not any(n in WRAPPERS for n in names):
-        raise UsageError(f"--inner applies to the wrapping methods ({', '.join(WRAPPERS)}); --methods lists none",
-                         "--inner")
-    if alternative is not None and "likelihood_ratio" not in names:
-        raise UsageError("--alternative is likelihood_ratio's option; --methods does not list likelihood_ratio",
-                         "--alternative")
-    return [SequentialMethodRef(name=n, options={"alternative": alternative} if n == "likelihood_ratio"
-                                and alternative is not None else {}, inner=inner if n in WRAPPERS else None)
-            for n in names]
-
-
-def _schedule(args: argparse.Namespace, looks: str):
-    from methods.sequential.base import LookSchedule
-
-    parse_looks_text(looks)
-    return LookSchedule.parse(looks, unit=args.unit)
-
+from simlab.cli._sequential import (DEFAULT_ALPHA, DEFAULT_LOOKS, DEFAULT_MARGIN, DEFAULT_METHODS, exact_memory,
+                                   exact_seconds, method_refs, schedule_of)
 
 def run_exact(args: argparse.Namespace) -> None:
     import time
@@ -77,7 +31,7 @@ def run_exact(args: argparse.Namespace) -> None:
         payload = {**se.seed_table(), "source": "the seed's Sequential Decisions Lab design (DESIGN.md reference "
                                                 "numbers)"}
     else:
-        schedule = _schedule(args, args.looks or DEFAULT_LOOKS)
+        schedule = schedule_of(args, args.looks or DEFAULT_LOOKS)
         win = args.win or 0.0
         try:
             losses = [float(q) for q in args.loss.split(",") if q.strip()]
@@ -88,7 +42,7 @@ def run_exact(args: argparse.Namespace) -> None:
             raise UsageError(f"--loss values must lie in [0, 1 - win] = [0, {1 - win:g}], got {args.loss!r}", "--loss")
         what = f"exact enumeration up to {schedule.last:,} {schedule.unit}"
         check_memory(args, exact_memory(schedule.looks, win > 0), what)
-        methods = [r.resolve() for r in _methods(args.methods or DEFAULT_METHODS, args.inner, args.alternative)]
+        methods = [r.resolve() for r in method_refs(args.methods or DEFAULT_METHODS, args.inner, args.alternative)]
         check_time(args, exact_seconds(schedule.looks, win > 0, len(methods), len(losses)), what)
         margin = DEFAULT_MARGIN if args.margin is None else args.margin
         alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
@@ -118,17 +72,18 @@ def _template(args: argparse.Namespace) -> dict:
 def run_simulate(args: argparse.Namespace) -> None:
     from studies.sequential import parse_sequential_spec, run_sequential_study, summary_rows
 
-    schedule = _schedule(args, args.looks)
+    schedule = schedule_of(args, args.looks)
     if args.unit == "clusters" and schedule.last > args.clusters:
         raise UsageError(f"--looks reach {schedule.last} clusters but --clusters is {args.clusters}; the last look "
                          "must not exceed the clusters", "--looks")
-    workers = 1 if args.jobs == 1 else 4
-    need = workers * min(args.reps, 65_536) * args.clusters * args.trials * 16 * 2
+    workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
+    # each worker holds a chunk (65,536 replications by default) of int32 tables [chunk, K, 4] and its copy
+    need = workers * min(args.reps, 65_536) * args.clusters * 16 * 2
     if not args.no_exact:
         need += exact_memory(schedule.looks, True)
     check_memory(args, need, f"sequential simulation ({args.reps:,} replications x {args.clusters:,} clusters)")
     spec = parse_sequential_spec({
-        "name": "simulate", "methods": [r.model_dump() for r in _methods(args.methods, args.inner, args.alternative)],
+        "name": "simulate", "methods": [r.model_dump() for r in method_refs(args.methods, args.inner, args.alternative)],
         "schedule": {"looks": list(schedule.looks), "unit": args.unit},
         "scenario": _template(args), "margins": [args.margin], "alpha": args.alpha,
         "replications": args.reps, "seed": args.seed, "exact": not args.no_exact}, source="arguments")
@@ -172,6 +127,11 @@ def run_run(args: argparse.Namespace) -> None:
     spec = load_sequential_spec(args.spec)
     if args.out:
         check_writable(args.out, "--out")
+    points = math.prod(spec.shape) if spec.shape else 1
+    clusters = max([int(k) for k in spec.grid.get("clusters", [])] or [int(spec.scenario.clusters or 1)])
+    workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
+    check_memory(args, points * POINT_BYTES + workers * min(spec.replications, spec.chunk_size) * clusters * 32,
+                 f"sequential study {spec.name} ({points:,} grid points)")
     ds = run_sequential_study(spec, n_jobs=args.jobs, progress=True)
     out = save_dataset(ds, args.out) if args.out else None
     payload = {"spec_hash": spec.hash, "out": None if out is None else str(out), "saved": out is not None,
@@ -220,7 +180,7 @@ def run_analyze(args: argparse.Namespace) -> None:
 
     table = parse_tables(args.table, order="one per cluster, in arrival order")
     method = SequentialMethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve()
-    result = method.analyze(table, _schedule(args, args.looks), args.margin, args.alpha)
+    result = method.analyze(table, schedule_of(args, args.looks), args.margin, args.alpha)
     payload = {**result.as_dict(), "version": method.version, "source_sha256": method.identity.source_sha256,
                "citation": method.citation}
 
@@ -283,6 +243,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("spec")
     p.add_argument("--out", default=None, help="netCDF path (e.g. results/peeking.nc); without it nothing is saved")
     p.add_argument("--jobs", type=n_jobs, default=1)
+    add_max_memory(p)
     add_json(p)
     p.set_defaults(func=run_run)
 
