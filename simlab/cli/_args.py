@@ -175,7 +175,11 @@ def parse_tables(texts: list[str], flag: str = "--table", order: str = "one per 
 
     if not texts:
         raise UsageError(f"give at least one {flag} n11,n10,n01,n00 ({order})", flag)
-    return np.array([parse_table(t, i, flag) for i, t in enumerate(texts)], dtype=np.int64)
+    rows = [parse_table(t, i, flag) for i, t in enumerate(texts)]
+    total = sum(sum(r) for r in rows)  # Python ints: exact, so an int64 overflow is caught here
+    if total > _INT64_MAX:
+        raise UsageError(f"{flag} counts sum to {total} trials, more than 2^63 - 1 (the kernels count in int64)", flag)
+    return np.array(rows, dtype=np.int64)
 
 
 def parse_options(items: list[str]) -> dict[str, float]:

@@ -9,6 +9,7 @@ from simlab.cli._output import UsageError, emit
 
 DEFAULT_REPS = 200_000
 DEFAULT_EXACT_SECONDS = 60.0
+DEFAULT_SEED = 20261129
 
 
 def run_false_pass(args: argparse.Namespace) -> None:
@@ -20,11 +21,13 @@ def run_false_pass(args: argparse.Namespace) -> None:
                          "--exact-seconds")
     scenario = scenario_from_args(args)
     ref = MethodRef(name=args.method, options=parse_options(args.option))
-    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps or DEFAULT_REPS, args.seed,
+    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps or DEFAULT_REPS,
+                         DEFAULT_SEED if args.seed is None else args.seed,
                          exact="never" if args.simulate else "auto",
                          max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds)
-    payload["notes"] = (["--reps not used: the exact engine applies (add --simulate to simulate)"]
-                        if payload["exact"] and args.reps is not None else [])
+    unused = [f for f, v in (("--reps", args.reps), ("--seed", args.seed)) if v is not None]
+    payload["notes"] = ([f"{' and '.join(unused)} not used: the exact engine applies (add --simulate to simulate)"]
+                        if payload["exact"] and unused else [])
 
     def render(p: dict) -> None:
         what = "false-pass rate" if p["is_null"] else "pass rate (power: the scenario is not a null)"
@@ -51,7 +54,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--reps", type=positive_int, default=None,
                    help=f"replications when simulating (default {DEFAULT_REPS})")
-    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--seed", type=nonnegative_int, default=None, help=f"when simulating (default {DEFAULT_SEED})")
     p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")
     p.add_argument("--exact-seconds", type=positive_float, default=None,
                    help=f"simulate instead when the exact evaluation would take longer (default {DEFAULT_EXACT_SECONDS:g})")

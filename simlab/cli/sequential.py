@@ -73,9 +73,10 @@ def run_simulate(args: argparse.Namespace) -> None:
     from studies.sequential import parse_sequential_spec, run_sequential_study, summary_rows
 
     schedule = schedule_of(args, args.looks)
-    if args.unit == "clusters" and schedule.last > args.clusters:
-        raise UsageError(f"--looks reach {schedule.last} clusters but --clusters is {args.clusters}; the last look "
-                         "must not exceed the clusters", "--looks")
+    most = args.clusters if args.unit == "clusters" else args.clusters * args.trials
+    if schedule.last > most:
+        raise UsageError(f"--looks reach {schedule.last} {args.unit} but the scenario has {most} (--clusters "
+                         f"{args.clusters} x --trials {args.trials}); the last look must not exceed them", "--looks")
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
     # each worker holds a chunk (65,536 replications by default) of int32 tables [chunk, K, 4] and its copy
     need = workers * min(args.reps, 65_536) * args.clusters * 16 * 2

@@ -59,6 +59,8 @@ CASES = [
     (["interval", "--method", "cluster_t", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
     (["interval", "--method", "cluster_t", "--table", "99999999999999999999,0,0,0"], "--table", "[0, 2^63)"),
     (["interval", "--method", "cluster_t"], "--table", "at least one --table"),
+    (["interval", "--method", "paired_wald", "--table", "5000000000000000000,0,0,0", "--table",
+      "5000000000000000000,0,0,0"], "--table", "2^63 - 1"),
     (["interval", "--table", "1,0,0,0"], "--method", "required"),
     (["interval", "--method", "no_such", "--table", "1,0,0,0"], "--method", "unknown method"),
     (["interval", "--method", "exact_discordant", "--table", "1000000000,300000000,300000000,300000000"],
@@ -95,6 +97,8 @@ CASES = [
     (["sequential", "simulate", "--reps", "0"], "--reps", ">= 1"),
     (["sequential", "simulate", "--jobs", "0"], "--jobs", "-1"),
     (["sequential", "simulate", "--looks", "50:600:50"], "--looks", "--clusters"),
+    (["sequential", "simulate", "--unit", "trials", "--looks", "10,20", "--clusters", "5", "--trials", "2"],
+     "--looks", "--trials 2"),
     (["sequential", "run", "{dir}/missing.toml"], None, "missing.toml"),
     (["sequential", "run", "{small}", "--jobs", "0"], "--jobs", "-1"),
     (["sequential", "show", "{text}"], "path", "not a readable netCDF"),
@@ -180,6 +184,12 @@ def test_interval_inconclusive_says_why(capsys):
     assert p["status"] == "inconclusive" and any("min_clusters=30" in r for r in p["reasons"])
     assert main(["interval", "--method", "clustered_normal", *rows]) == 0
     assert "why: 12 non-empty clusters, fewer than 30 (min_clusters=30" in capsys.readouterr().out
+
+
+def test_false_pass_says_which_options_an_exact_answer_does_not_use(capsys):
+    assert main(["false-pass", "--method", "clustered_normal", "--reps", "1000", "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["exact"] and p["notes"] == ["--reps not used: the exact engine applies (add --simulate to simulate)"]
 
 
 def test_sequential_exact_honours_its_design_with_loss(capsys):
