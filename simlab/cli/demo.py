@@ -23,7 +23,7 @@ def _render(p: dict) -> None:
                  for r in u["rows"]])
     c = p["comparison"]
     print(f"\n3. Method library at the seed's design point: {c['design']}; nominal one-sided level "
-          f"{c['nominal_alpha']:g}")
+          f"{c['alpha']:g}")
 
     def f(d):
         if d["value"] is None or not math.isfinite(d["value"]):

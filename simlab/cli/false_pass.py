@@ -21,7 +21,7 @@ def run_false_pass(args: argparse.Namespace) -> None:
                          "--exact-seconds")
     scenario = scenario_from_args(args)
     ref = MethodRef(name=args.method, options=parse_options(args.option))
-    payload = false_pass(scenario, ref, args.margin, args.confidence, args.reps or DEFAULT_REPS,
+    payload = false_pass(scenario, ref, args.margin, args.alpha, args.reps or DEFAULT_REPS,
                          DEFAULT_SEED if args.seed is None else args.seed,
                          exact="never" if args.simulate else "auto",
                          max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds)
@@ -35,7 +35,7 @@ def run_false_pass(args: argparse.Namespace) -> None:
                else f"simulated, {p['replications']:,} replications, MC SE {p['mc_se']:.2g}, "
                     f"95% CP [{p['cp_lower']:.5f}, {p['cp_upper']:.5f}]")
         print(f"{p['method']} ({p['estimand']}; true value {p['true_value']:.5g}, margin {p['margin']:g}, "
-              f"confidence {p['confidence']:g})")
+              f"alpha {p['alpha']:g})")
         print(f"{what}: {p['value']:.5f}   {how}")
         if not p["exact"]:
             print(f"not exact: {p['why_not_exact']}")
@@ -51,7 +51,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--option", action="append", default=[], metavar="key=value", help="method option (repeatable)")
     add_scenario_args(p, clusters=30, trials=1, rho=0.0, cells="0.96,0.04,0,0")
     p.add_argument("--margin", type=float, default=0.03)
-    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--alpha", type=float, default=0.025, help="one-sided level (default %(default)s)")
     p.add_argument("--reps", type=positive_int, default=None,
                    help=f"replications when simulating (default {DEFAULT_REPS})")
     p.add_argument("--seed", type=nonnegative_int, default=None, help=f"when simulating (default {DEFAULT_SEED})")

@@ -8,9 +8,9 @@ from simlab.cli._args import add_json, memory_size, parse_options, parse_tables,
 from simlab.cli._output import UsageError, emit
 
 
-def analyze_fixed(method, table, margin: float, confidence: float):
-    """The one call of a fixed method's single analysis (the level convention lives here)."""
-    return method.analyze(table, margin, confidence)
+def analyze_fixed(method, table, margin: float, alpha: float):
+    """The one call of a fixed method's single analysis (one-sided ``alpha``, methods.protocol)."""
+    return method.analyze(table, margin, alpha)
 
 
 def run_interval(args: argparse.Namespace) -> None:
@@ -32,7 +32,7 @@ def run_interval(args: argparse.Namespace) -> None:
         flag = "--max-seconds" if exc.resource == "time" else "--max-memory"
         raise UsageError(f"{exc.what}; raise {flag} to run it anyway, or choose a method whose cost does not grow "
                          "with the counts", flag) from None
-    result = analyze_fixed(method, table, args.margin, args.confidence)
+    result = analyze_fixed(method, table, args.margin, args.alpha)
     payload = {**result.as_dict(), "options": dict(method.options), "version": method.version,
                "source_sha256": method.identity.source_sha256, "citation": method.citation,
                "reasons": explain(method, table, result.status)}
@@ -42,7 +42,7 @@ def run_interval(args: argparse.Namespace) -> None:
         hi = "nan" if p["upper"] is None else f"{p['upper']:.6f}"
         est = "nan" if p["estimate"] is None else f"{p['estimate']:.6f}"
         print(f"{p['method']} v{p['version']} ({p['estimand']}), {p['clusters']} clusters, {p['trials']} trials")
-        print(f"estimate {est}   {100 * p['confidence']:g}% interval [{lo}, {hi}]")
+        print(f"estimate {est}   {100 * (1 - 2 * p['alpha']):g}% interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
         print(f"decision: {p['status']}  (pass iff lower >= -{p['margin']:g})")
         for reason in p["reasons"]:
             print(f"  why: {reason}")
@@ -74,7 +74,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--method", required=True, help="registered method name (see `simlab methods`)")
     p.add_argument("--table", action="append", default=[], metavar="n11,n10,n01,n00",
                    help="one cluster's paired counts; repeat once per cluster")
-    p.add_argument("--confidence", type=float, default=0.95, help="two-sided confidence (default %(default)s)")
+    p.add_argument("--alpha", type=float, default=0.025,
+                   help="one-sided level of the non-inferiority test; the interval is 1 - 2 alpha (default %(default)s)")
     p.add_argument("--margin", type=float, default=0.03, help="non-inferiority margin m > 0 (default %(default)s)")
     p.add_argument("--option", action="append", default=[], metavar="key=value",
                    help="method option, e.g. min_clusters=2 (repeatable)")

@@ -1,35 +1,22 @@
 """``simlab sequential boundaries``: efficacy boundaries of a one-sided group-sequential design
 (Z scale, nominal p-values, cumulative alpha spent) for the obf / pocock / hsd / power families.
 
-Registered inside the ``sequential`` command group.  The module name sorts after
-``sequential`` so that, wherever that group is defined (the legacy module or its own
-``simlab/cli/sequential.py``), it exists when this module registers."""
+Registered inside the ``sequential`` command group (``simlab/cli/sequential.py``): the module
+name sorts after ``sequential``, so that group exists when this module registers."""
 from __future__ import annotations
 
 import argparse
 
-
-def _emit(args, payload, render):
-    try:
-        from simlab.cli.output import emit
-    except ImportError:
-        from simlab.cli._legacy import emit
-    emit(args, payload, render)
-
-
-def _table(title, columns, rows):
-    try:
-        from simlab.cli.output import print_table
-    except ImportError:
-        from simlab.cli._legacy import print_table
-    print_table(title, columns, rows)
+from simlab.cli._args import add_json
+from simlab.cli._output import UsageError, emit, print_table
 
 
 def _fractions(text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ValueError(f"information: expected comma-separated fractions such as 0.5,1, got {text!r}") from None
+        raise UsageError(f"--information: expected comma-separated fractions such as 0.5,1, got {text!r}",
+                         "--information") from None
 
 
 def cmd_boundaries(args: argparse.Namespace) -> None:
@@ -41,10 +28,10 @@ def cmd_boundaries(args: argparse.Namespace) -> None:
         par = "" if p["parameter"] is None else f", parameter {p['parameter']:g}"
         rows = [[k + 1, t, z, q, c] for k, (t, z, q, c) in
                 enumerate(zip(p["information"], p["z"], p["nominal_p"], p["cumulative_alpha"]))]
-        _table(f"{p['family']} spending, one-sided alpha {p['alpha']:g}{par}",
+        print_table(f"{p['family']} spending, one-sided alpha {p['alpha']:g}{par}",
                ["look", "information", "z boundary", "nominal p", "cumulative alpha"], rows)
 
-    _emit(args, p, render)
+    emit(args, p, render)
 
 
 def _sequential_subparsers(sub) -> argparse._SubParsersAction | None:
@@ -69,5 +56,5 @@ def register(sub, bench_sub) -> None:
                    help="comma-separated information fractions, strictly increasing, ending at 1")
     p.add_argument("--gamma", type=float, default=None,
                    help="family parameter: HSD gamma (default -4) or power exponent rho (default 3)")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_json(p)
     p.set_defaults(func=cmd_boundaries)

@@ -10,8 +10,8 @@ from simlab.cli._output import UsageError, emit, print_table
 # Memory model of studies.runner.run_study (bytes), from its data structures: every grid
 # point is a (coords, PairedScenario) pair built up front (2.9 KiB each, measured with
 # tracemalloc on a 10^4-point 3-field grid); each task keeps an int64 tally [methods, margins,
-# confidences, NF] plus its dict entry; the dataset holds 53 variables, 417 B per (point,
-# method, margin, confidence) measured, built and then serialised (x3); each worker holds one
+# alphas, NF] plus its dict entry; the dataset holds 53 variables, 417 B per (point,
+# method, margin, alpha) measured, built and then serialised (x3); each worker holds one
 # chunk of int32 tables [chunk, K, 4].
 DEFAULT_WORK_DIR = "results/.runs"
 POINT_BYTES = 4 * 1024
@@ -23,7 +23,7 @@ def study_memory(spec, chunk: int, workers: int) -> float:
     from studies.tally import NF
 
     points = math.prod(spec.shape) if spec.shape else 1
-    cells = len(spec.methods) * len(spec.margins) * len(spec.confidences)
+    cells = len(spec.methods) * len(spec.margins) * len(spec.alphas)
     n = spec.n_replications
     tasks = points * math.ceil(n / chunk)
     clusters = max([int(k) for k in spec.grid.get("clusters", [])] or [int(spec.scenario.clusters or 1)])
@@ -135,7 +135,7 @@ def run_study_show(args: argparse.Namespace) -> None:
     from studies.results import grid_dims, summary_rows
 
     ds = open_study(args.file)
-    rows = summary_rows(ds, args.margin, args.confidence)
+    rows = summary_rows(ds, args.margin, args.alpha)
     payload = {"dataset": args.file, "spec_hash": ds.attrs.get("spec_hash"), "spec_name": ds.attrs.get("spec_name"),
                "code_revision": ds.attrs.get("code_revision"), "seed": ds.attrs.get("seed"),
                "dims": grid_dims(ds), "rows": rows}
@@ -154,7 +154,7 @@ def run_study_plot(args: argparse.Namespace) -> None:
 
     out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
     check_writable(out, "--out")
-    plot_dataset(open_study(args.file, allow_sequential=True), out, args.margin, args.confidence)
+    plot_dataset(open_study(args.file, allow_sequential=True), out, args.margin, args.alpha)
     emit(args, {"plot": str(out)}, lambda p: print(f"wrote {p['plot']}"))
 
 
@@ -176,13 +176,13 @@ def register(sub, bench_sub) -> None:
     q = ssub.add_parser("show", help="print a study dataset as a table")
     q.add_argument("file")
     q.add_argument("--margin", type=float)
-    q.add_argument("--confidence", type=float)
+    q.add_argument("--alpha", type=float, help="one-sided level (default: the dataset's first)")
     add_json(q)
     q.set_defaults(func=run_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
     q.add_argument("file")
     q.add_argument("--out", help="PNG path (default: the dataset path with .png)")
     q.add_argument("--margin", type=float)
-    q.add_argument("--confidence", type=float)
+    q.add_argument("--alpha", type=float, help="one-sided level (default: the dataset's first)")
     add_json(q)
     q.set_defaults(func=run_study_plot)

@@ -31,7 +31,7 @@ def test_table_output_and_errors(capsys):
     out = capsys.readouterr().out
     assert "z boundary" in out and "2.96" in out  # obf, alpha 0.025, two equal looks: b1 = 2.9626
     rc, p = run(capsys, "sequential", "boundaries", "--spending", "hsd", "--information", "0.5,x", "--json")
-    assert rc == 2 and "information" in p["error"]
+    assert rc == 2 and "information" in p["error"]["message"]
     rc, p = run(capsys, "sequential", "boundaries", "--spending", "pocock", "--information", "0.5,1",
                 "--gamma", "1", "--json")
-    assert rc == 2 and "no parameter" in p["error"]
+    assert rc == 2 and "no parameter" in p["error"]["message"]

@@ -104,6 +104,8 @@ CASES = [
     (["sequential", "show", "{text}"], "path", "not a readable netCDF"),
     (["sequential", "plot", "{text}", "--out", "{under_file}"], "--out", "not a directory"),
     (["sequential", "analyze", "--method", "likelihood_ratio", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
+    (["sequential", "boundaries", "--spending", "hsd", "--information", "0.5,x"], "--information", "fractions"),
+    (["sequential", "boundaries", "--spending", "nope", "--information", "1"], "--spending", "invalid choice"),
     (["qualify"], "--method", "give --method"),
     (["qualify", "--method", "paired_wald", "--n-jobs", "0"], "--n-jobs", "-1"),
     (["qualify", "--method", "paired_wald", "--policy", "no_such_policy"], None, "no_such_policy"),

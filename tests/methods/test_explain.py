@@ -12,7 +12,7 @@ def _reasons(name, rows, **options):
     if options:
         m = m.with_options(**options)
     table = np.array(rows, np.int64)
-    r = m.analyze(table, 0.03, 0.95)
+    r = m.analyze(table, 0.03, 0.025)
     return r.status, explain(m, table, r.status)
 
 
@@ -45,6 +45,6 @@ def test_every_inconclusive_fixed_method_gives_a_reason():
         m = registry.get(name)
         for rows in ([[0, 0, 0, 0]], [[3, 1, 0, 0]], [[1, 0, 0, 0]] * 3):
             table = np.array(rows, np.int64)
-            r = m.analyze(table, 0.03, 0.95)
+            r = m.analyze(table, 0.03, 0.025)
             reasons = explain(m, table, r.status)
             assert (r.status == "inconclusive") == bool(reasons), (name, rows, r.status, reasons)

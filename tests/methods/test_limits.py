@@ -65,17 +65,18 @@ import numpy as np
 from methods import registry
 from methods.limits import analysis_cost
 m = registry.get("exact_discordant")
-m.analyze(np.array([[5, 1, 1, 3]]), 0.03, 0.95)
-t = np.array([[2_000_000, 500_000, 500_000, 1_000_000]])
-r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-m.analyze(t, 0.03, 0.95)
-r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"measured": (r1 - r0) * 1024, "estimate": analysis_cost(m, t).bytes}))
+m.analyze(np.array([[5, 1, 1, 3]]), 0.03, 0.025)
+t = np.array([[5_000_000, 1_000_000, 1_000_000, 3_000_000]])
+with open("/proc/self/statm") as f:  # resident pages now (the import's earlier peak does not count)
+    rss_now = int(f.read().split()[1]) * resource.getpagesize()
+m.analyze(t, 0.03, 0.025)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"measured": peak - rss_now, "estimate": analysis_cost(m, t).bytes}))
 """
 
 
 def test_exact_discordant_memory_model_matches_a_measurement():
-    """Peak RSS growth of one analysis at n = 4e6 lies within [1/2, 1] of the model's estimate."""
+    """Peak RSS growth of one analysis at n = 1e7 lies within [1/2, 1] of the model's estimate (Linux)."""
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300,
                           env={"NUMBA_NUM_THREADS": "1", **__import__("os").environ})
     assert done.returncode == 0, done.stderr
