@@ -152,6 +152,8 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple
 
 def report_error(message: str, field: str | None, json_mode: bool) -> int:
     message = " ".join(message.split())
+    # third-party messages point at web pages ("See https://... for more details."): the message is the error
+    message = re.sub(r"\s*(See|For further information visit|Visit)?\s*https?://\S+( for more details)?\.?", "", message)
     if json_mode:
         sys.stdout.write(json.dumps({"error": {"message": message, "field": field}}) + "\n")
     else:

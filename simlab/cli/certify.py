@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+from simlab.cli._args import add_json, n_jobs, positive_int
+from simlab.cli._output import emit, log_to_stderr
+
 
 def _pair(text: str) -> tuple[float, float]:
     try:
@@ -13,18 +16,15 @@ def _pair(text: str) -> tuple[float, float]:
 
 
 def cmd_certify(args: argparse.Namespace) -> None:
-    import sys
-
-    from simlab.cli._legacy import emit
     from studies.certify import certificate_payload, certify, write_certificate
 
     key = None
     if args.sign_key:
-        from simlab.signing import load_private_key
-        key = load_private_key(args.sign_key)
+        from simlab.cli.records import private_key
+        key = private_key(args.sign_key, "--sign-key")
     cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
                    baseline=args.baseline, discordance=args.discordance, engine=args.engine, n_jobs=args.n_jobs,
-                   sign_key=key, progress=None if args.json else lambda s: print(s, file=sys.stderr, flush=True))
+                   sign_key=key, progress=log_to_stderr(args))
     path = write_certificate(cert, args.out)
 
     def render(p: dict) -> None:
@@ -44,11 +44,11 @@ def cmd_certify(args: argparse.Namespace) -> None:
 def register(subparsers, bench_subparsers) -> None:
     p = subparsers.add_parser("certify", help="certify a method at exactly one design (worst case over the nuisance)")
     p.add_argument("--method", required=True, help="registered method name")
-    p.add_argument("--clusters", type=int, required=True, help="K, independent clusters")
-    p.add_argument("--trials", type=int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
+    p.add_argument("--clusters", type=positive_int, required=True, help="K, independent clusters")
+    p.add_argument("--trials", type=positive_int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
     p.add_argument("--margin", type=float, required=True, help="non-inferiority margin")
     p.add_argument("--rho-max", type=float, default=0.0, help="largest intra-cluster correlation (default 0)")
-    p.add_argument("--looks", type=int, default=None, help="equally spaced looks (sequential methods)")
+    p.add_argument("--looks", type=positive_int, default=None, help="equally spaced looks (sequential methods)")
     p.add_argument("--baseline", type=_pair, default=(0.5, 1.0), metavar="LO,HI",
                    help="baseline pass-rate range (default 0.5,1)")
     p.add_argument("--discordance", type=_pair, default=(0.01, 0.5), metavar="LO,HI",
@@ -56,6 +56,6 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--engine", choices=("auto", "exact", "simulation"), default="auto")
     p.add_argument("--out", default="certificates", metavar="DIR", help="output directory (default %(default)s)")
     p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")
-    p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--n-jobs", type=n_jobs, default=1)
+    add_json(p)
     p.set_defaults(func=cmd_certify)

@@ -5,15 +5,38 @@ from __future__ import annotations
 
 import argparse
 
-
-def _json_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+from simlab.cli._args import add_json as _json_flag
+from simlab.cli._args import n_jobs, positive_int
+from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
 def _records_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", default=None, metavar="DIR",
                    help="records directory (default: $SIMLAB_RECORDS, the checkout's results/qualification, or "
                         "the installed copy)")
+
+
+def _records_dir(args: argparse.Namespace, allow_missing: bool = False):
+    """The records directory; a ``--records`` that is not a directory is refused (never an empty
+    listing), unless ``allow_missing`` (coverage decided by the certificates given alone)."""
+    from pathlib import Path
+
+    from methods.qualification import records_dir
+
+    if args.records is not None and not Path(args.records).is_dir() and not allow_missing:
+        raise UsageError(f"--records {args.records} is not a directory", "--records")
+    return records_dir(args.records)
+
+
+def private_key(path: str, flag: str):
+    """An Ed25519 private key from a PEM file, or a refusal naming the flag."""
+    from simlab.signing import load_private_key
+
+    try:
+        return load_private_key(path)
+    except ValueError as exc:  # cryptography's parse errors and SignatureError
+        reason = str(exc).split(". See ")[0]
+        raise UsageError(f"{flag} {path}: not an Ed25519 private key in PEM format ({reason})", flag) from None
 
 
 def _trusted(paths):
@@ -31,10 +54,9 @@ def _files(method: str | None, d):
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    from simlab.cli._legacy import emit
-    from methods.qualification import certificate_paths, record_paths, records_dir
+    from methods.qualification import certificate_paths, record_paths
 
-    d = records_dir(args.records)
+    d = _records_dir(args)
     payload = {"directory": str(d), "records": [str(p) for p in record_paths(args.method, d)],
                "certificates": [str(p) for p in certificate_paths(args.method, d)]}
     emit(args, payload, lambda p: print("\n".join([f"records in {p['directory']}:"] + p["records"]
@@ -42,10 +64,9 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
-    from simlab.cli._legacy import emit
-    from methods.qualification import RecordError, records_dir
+    from methods.qualification import RecordError
 
-    d = records_dir(args.records)
+    d = _records_dir(args)
     keys = _trusted(args.trusted_keys)
     rows = []
     for path, load in _files(args.method, d):
@@ -68,12 +89,8 @@ def cmd_sign(args: argparse.Namespace) -> None:
     import json
     import os
 
-    from simlab.cli._legacy import emit
-    from methods.qualification import records_dir
-    from simlab.signing import load_private_key
-
-    key = load_private_key(args.key)
-    d = records_dir(args.records)
+    key = private_key(args.key, "--key")
+    d = _records_dir(args)
     signed = []
     for path, load in _files(args.method, d):
         obj = load(path).signed(key)       # verified first: never sign a tampered or stale record
@@ -86,13 +103,12 @@ def cmd_sign(args: argparse.Namespace) -> None:
 
 
 def cmd_coverage(args: argparse.Namespace) -> None:
-    from simlab.cli._legacy import emit
-    from methods.qualification import DesignPoint, find_coverage, records_dir
+    from methods.qualification import DesignPoint, find_coverage
     from simlab.scenario import FixedSize
 
     point = DesignPoint(clusters=args.clusters, cluster_size=FixedSize(trials=args.trials), margin=args.margin,
                         rho=args.rho, rho_max=args.rho_max, looks=args.looks)
-    c = find_coverage(args.method, point, records_dir(args.records), certificates=args.certificate or (),
+    c = find_coverage(args.method, point, _records_dir(args, allow_missing=bool(args.certificate)), certificates=args.certificate or (),
                       trusted_keys=_trusted(args.trusted_keys))
     emit(args, {"method": args.method, "design": point.model_dump(mode="json"), "covered": c.covered,
                 "reason": c.reason, "source": c.record},
@@ -100,13 +116,9 @@ def cmd_coverage(args: argparse.Namespace) -> None:
 
 
 def cmd_regenerate(args: argparse.Namespace) -> None:
-    import sys
-
-    from simlab.cli._legacy import emit
-    from methods.qualification import records_dir
     from studies.regenerate import plan, regenerate
 
-    d = records_dir(args.records)
+    d = _records_dir(args)
     only = set(args.only.split(",")) if args.only else None
     items = plan(d, only, args.policy)
     if not items:
@@ -117,7 +129,7 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
                                        f"{', '.join(i['methods'])}" for i in p["plan"])))
         return
     done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs,
-                      progress=lambda s: print(s, file=sys.stderr, flush=True))
+                      progress=log_to_stderr(args))
     emit(args, {"directory": str(d), "out": args.out or str(d), "records": done},
          lambda p: print("\n".join(f"{r['method']}: {r['cells_qualified']}/{r['cells_total']} cells qualified -> "
                                    f"{r['record']}" for r in p["records"])))
@@ -153,12 +165,12 @@ def register(subparsers, bench_subparsers) -> None:
     s = rs.add_parser("coverage", help="is METHOD covered at this design (grid records, certificates)?")
     _records_flag(s)
     s.add_argument("--method", required=True, help="method identity name, e.g. tango_score")
-    s.add_argument("--clusters", type=int, required=True)
-    s.add_argument("--trials", type=int, default=1)
+    s.add_argument("--clusters", type=positive_int, required=True)
+    s.add_argument("--trials", type=positive_int, default=1)
     s.add_argument("--margin", type=float, required=True)
     s.add_argument("--rho", type=float, default=None)
     s.add_argument("--rho-max", type=float, default=None)
-    s.add_argument("--looks", type=int, default=None)
+    s.add_argument("--looks", type=positive_int, default=None)
     s.add_argument("--certificate", nargs="+", metavar="FILE", help="certificate files to consult as well")
     s.add_argument("--trusted-keys", nargs="+", metavar="PUB")
     _json_flag(s)
@@ -170,7 +182,7 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--out", default=None, metavar="DIR", help="write here instead of in place")
     s.add_argument("--only", default=None, help="comma-separated method names")
     s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
-    s.add_argument("--n-jobs", type=int, default=1)
+    s.add_argument("--n-jobs", type=n_jobs, default=1)
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
     _json_flag(s)
     s.set_defaults(func=cmd_regenerate)

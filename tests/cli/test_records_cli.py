@@ -49,7 +49,7 @@ def test_records_regenerate_reproduces_and_verify_sign_coverage(tmp_path, capsys
     key = signing.generate_key()
     priv, pub = signing.save_keypair(key, tmp_path / "keys")
     assert main(["records", "verify", "--records", str(d), "--trusted-keys", str(pub), "--json"]) == 2
-    err = json.loads(capsys.readouterr().out)["error"]
+    err = json.loads(capsys.readouterr().out)["error"]["message"]
     assert "2 of 2 files failed verification" in err and "unsigned" in err
     assert main(["records", "sign", "--records", str(d), "--key", str(priv), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["signed"]) == 2
@@ -73,4 +73,4 @@ def test_certify_command(tmp_path, capsys):
     assert not c["covered"] and "exceeds" in c["reason"]
     assert main(["certify", "--method", "newcombe_hybrid", "--clusters", "30", "--margin", "0.03", "--engine",
                  "exact", "--json"]) == 2
-    assert "does not apply" in json.loads(capsys.readouterr().out)["error"]
+    assert "does not apply" in json.loads(capsys.readouterr().out)["error"]["message"]
