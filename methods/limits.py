@@ -8,9 +8,9 @@ grows with the *counts* or with a resampling option (constants measured on one c
 ``exact_discordant``
     ``prepare`` builds Clopper-Pearson lookups indexed by every size ``0 .. n_max`` (the
     largest pooled trial count of a replication): int64 ``xmin``/``xmax``, float64 start
-    offsets and a float64 header of three words per size.  Measured 46-49 bytes and
-    0.24-0.30 us per unit of ``n_max`` at ``n_max = 4e6, 1e7, 1e8`` (0.2 GB; 0.47 GB / 2.4 s;
-    4.6 GB / 30 s): model 52 B and 0.3 us per size.
+    offsets and a float64 header of three words per size.  Peak RSS over the resident set just
+    before the call: 49 B per unit of ``n_max`` at ``n_max = 1e7, 2e7`` in a fresh process, 54 B
+    inside a long test session; 0.1-0.3 us per unit (1e7: 1-3 s): model 60 B and 0.3 us per size.
 ``bayes_hierarchical``
     the posterior is a mixture over table counts ``(t10, t01, t11 + t00)``: with
     ``M_j = y_j - c_j`` (pooled count of cell ``j`` less the clusters where it is positive)
@@ -37,7 +37,7 @@ DEFAULT_MAX_SECONDS = 120.0
 BYTES_ENV = "SIMLAB_MAX_ANALYSIS_BYTES"
 SECONDS_ENV = "SIMLAB_MAX_ANALYSIS_SECONDS"
 
-EXACT_DISCORDANT_BYTES_PER_SIZE = 52.0
+EXACT_DISCORDANT_BYTES_PER_SIZE = 60.0
 EXACT_DISCORDANT_SECONDS_PER_SIZE = 3e-7
 BAYES_HIERARCHICAL_BYTES_PER_COMPONENT = 16.0
 BAYES_HIERARCHICAL_SECONDS_PER_COMPONENT = 6e-6
