@@ -64,7 +64,22 @@ def build_parser():
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
     for name in _command_modules():
         importlib.import_module(f"{__name__}.{name}").register(sub, bench_sub)
+    _note_positionals(parser)
     return parser
+
+
+def _note_positionals(parser) -> None:
+    """Remember positional argument names: an error about one names it bare (``spec``), not as a flag."""
+    import argparse
+
+    from simlab.cli._output import POSITIONALS
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _note_positionals(child)
+        elif not action.option_strings and action.dest != "help":
+            POSITIONALS.add(action.dest)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,6 +76,18 @@ def float_at_least(lo: float, strict: bool = False) -> Callable[[str], float]:
     return parse
 
 
+def finite_float(text: str) -> float:
+    """Any finite number (nan and inf are refused here, before they reach a formula)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if v != v or v in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return v
+
+
+finite_float.__name__ = "finite number"
 positive_int = int_at_least(1)
 nonnegative_int = int_at_least(0)
 nonnegative_float = float_at_least(0.0)
@@ -214,13 +226,13 @@ def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: in
     g = p.add_argument_group("scenario")
     g.add_argument("--cells", default=None, help=f"p11,p10,p01,p00 of a trial pair (default {cells})")
     p.set_defaults(default_cells=cells)
-    g.add_argument("--baseline", type=float, help="baseline pass rate (with --difference and --discordance)")
-    g.add_argument("--difference", type=float, help="true difference candidate - baseline")
-    g.add_argument("--discordance", type=float, help="P(outcomes differ) = p10 + p01")
+    g.add_argument("--baseline", type=finite_float, help="baseline pass rate (with --difference and --discordance)")
+    g.add_argument("--difference", type=finite_float, help="true difference candidate - baseline")
+    g.add_argument("--discordance", type=finite_float, help="P(outcomes differ) = p10 + p01")
     g.add_argument("--clusters", type=positive_int, default=clusters,
                    help="independent clusters K (default %(default)s)")
     g.add_argument("--trials", type=positive_int, default=trials, help="trials per cluster M (default %(default)s)")
-    g.add_argument("--rho", type=float, default=rho, help="intra-cluster correlation (default %(default)s)")
+    g.add_argument("--rho", type=finite_float, default=rho, help="intra-cluster correlation (default %(default)s)")
 
 
 def scenario_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -88,8 +88,11 @@ def log_to_stderr(args: argparse.Namespace) -> Callable[[str], None]:
 # ---------------------------------------------------------------- the error contract
 
 
+POSITIONALS: set[str] = set()  # filled by main from the parser: these fields are named bare, not as --flags
+
+
 def _flag(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
+    return dest if dest in POSITIONALS else "--" + dest.replace("_", "-")
 
 
 def field_of(message: str, args: argparse.Namespace | None) -> str | None:
@@ -117,7 +120,7 @@ def _path_field(filename: Any, args: argparse.Namespace | None) -> str | None:
     name = str(filename)
     for dest, value in vars(args).items():
         if isinstance(value, str) and value and (name == value or name.startswith(value.rstrip("/") + "/")):
-            return dest if dest in ("spec", "file", "path", "record") else _flag(dest)
+            return _flag(dest)
     return None
 
 
@@ -152,6 +155,7 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple
 
 def report_error(message: str, field: str | None, json_mode: bool) -> int:
     message = " ".join(message.split())
+    message = re.sub(r"\s*\[type=[^\]]*\]", "", message)  # pydantic's machine details, wrapped by a layer
     # third-party messages point at web pages ("See https://... for more details."): the message is the error
     message = re.sub(r"\s*(See|For further information visit|Visit)?\s*https?://\S+( for more details)?\.?", "", message)
     if json_mode:

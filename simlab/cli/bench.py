@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (add_json, add_max_memory, check_memory, n_jobs, nonnegative_int, positive_float,
-                              positive_int)
+from simlab.cli._args import (
+    add_json,
+    add_max_memory,
+    check_memory,
+    n_jobs,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+)
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 

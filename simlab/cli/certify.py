@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, n_jobs, positive_int
+from simlab.cli._args import add_json, finite_float, n_jobs, positive_int
 from simlab.cli._output import emit, log_to_stderr
 
 
@@ -46,8 +46,8 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--method", required=True, help="registered method name")
     p.add_argument("--clusters", type=positive_int, required=True, help="K, independent clusters")
     p.add_argument("--trials", type=positive_int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
-    p.add_argument("--margin", type=float, required=True, help="non-inferiority margin")
-    p.add_argument("--rho-max", type=float, default=0.0, help="largest intra-cluster correlation (default 0)")
+    p.add_argument("--margin", type=finite_float, required=True, help="non-inferiority margin")
+    p.add_argument("--rho-max", type=finite_float, default=0.0, help="largest intra-cluster correlation (default 0)")
     p.add_argument("--looks", type=positive_int, default=None, help="equally spaced looks (sequential methods)")
     p.add_argument("--baseline", type=_pair, default=(0.5, 1.0), metavar="LO,HI",
                    help="baseline pass-rate range (default 0.5,1)")

@@ -46,9 +46,8 @@ def _render(p: dict) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> None:
-    from studies.demo import run_demo as demo
-
     from simlab.cli.study import check_writable
+    from studies.demo import run_demo as demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
     payload = demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))

@@ -3,8 +3,16 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (add_json, add_scenario_args, nonnegative_int, parse_options, positive_float,
-                              positive_int, scenario_from_args)
+from simlab.cli._args import (
+    add_json,
+    add_scenario_args,
+    finite_float,
+    nonnegative_int,
+    parse_options,
+    positive_float,
+    positive_int,
+    scenario_from_args,
+)
 from simlab.cli._output import UsageError, emit
 
 DEFAULT_REPS = 200_000
@@ -50,8 +58,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--method", required=True, help="registered fixed-sample method")
     p.add_argument("--option", action="append", default=[], metavar="key=value", help="method option (repeatable)")
     add_scenario_args(p, clusters=30, trials=1, rho=0.0, cells="0.96,0.04,0,0")
-    p.add_argument("--margin", type=float, default=0.03)
-    p.add_argument("--alpha", type=float, default=0.025, help="one-sided level (default %(default)s)")
+    p.add_argument("--margin", type=finite_float, default=0.03)
+    p.add_argument("--alpha", type=finite_float, default=0.025, help="one-sided level (default %(default)s)")
     p.add_argument("--reps", type=positive_int, default=None,
                    help=f"replications when simulating (default {DEFAULT_REPS})")
     p.add_argument("--seed", type=nonnegative_int, default=None, help=f"when simulating (default {DEFAULT_SEED})")

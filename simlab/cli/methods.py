@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, memory_size, parse_options, parse_tables, positive_float
+from simlab.cli._args import add_json, finite_float, memory_size, parse_options, parse_tables, positive_float
 from simlab.cli._output import UsageError, emit
 
 
@@ -74,9 +74,9 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--method", required=True, help="registered method name (see `simlab methods`)")
     p.add_argument("--table", action="append", default=[], metavar="n11,n10,n01,n00",
                    help="one cluster's paired counts; repeat once per cluster")
-    p.add_argument("--alpha", type=float, default=0.025,
+    p.add_argument("--alpha", type=finite_float, default=0.025,
                    help="one-sided level of the non-inferiority test; the interval is 1 - 2 alpha (default %(default)s)")
-    p.add_argument("--margin", type=float, default=0.03, help="non-inferiority margin m > 0 (default %(default)s)")
+    p.add_argument("--margin", type=finite_float, default=0.03, help="non-inferiority margin m > 0 (default %(default)s)")
     p.add_argument("--option", action="append", default=[], metavar="key=value",
                    help="method option, e.g. min_clusters=2 (repeatable)")
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",

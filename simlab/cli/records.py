@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import n_jobs, positive_int
+from simlab.cli._args import finite_float, n_jobs, positive_int
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -167,9 +167,9 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--method", required=True, help="method identity name, e.g. tango_score")
     s.add_argument("--clusters", type=positive_int, required=True)
     s.add_argument("--trials", type=positive_int, default=1)
-    s.add_argument("--margin", type=float, required=True)
-    s.add_argument("--rho", type=float, default=None)
-    s.add_argument("--rho-max", type=float, default=None)
+    s.add_argument("--margin", type=finite_float, required=True)
+    s.add_argument("--rho", type=finite_float, default=None)
+    s.add_argument("--rho-max", type=finite_float, default=None)
     s.add_argument("--looks", type=positive_int, default=None)
     s.add_argument("--certificate", nargs="+", metavar="FILE", help="certificate files to consult as well")
     s.add_argument("--trusted-keys", nargs="+", metavar="PUB")

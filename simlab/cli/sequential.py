@@ -6,14 +6,34 @@ import json
 import math
 import os
 
-from simlab.cli._args import (add_json, add_max_memory, add_max_seconds, add_scenario_args, check_memory, check_time,
-                              n_jobs, nonnegative_int, parse_options, parse_tables, positive_int,
-                              scenario_fields)
+from simlab.cli._args import (
+    add_json,
+    add_max_memory,
+    add_max_seconds,
+    add_scenario_args,
+    check_memory,
+    check_time,
+    finite_float,
+    n_jobs,
+    nonnegative_int,
+    parse_options,
+    parse_tables,
+    positive_int,
+    scenario_fields,
+)
 from simlab.cli._output import UsageError, emit, plain_table
+from simlab.cli._sequential import (
+    DEFAULT_ALPHA,
+    DEFAULT_LOOKS,
+    DEFAULT_MARGIN,
+    DEFAULT_METHODS,
+    exact_memory,
+    exact_seconds,
+    method_refs,
+    schedule_of,
+)
 from simlab.cli.study import POINT_BYTES, check_writable
 
-from simlab.cli._sequential import (DEFAULT_ALPHA, DEFAULT_LOOKS, DEFAULT_MARGIN, DEFAULT_METHODS, exact_memory,
-                                   exact_seconds, method_refs, schedule_of)
 
 def run_exact(args: argparse.Namespace) -> None:
     import time
@@ -203,22 +223,22 @@ def register(sub, bench_sub) -> None:
         p.add_argument("--looks", default=looks, help=f"cumulative look counts: a,b,c or start:stop:step "
                                                       f"(default {looks or DEFAULT_LOOKS})")
         p.add_argument("--unit", choices=("clusters", "trials"), default="clusters")
-        p.add_argument("--margin", type=float, default=margin,
+        p.add_argument("--margin", type=finite_float, default=margin,
                        help=f"non-inferiority margin (default {DEFAULT_MARGIN})")
-        p.add_argument("--alpha", type=float, default=alpha, help=f"one-sided overall level (default {DEFAULT_ALPHA})")
+        p.add_argument("--alpha", type=finite_float, default=alpha, help=f"one-sided overall level (default {DEFAULT_ALPHA})")
 
     def methods(p, default=DEFAULT_METHODS):
         p.add_argument("--methods", default=default,
                        help=f"comma-separated sequential methods (default {DEFAULT_METHODS})")
         p.add_argument("--inner", default=None, help="fixed-sample method the wrappers run (default binomial_loss)")
-        p.add_argument("--alternative", type=float, default=None, help="likelihood_ratio's alternative loss rate")
+        p.add_argument("--alternative", type=finite_float, default=None, help="likelihood_ratio's alternative loss rate")
 
     p = ssub.add_parser("exact", help="exact operating characteristics by path enumeration (default: the seed's "
                                       "table; give --loss for your own design)")
     design(p, looks=None, margin=None, alpha=None)  # None = not given: only meaningful with --loss
     methods(p, default=None)
     p.add_argument("--loss", default=None, help="comma-separated per-trial loss probabilities (default: seed cases)")
-    p.add_argument("--win", type=float, default=None, help="per-trial win probability (trinomial engine when > 0)")
+    p.add_argument("--win", type=finite_float, default=None, help="per-trial win probability (trinomial engine when > 0)")
     add_max_memory(p)
     add_max_seconds(p)
     add_json(p)
@@ -230,8 +250,8 @@ def register(sub, bench_sub) -> None:
     add_scenario_args(p, clusters=500, trials=1, rho=0.0, cells="0.97,0.03,0,0")
     g = p.add_argument_group("measurement")
     for k in ("candidate_sensitivity", "candidate_specificity", "baseline_sensitivity", "baseline_specificity"):
-        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=float, default=None)
-    g.add_argument("--loss-rate", type=float, default=0.0, help="probability a trial pair is lost")
+        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=finite_float, default=None)
+    g.add_argument("--loss-rate", type=finite_float, default=0.0, help="probability a trial pair is lost")
     p.add_argument("--reps", type=positive_int, default=20_000)
     p.add_argument("--seed", type=nonnegative_int, default=20261129)
     p.add_argument("--jobs", type=n_jobs, default=1)
@@ -250,14 +270,14 @@ def register(sub, bench_sub) -> None:
 
     p = ssub.add_parser("show", help="summarise a saved sequential study")
     p.add_argument("path")
-    p.add_argument("--margin", type=float, default=None)
+    p.add_argument("--margin", type=finite_float, default=None)
     add_json(p)
     p.set_defaults(func=run_show)
 
     p = ssub.add_parser("plot", help="cumulative promotion probability across looks, per method (PNG)")
     p.add_argument("path")
     p.add_argument("--out", required=True)
-    p.add_argument("--margin", type=float, default=None)
+    p.add_argument("--margin", type=finite_float, default=None)
     add_json(p)
     p.set_defaults(func=run_plot)
 

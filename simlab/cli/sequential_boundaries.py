@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json
+from simlab.cli._args import add_json, finite_float
 from simlab.cli._output import UsageError, emit, print_table
 
 
@@ -51,10 +51,10 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--spending", required=True, choices=["obf", "pocock", "hsd", "power"],
                    help="spending family: Lan-DeMets O'Brien-Fleming / Pocock, Hwang-Shih-DeCani, "
                         "Kim-DeMets power alpha*t^rho")
-    p.add_argument("--alpha", type=float, default=0.025, help="one-sided level (default %(default)s)")
+    p.add_argument("--alpha", type=finite_float, default=0.025, help="one-sided level (default %(default)s)")
     p.add_argument("--information", required=True,
                    help="comma-separated information fractions, strictly increasing, ending at 1")
-    p.add_argument("--gamma", type=float, default=None,
+    p.add_argument("--gamma", type=finite_float, default=None,
                    help="family parameter: HSD gamma (default -4) or power exponent rho (default 3)")
     add_json(p)
     p.set_defaults(func=cmd_boundaries)

@@ -3,8 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (add_json, add_max_memory, add_scenario_args, check_memory, nonnegative_int,
-                              positive_int, scenario_from_args)
+from simlab.cli._args import (
+    add_json,
+    add_max_memory,
+    add_scenario_args,
+    check_memory,
+    nonnegative_int,
+    positive_int,
+    scenario_from_args,
+)
 from simlab.cli._output import emit, print_table
 
 # int32 tables[R, K, 4] (16 B) plus the summary's int64/float64 temporaries over R*K: peak RSS

@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, float_at_least, int_at_least, nonnegative_int, positive_float, positive_int
+from simlab.cli._args import (
+    add_json,
+    finite_float,
+    float_at_least,
+    int_at_least,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+)
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -84,7 +92,7 @@ def register(sub, bench_sub) -> None:
     p = sub.add_parser("size", help="clusters needed for a target power (simulation, analytic start)")
     p.add_argument("--method", required=True)
     p.add_argument("--margin", type=positive_float, required=True, help="non-inferiority margin m > 0")
-    p.add_argument("--true-difference", type=float, required=True, help="candidate - baseline under the alternative")
+    p.add_argument("--true-difference", type=finite_float, required=True, help="candidate - baseline under the alternative")
     p.add_argument("--power", type=_open_unit("power in (0, 1)"), default=0.8)
     p.add_argument("--alpha", type=_open_unit("alpha in (0, 1)"), default=0.025,
                    help="one-sided level (default %(default)s)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, add_max_memory, check_memory, n_jobs, positive_int
+from simlab.cli._args import add_json, add_max_memory, check_memory, finite_float, n_jobs, positive_int
 from simlab.cli._output import UsageError, emit, print_table
 
 # Memory model of studies.runner.run_study (bytes), from its data structures: every grid
@@ -175,14 +175,14 @@ def register(sub, bench_sub) -> None:
     q.set_defaults(func=run_study_run)
     q = ssub.add_parser("show", help="print a study dataset as a table")
     q.add_argument("file")
-    q.add_argument("--margin", type=float)
-    q.add_argument("--alpha", type=float, help="one-sided level (default: the dataset's first)")
+    q.add_argument("--margin", type=finite_float)
+    q.add_argument("--alpha", type=finite_float, help="one-sided level (default: the dataset's first)")
     add_json(q)
     q.set_defaults(func=run_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
     q.add_argument("file")
     q.add_argument("--out", help="PNG path (default: the dataset path with .png)")
-    q.add_argument("--margin", type=float)
-    q.add_argument("--alpha", type=float, help="one-sided level (default: the dataset's first)")
+    q.add_argument("--margin", type=finite_float)
+    q.add_argument("--alpha", type=finite_float, help="one-sided level (default: the dataset's first)")
     add_json(q)
     q.set_defaults(func=run_study_plot)

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from methods import registry
-from methods.limits import (BAYES_HIERARCHICAL_BYTES_PER_COMPONENT, AnalysisTooCostly, analysis_cost,
-                            check_analysis_cost)
+from methods.limits import BAYES_HIERARCHICAL_BYTES_PER_COMPONENT, AnalysisTooCostly, analysis_cost, check_analysis_cost
 
 
 def test_exact_discordant_cost_grows_with_the_largest_trial_count():
