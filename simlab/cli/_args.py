@@ -3,6 +3,7 @@ the error contract), checked number types, scenario/table/option parsing, the me
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from typing import Any, Callable
@@ -39,55 +40,32 @@ def add_json(p: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------- checked numbers
 
 
-def int_at_least(lo: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+def checked(convert: Callable[[str], Any], ok: Callable[[Any], bool], requirement: str) -> Callable[[str], Any]:
+    """An argparse ``type``: ``convert(text)`` that must satisfy ``ok`` (nan fails every
+    comparison, so it is refused too); the error reads ``must be <requirement>, got 'text'``."""
+    def parse(text: str):
         try:
-            v = int(text)
+            v = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {text!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {v}")
+            v = None
+        if v is None or not ok(v):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
         return v
-    parse.__name__ = f"integer >= {lo}"
+    parse.__name__ = requirement
     return parse
 
 
-def n_jobs(text: str) -> int:
-    """Worker count: >= 1, or -1 for all cores (joblib's convention)."""
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v < 1 and v != -1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 or -1 (all cores), got {text!r}")
-    return v
+def int_at_least(lo: int) -> Callable[[str], int]:
+    return checked(int, lambda v: v >= lo, f"an integer >= {lo}")
 
 
 def float_at_least(lo: float, strict: bool = False) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            v = float("nan")
-        if not (v > lo if strict else v >= lo):  # also refuses nan
-            raise argparse.ArgumentTypeError(f"must be a number {'>' if strict else '>='} {lo:g}, got {text!r}")
-        return v
-    parse.__name__ = f"number {'>' if strict else '>='} {lo:g}"
-    return parse
+    return checked(float, (lambda v: v > lo) if strict else (lambda v: lo <= v < math.inf),
+                   f"a number {'>' if strict else '>='} {lo:g}")
 
 
-def finite_float(text: str) -> float:
-    """Any finite number (nan and inf are refused here, before they reach a formula)."""
-    try:
-        v = float(text)
-    except ValueError:
-        v = float("nan")
-    if v != v or v in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return v
-
-
-finite_float.__name__ = "finite number"
+n_jobs = checked(int, lambda v: v >= 1 or v == -1, ">= 1 or -1 (all cores)")  # joblib's convention
+finite_float = checked(float, math.isfinite, "a finite number")
 positive_int = int_at_least(1)
 nonnegative_int = int_at_least(0)
 nonnegative_float = float_at_least(0.0)

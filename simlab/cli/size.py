@@ -5,6 +5,7 @@ import argparse
 
 from simlab.cli._args import (
     add_json,
+    checked,
     finite_float,
     float_at_least,
     int_at_least,
@@ -14,30 +15,10 @@ from simlab.cli._args import (
 )
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
-
-def _open_unit(name: str):
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            v = float("nan")
-        if not 0.0 < v < 1.0:
-            raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
-        return v
-    parse.__name__ = name
-    return parse
-
-
-def _discordance(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = float("nan")
-    if not 0.0 < v <= 1.0:
-        raise argparse.ArgumentTypeError(
-            f"must lie in (0, 1], got {text!r}: with no discordant pairs every experiment shows a zero difference "
-            "with zero variance, so the design is degenerate (power 1 or 0 whatever K)")
-    return v
+_open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
+# no discordant pairs: every experiment shows a zero difference with zero variance
+_discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1] (zero discordance is a degenerate design: every "
+                       "experiment shows a zero difference with zero variance, power 1 or 0 whatever K)")
 
 
 def run_size(args: argparse.Namespace) -> None:
@@ -93,11 +74,11 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--method", required=True)
     p.add_argument("--margin", type=positive_float, required=True, help="non-inferiority margin m > 0")
     p.add_argument("--true-difference", type=finite_float, required=True, help="candidate - baseline under the alternative")
-    p.add_argument("--power", type=_open_unit("power in (0, 1)"), default=0.8)
-    p.add_argument("--alpha", type=_open_unit("alpha in (0, 1)"), default=0.025,
+    p.add_argument("--power", type=_open_unit, default=0.8)
+    p.add_argument("--alpha", type=_open_unit, default=0.025,
                    help="one-sided level (default %(default)s)")
     p.add_argument("--trials-per-cluster", type=positive_int, default=1)
-    p.add_argument("--baseline", type=_open_unit("baseline in (0, 1)"), default=0.9)
+    p.add_argument("--baseline", type=_open_unit, default=0.9)
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ), in (0, 1] (default max(2|difference|, margin, 0.1))")
     p.add_argument("--rho", type=float_at_least(0.0), default=0.0, help="intra-cluster correlation in [0, 1)")
