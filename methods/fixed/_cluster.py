@@ -9,7 +9,6 @@ import math
 
 import numba as nb
 import numpy as np
-from scipy import stats
 
 
 
@@ -54,6 +53,7 @@ def t_consts(method, alpha: float, tables: np.ndarray) -> np.ndarray:
     ``t_{1 - alpha/2}`` on ``j`` degrees of freedom, for every df a batch with ``K =
     tables.shape[1]`` clusters can need; a kernel with ``k_used`` clusters reads
     ``consts[k_used - 1]`` (df = k_used - 1)."""
+    from scipy import stats  # heavy: imported when used
     q = 1.0 - alpha
     K = max(int(tables.shape[1]), 1)
     out = np.empty(K + 1, np.float64)

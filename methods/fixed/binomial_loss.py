@@ -32,7 +32,6 @@ import numba as nb
 from numba import types
 from numba.typed import Dict
 import numpy as np
-from scipy import stats
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common
@@ -228,6 +227,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
 
 
 def prepare(method, alpha, tables):
+    from scipy import stats  # heavy: imported when used
     return np.array([alpha, stats.norm.isf(alpha)], dtype=np.float64)
 
 

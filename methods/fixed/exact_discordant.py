@@ -40,7 +40,6 @@ cover.
 """
 import numba as nb
 import numpy as np
-from scipy import stats
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _common, _trial
@@ -71,6 +70,7 @@ def clopper_pearson(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.ndar
     """Two-sided Clopper-Pearson limits for x of m, each tail at level alpha (vectorised):
     lower = Beta_alpha(x, m - x + 1) (0 at x = 0), upper = Beta_{1-alpha}(x + 1, m - x)
     (1 at x = m)."""
+    from scipy import stats  # heavy: imported when used
     x = np.asarray(x, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)
     lo = np.where(x > 0, stats.beta.ppf(alpha, np.maximum(x, 1.0), m - x + 1.0), 0.0)

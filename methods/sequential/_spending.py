@@ -33,13 +33,13 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import optimize, stats
 
 SPENDING = ("obf", "pocock", "hsd")
 
 
 def spending(kind: str, alpha: float, t: np.ndarray, gamma: float = 0.0) -> np.ndarray:
     """Cumulative alpha spent at information fractions ``t``."""
+    from scipy import stats  # heavy: imported when used
     t = np.asarray(t, dtype=np.float64)
     if np.any(t <= 0) or np.any(t > 1 + 1e-12):
         raise ValueError(f"information fractions must lie in (0, 1], got {t.tolist()}")
@@ -91,6 +91,7 @@ def _simpson_nodes(base: np.ndarray, upper: float) -> tuple[np.ndarray, np.ndarr
 
 def crossing_upper(b: np.ndarray, info: np.ndarray, r: int = 32, theta: float = 0.0) -> np.ndarray:
     """P(first crossing of the upper boundary at look k), one-sided design, drift theta."""
+    from scipy import stats  # heavy: imported when used
     base = _grid(r)
     K = len(b)
     out = np.zeros(K)
@@ -114,6 +115,7 @@ def crossing_upper(b: np.ndarray, info: np.ndarray, r: int = 32, theta: float = 
 
 @lru_cache(maxsize=256)
 def _bounds_cached(kind: str, alpha: float, t: tuple[float, ...], gamma: float, r: int) -> tuple[float, ...]:
+    from scipy import optimize, stats  # heavy: imported when used
     tt = np.asarray(t)
     cum = spending(kind, alpha, tt, gamma)
     inc = np.diff(np.concatenate([[0.0], cum]))

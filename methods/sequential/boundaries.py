@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, stats
 
 from methods.sequential import _spending
 
@@ -62,6 +61,7 @@ def efficacy_boundaries(family: str, alpha: float, information, parameter: float
                         grid: int = 32) -> dict:
     """The design table: per look the information fraction, Z boundary, nominal one-sided
     p-value, cumulative and incremental alpha spent (``inf`` / 0 where a look spends nothing)."""
+    from scipy import optimize, stats  # heavy: imported when used
     t, p = check_design(family, alpha, information, parameter)
     cum = cumulative_alpha(family, alpha, t, p)
     inc = np.diff(np.concatenate([[0.0], cum]))

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 PROBE = """
 import contextlib, io, json, sys
@@ -44,8 +43,5 @@ def test_methods_imports_no_xarray():
     assert "xarray" not in loaded("methods")
 
 
-@pytest.mark.xfail(strict=True, reason="method modules import scipy.stats at module level: "
-                   "methods/fixed/_cluster.py, binomial_loss.py, exact_discordant.py, "
-                   "methods/sequential/_spending.py, boundaries.py; remove this marker once they import it lazily")
 def test_methods_imports_no_scipy_stats():
     assert "scipy.stats" not in loaded("methods")
