@@ -18,9 +18,9 @@ if ! timeout 120 python3 -c "$probe"; then
     timeout 120 python3 -c "$probe" || exit 1
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-timeout 240 python3 -m pytest -q -p no:cacheprovider -x tests/simlab/test_gpu_sampler.py \
-    tests/methods/test_gpu_moments.py tests/studies/test_gpu_runner.py 2>&1 | tee "$OUT/pytest.log" | tail -15
-timeout 400 python3 -c "from simlab.cli import main; import sys; sys.exit(main(sys.argv[1:]))" bench gpu \
+timeout ${BENCH_TIMEOUT:-200} python3 -c "from simlab.cli import main; import sys; sys.exit(main(sys.argv[1:]))" bench gpu \
     --reps "${REPS:-4000000000}" --check-reps "${CHECK_REPS:-1073741824}" --cpu-reps "${CPU_REPS:-16000000}" \
     --repeat "${REPEAT:-3}" --limit-cupy "${LIMIT_CUPY:-limit_cupy.py}" --out "$OUT/gpu-bench.json" 2>&1 \
     | tee "$OUT/bench.log" | grep -v RuntimeWarning | tail -25
+timeout ${TEST_TIMEOUT:-120} python3 -m pytest -q -p no:cacheprovider tests/simlab/test_gpu_sampler.py \
+    tests/methods/test_gpu_moments.py tests/studies/test_gpu_runner.py 2>&1 | tee "$OUT/pytest.log" | tail -15
