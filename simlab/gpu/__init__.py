@@ -82,9 +82,16 @@ def _rounded_ops():
 
         return (cuda.jit(device=True)(lambda x, y: x * y), cuda.jit(device=True)(lambda x, y: x + y),
                 cuda.jit(device=True)(lambda x, y: x - y))
+    from numba import cuda
     from numba.cuda import libdevice
 
-    return libdevice.dmul_rn, libdevice.dadd_rn, libdevice.dsub_rn
+    add_rn = libdevice.dadd_rn
+
+    @cuda.jit(device=True)
+    def sub_rn(x, y):  # libdevice has no __nv_dsub_rn; negation is exact
+        return add_rn(x, -y)
+
+    return libdevice.dmul_rn, add_rn, sub_rn
 
 
 @functools.lru_cache(maxsize=1)
