@@ -88,26 +88,83 @@ def table_key(tables, r):
     return mix64(h ^ np.uint64(m))
 
 
+@nb.njit(inline="always", cache=True)
+def resampled_cluster(k1, b, j, m):
+    """Index of the ``j``-th cluster drawn by resample ``b`` (see the module docstring)."""
+    i = int(uniform(k1, BOOT_SALT2, b, j) * m)
+    if i >= m:  # u < 1 always; guard the product's rounding all the same
+        i = m - 1
+    return i
+
+
 @nb.njit(cache=True)
 def bootstrap_statistics(k1, d, n, m, out):
     """Trial-weighted difference sum(d*) / sum(n*) of ``out.size`` cluster resamples."""
-    k2 = BOOT_SALT2
     for b in range(out.size):
         sd = 0
         sn = 0
         for j in range(m):
-            i = int(uniform(k1, k2, b, j) * m)
-            if i >= m:  # u < 1 always; guard the product's rounding all the same
-                i = m - 1
+            i = resampled_cluster(k1, b, j, m)
             sd += d[i]
             sn += n[i]
         out[b] = sd / sn
 
 
+# a histogram of resample sums is used while its 2 m size + 1 bins cost less than this
+# multiple of the resample count (beyond it a sort is cheaper)
+HISTOGRAM_BINS_PER_RESAMPLE = 16
+
+
+@nb.njit(cache=True)
+def sorted_bootstrap_statistics_equal_sizes(k1, d, m, size, out):
+    """``bootstrap_statistics`` followed by a sort, when every cluster has ``size`` trials:
+    each resample's denominator is then ``m size`` and its statistic increases with the
+    integer ``sum(d*)`` in ``[-m size, m size]``, so a histogram of those sums (counting
+    sort; Knuth 1998, *TAOCP* vol. 3, sec. 5.2, Algorithm D) lists the statistics in
+    ascending order -- the same values, computed by the same division, as the sort."""
+    lo = -m * size
+    counts = np.zeros(2 * m * size + 1, np.int64)
+    for b in range(out.size):
+        sd = 0
+        for j in range(m):
+            sd += d[resampled_cluster(k1, b, j, m)]
+        counts[sd - lo] += 1
+    sn = m * size
+    t = 0
+    for v in range(counts.size):
+        c = counts[v]
+        if c:
+            x = (v + lo) / sn
+            for _ in range(c):
+                out[t] = x
+                t += 1
+
+
 @nb.njit(cache=True)
 def sorted_bootstrap(tables, r, d, n, out):
     """Non-empty cluster count ``m`` of replication ``r``; when ``m >= 2`` also fills
-    ``out`` with its ``out.size`` bootstrap statistics, sorted ascending."""
+    ``out`` with its ``out.size`` bootstrap statistics, sorted ascending (by a histogram of
+    the integer resample sums when the clusters share one size, else by sorting; the same
+    numbers either way, tested against :func:`sorted_bootstrap_by_sort`)."""
+    m = cluster_summaries(tables, r, d, n)
+    if m >= 2:
+        size = n[0]
+        for i in range(1, m):
+            if n[i] != size:
+                size = 0
+                break
+        if size > 0 and 2 * m * size + 1 <= HISTOGRAM_BINS_PER_RESAMPLE * out.size:
+            sorted_bootstrap_statistics_equal_sizes(table_key(tables, r), d, m, size, out)
+        else:
+            bootstrap_statistics(table_key(tables, r), d, n, m, out)
+            out.sort()
+    return m
+
+
+@nb.njit(cache=True)
+def sorted_bootstrap_by_sort(tables, r, d, n, out):
+    """:func:`sorted_bootstrap` always by sorting (the version 1 algorithm): the slow
+    reference of the histogram path, for tests and ``simlab bench``."""
     m = cluster_summaries(tables, r, d, n)
     if m >= 2:
         bootstrap_statistics(table_key(tables, r), d, n, m, out)
