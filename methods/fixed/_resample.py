@@ -354,14 +354,14 @@ def lbeta(a, b):
 # The grouped form ``mix`` (what the quadrature reads; ``grouped_mixture`` converts): pairs
 # that share A share their S density up to a factor (``bayes_hierarchical``: every pair
 # with the same t10 + t01), so the polynomial is evaluated once per group:
-#   mix = (G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV)
+#   mix = (G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R)
 #   G[q, g]   coefficient of (1-s)^(rmin+q) of group g (columns: groups, for vector Horner),
 #   gexp[g]   A - 1 of the group,  gscale[g]  its log scale,
 #   pa, pb, plbeta[p]  a, b, log B(a, b) of pair p;  pw[p] its weight relative to exp(gscale),
 #   pgroup[p] its group;  rmin;  chain: pairs listed row by row (b fixed, a rising by one)
 #   so that I_x(a, b) may follow from its neighbour's (see ``_tail_integrand``);
 #   H: float64[groups] scratch;  cz, cw, cV: Chebyshev interpolant of log H_g(z) on the
-#   bulk of S (``with_interpolant``; empty: none).
+#   bulk of S (``with_interpolant``; empty: none);  R: ``pair_reciprocals``.
 
 PP_A, PP_B, PP_AM1, PP_LBETA, PP_SCALE = 0, 1, 2, 3, 4
 
@@ -380,7 +380,8 @@ _EPMACH = 2.220446049250313e-16
 _QUAD_LIMIT = 200
 _QUAD_EPSABS = 1e-11
 _QUAD_EPSREL = 1e-10
-_BREAKS = (-8.0, -4.0, 0.0, 4.0, 8.0)  # +-14: the edges of the bulk (``with_interpolant``)
+_BREAKS = (-12.0, -8.0, -4.0, 0.0, 4.0, 8.0, 12.0)  # +-12: the edges of the bulk (``with_interpolant``)
+_BREAKS_V1 = (-4.0, 0.0, 4.0)   # version 1's (methods.reference.hierarchical_v1)
 
 
 @nb.njit(cache=True)
@@ -391,20 +392,35 @@ def grouped_mixture(pp, coef, rmin):
     pgroup = np.arange(npair)
     return (G, pp[:, PP_AM1].copy(), pp[:, PP_SCALE].copy(), pp[:, PP_A].copy(), pp[:, PP_B].copy(),
             pp[:, PP_LBETA].copy(), np.ones(npair), pgroup, float(rmin), False, np.empty(npair),
-            np.empty(0), np.empty(0), np.empty((0, npair)))
+            np.empty(0), np.empty(0), np.empty((0, npair)), pair_reciprocals(pp[:, PP_A], pp[:, PP_B]))
 
 
 @nb.njit(cache=True)
-def _log_polys(G, z, out):
-    """out[g] = log sum_q G[q, g] z^q (Horner, all groups side by side; -inf if not > 0)."""
-    ng = G.shape[1]
-    for g in range(ng):
-        out[g] = 0.0
-    for q in range(G.shape[0] - 1, -1, -1):
-        for g in range(ng):
-            out[g] = out[g] * z + G[q, g]
-    for g in range(ng):
-        out[g] = math.log(out[g]) if out[g] > 0.0 else -math.inf
+def pair_reciprocals(pa, pb):
+    """R[p] = (1/a, 1/b, (a+b)/a, (a+b)/b) of each pair: the chained steps multiply."""
+    R = np.empty((pa.size, 4))
+    for p in range(pa.size):
+        R[p, 0] = 1.0 / pa[p]
+        R[p, 1] = 1.0 / pb[p]
+        R[p, 2] = (pa[p] + pb[p]) / pa[p]
+        R[p, 3] = (pa[p] + pb[p]) / pb[p]
+    return R
+
+
+@nb.njit(cache=True)
+def _log_polys_many(G, zs):
+    """log sum_q G[q, g] z^q for every group g and every z of ``zs`` (-inf where not > 0)."""
+    n = zs.size
+    V = np.zeros((n, G.shape[1]))
+    for q in range(G.shape[0] - 1, -1, -1):   # Horner, all nodes and groups side by side
+        for k in range(n):
+            z = zs[k]
+            for g in range(G.shape[1]):
+                V[k, g] = V[k, g] * z + G[q, g]
+    for k in range(n):
+        for g in range(G.shape[1]):
+            V[k, g] = math.log(V[k, g]) if V[k, g] > 0.0 else -math.inf
+    return V
 
 
 @nb.njit(cache=True)
@@ -429,7 +445,7 @@ def _barycentric(cz, cw, cV, z, out):
 
 
 INTERP_TOL = 1e-10     # largest error of the interpolated log H_g allowed at the check points
-INTERP_SDS = 8.0       # the interpolant covers mean(S) +- 8 sd(S); beyond it: exact Horner
+INTERP_SDS = 12.0      # the interpolant covers mean(S) +- 12 sd(S); beyond it: exact Horner
 INTERP_MAX_DEGREE = 128
 
 
@@ -440,12 +456,12 @@ def with_interpolant(mix, meta):
     hundred operations instead of a degree-``width`` Horner per group.  log H_g is analytic
     there (a polynomial with positive coefficients), so interpolation at Chebyshev points
     converges geometrically (Trefethen 2013, *Approximation Theory and Approximation
-    Practice*, ch. 8; barycentric form, ch. 5); the degree doubles from 16 until the
+    Practice*, ch. 8; barycentric form, ch. 5); the degree doubles from 12 until the
     interpolant agrees with the exact value within INTERP_TOL at the interlaced Chebyshev
     points of the first kind (else no interpolant: the exact path everywhere).  An error
     d in log H changes the S density by the factor e^d: tail probabilities move by about
     d times themselves (1e-10 relative), credible bounds by far less than 1e-9."""
-    G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, _, _, _ = mix
+    G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, _, _, _, R = mix
     ng = G.shape[1]
     zlo = 1.0 - min(meta[0] + INTERP_SDS * meta[1], 1.0)
     zhi = 1.0 - max(meta[0] - INTERP_SDS * meta[1], 0.0)
@@ -457,10 +473,11 @@ def with_interpolant(mix, meta):
     # exact values at the 2nd-kind points of degree 2n: the even ones are degree n's nodes,
     # the odd ones its check points (1st-kind points of degree n), so each doubling reuses
     # every value computed so far
-    n = 16
-    V = np.empty((2 * n + 1, ng))
+    n = 12
+    zs = np.empty(2 * n + 1)
     for k in range(2 * n + 1):
-        _log_polys(G, mid + half * math.cos(math.pi * k / (2 * n)), V[k])
+        zs[k] = mid + half * math.cos(math.pi * k / (2 * n))
+    V = _log_polys_many(G, zs)
     while True:
         cz = np.empty(n + 1)
         cw = np.empty(n + 1)
@@ -475,16 +492,17 @@ def with_interpolant(mix, meta):
             for g in range(ng):
                 err = max(err, abs(approx[g] - V[2 * k + 1, g]))   # NaN (log 0) fails too
         if err <= INTERP_TOL:
-            return (G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, cz, cw, cV)
+            return (G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, cz, cw, cV, R)
         if n >= INTERP_MAX_DEGREE:
             return mix
         n *= 2
+        zs = np.empty(n)
+        for k in range(n):
+            zs[k] = mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n))
+        odd = _log_polys_many(G, zs)
         W = np.empty((2 * n + 1, ng))
         for k in range(2 * n + 1):
-            if k % 2 == 0:
-                W[k] = V[k // 2]
-            else:
-                _log_polys(G, mid + half * math.cos(math.pi * k / (2 * n)), W[k])
+            W[k] = V[k // 2] if k % 2 == 0 else odd[k // 2]
         V = W
 
 
@@ -498,9 +516,10 @@ def _incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab):
 
 
 @nb.njit(cache=True)
-def _tail_integrand(v, c, upper, mix):
+def _tail_integrand(v, c, upper, mix, lh):
     """Integrands of the tail probability and of the density of D at -c (lower) or c
-    (upper), in the variable v (s = c + (1 - c) v^2, jacobian included).
+    (upper), in the variable v (s = c + (1 - c) v^2, jacobian included); ``lh[g]`` is
+    log H_g(1 - s) (``_panel_log_h``).
 
     With ``chain``, a pair one step along its row (first Beta parameter + 1) or the first
     pair of the next row (second parameter + 1) takes I_x and the front term
@@ -508,7 +527,7 @@ def _tail_integrand(v, c, upper, mix):
     I_x(a+1, b) = I_x(a, b) - T / a,  I_x(a, b+1) = I_x(a, b) + T / b), so one continued
     fraction serves a whole grid of pairs; the absolute error of I stays at rounding level
     (every step adds or subtracts a term of at most 1)."""
-    G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV = mix
+    G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R = mix
     one_c = 1.0 - c
     s = c + one_c * v * v
     z = one_c * (1.0 - v) * (1.0 + v)          # 1 - s without cancellation
@@ -521,60 +540,74 @@ def _tail_integrand(v, c, upper, mix):
     l1x = math.log((s + c) / (2.0 * s))        # log(1 - x)
     ls = math.log(s)
     lz = math.log(z)
-    if cz.size > 0 and cz[cz.size - 1] <= z <= cz[0]:
-        _barycentric(cz, cw, cV, z, H)         # log H_g(z), interpolated on the bulk of S
-    else:
-        _log_polys(G, z, H)
-    for g in range(G.shape[1]):                # H becomes the group's S density factor
-        H[g] = math.exp(gexp[g] * ls + rmin * lz + gscale[g] + H[g]) if H[g] > -math.inf else 0.0
+    for g in range(G.shape[1]):                # the group's S density factor
+        H[g] = math.exp(gexp[g] * ls + rmin * lz + gscale[g] + lh[g]) if lh[g] > -math.inf else 0.0
     tail = 0.0
     dens = 0.0
-    pa0 = -1.0   # previous pair (a, b, I, T) and the first pair of the previous row
-    pb0 = -1.0
-    pI = 0.0
+    pI = 0.0     # I and T of the previous pair and of the first pair of the previous row
     pT = 0.0
-    ra = -1.0
-    rb = -1.0
     rI = 0.0
     rT = 0.0
+    r0 = 0       # index of that first pair
+    lx1 = x if upper else 1.0 - x       # factor of T when b (pair form) rises by one
+    lx2 = 1.0 - x if upper else x       # ... when a rises by one
     for p in range(pa.shape[0]):
-        if upper:
-            a = pb[p]
-            b = pa[p]
-        else:
-            a = pa[p]
-            b = pb[p]
-        if chain and p > 0 and (pa[p] == pa[p - 1] + 1.0) and pb[p] == pb[p - 1]:
-            if upper:   # second parameter + 1
-                I = pI + pT / pb0
-                T = pT * (1.0 - x) * (pa0 + pb0) / pb0
+        if chain and p > 0 and pb[p] == pb[p - 1] and pa[p] == pa[p - 1] + 1.0:
+            # one step along the row: a (pair form) + 1; R[q] = (1/a, 1/b, A/a, A/b)
+            if upper:
+                I = pI + pT * R[p - 1, 0]
             else:
-                I = pI - pT / pa0
-                T = pT * x * (pa0 + pb0) / pa0
-        elif chain and p > 0 and pa[p] == (rb if upper else ra) and pb[p] == (ra if upper else rb) + 1.0:
-            if upper:   # first parameter + 1
-                I = rI - rT / ra
-                T = rT * x * (ra + rb) / ra
+                I = pI - pT * R[p - 1, 0]
+            T = pT * lx2 * R[p - 1, 2]
+        elif chain and p > 0 and pa[p] == pa[r0] and pb[p] == pb[r0] + 1.0:
+            # the next row: b (pair form) + 1
+            if upper:
+                I = rI - rT * R[r0, 1]
             else:
-                I = rI + rT / rb
-                T = rT * (1.0 - x) * (ra + rb) / rb
+                I = rI + rT * R[r0, 1]
+            T = rT * lx1 * R[r0, 3]
+        elif upper:
+            I, T = _incomplete_beta_front(pb[p], pa[p], x, lx, l1x, plbeta[p])
         else:
-            I, T = _incomplete_beta_front(a, b, x, lx, l1x, plbeta[p])
+            I, T = _incomplete_beta_front(pa[p], pb[p], x, lx, l1x, plbeta[p])
         if p == 0 or pb[p] != pb[p - 1]:   # first pair of a row
-            ra = a
-            rb = b
+            r0 = p
             rI = I
             rT = T
-        pa0 = a
-        pb0 = b
         pI = I
         pT = T
         f = pw[p] * H[pgroup[p]]
-        if f > 0.0:
-            tail += f * I
-            dens += f * T / (x * (1.0 - x) * 2.0 * s)
+        tail += f * I
+        dens += f * T
+    dens /= x * (1.0 - x) * 2.0 * s
     jac = 2.0 * one_c * v
     return tail * jac, dens * jac
+
+
+@nb.njit(cache=True)
+def _panel_log_h(vs, c, mix):
+    """log H_g(1 - s) of every group at the nodes ``vs``: interpolated on the bulk of S,
+    the other nodes exactly and together (``_log_polys_many``)."""
+    G = mix[0]
+    cz, cw, cV = mix[11], mix[12], mix[13]
+    n = vs.size
+    LH = np.empty((n, G.shape[1]))
+    zs = np.empty(n)
+    rows = np.empty(n, np.int64)
+    m = 0
+    for k in range(n):
+        z = (1.0 - c) * (1.0 - vs[k]) * (1.0 + vs[k])
+        if cz.size > 0 and cz[cz.size - 1] <= z <= cz[0]:
+            _barycentric(cz, cw, cV, z, LH[k])
+        else:
+            zs[m] = z
+            rows[m] = k
+            m += 1
+    if m > 0:
+        V = _log_polys_many(G, zs[:m])
+        for i in range(m):
+            LH[rows[i]] = V[i]
+    return LH
 
 
 @nb.njit(cache=True)
@@ -584,25 +617,26 @@ def _qk15(a, b, c, upper, mix):
     of the 15-point value generously on these smooth integrands."""
     centr = 0.5 * (a + b)
     hlgth = 0.5 * (b - a)
-    fc, gc = _tail_integrand(centr, c, upper, mix)
+    vs = np.empty(15)            # centre, then the pairs -+ of nodes 1, 3, 5, 0, 2, 4, 6
+    vs[0] = centr
+    order = (1, 3, 5, 0, 2, 4, 6)
+    for i in range(7):
+        absc = hlgth * _XGK[order[i]]
+        vs[1 + 2 * i] = centr - absc
+        vs[2 + 2 * i] = centr + absc
+    LH = _panel_log_h(vs, c, mix)
+    fc, gc = _tail_integrand(centr, c, upper, mix, LH[0])
     resg = fc * _WG[3]
     resk = fc * _WGK[7]
     resd = gc * _WGK[7]
-    for j in range(3):
-        jtw = 2 * j + 1
-        absc = hlgth * _XGK[jtw]
-        f1, g1 = _tail_integrand(centr - absc, c, upper, mix)
-        f2, g2 = _tail_integrand(centr + absc, c, upper, mix)
-        resg += _WG[j] * (f1 + f2)
-        resk += _WGK[jtw] * (f1 + f2)
-        resd += _WGK[jtw] * (g1 + g2)
-    for j in range(4):
-        jtwm1 = 2 * j
-        absc = hlgth * _XGK[jtwm1]
-        f1, g1 = _tail_integrand(centr - absc, c, upper, mix)
-        f2, g2 = _tail_integrand(centr + absc, c, upper, mix)
-        resk += _WGK[jtwm1] * (f1 + f2)
-        resd += _WGK[jtwm1] * (g1 + g2)
+    for i in range(7):
+        j = order[i]
+        f1, g1 = _tail_integrand(vs[1 + 2 * i], c, upper, mix, LH[1 + 2 * i])
+        f2, g2 = _tail_integrand(vs[2 + 2 * i], c, upper, mix, LH[2 + 2 * i])
+        if i < 3:               # nodes 1, 3, 5 are also the Gauss (7-point) nodes
+            resg += _WG[i] * (f1 + f2)
+        resk += _WGK[j] * (f1 + f2)
+        resd += _WGK[j] * (g1 + g2)
     return resk * hlgth, abs((resk - resg) * hlgth), resd * hlgth
 
 
