@@ -70,8 +70,8 @@ def bench_bootstrap(designs=((30, 3), (100, 10)), reps: int = 2000, seed: int = 
                    "same_results": bool(v_old == v_new)}
             for name in ("cluster_bootstrap", "cluster_bootstrap_bca"):
                 m = registry.get(name)
-                m.batch(tables[:2], 0.03, 0.95)
-                t, _ = _best(lambda: m.batch(tables, 0.03, 0.95), repeat)
+                m.batch(tables[:2], 0.03, 0.025)
+                t, _ = _best(lambda: m.batch(tables, 0.03, 0.025), repeat)
                 row[f"{name}_decisions_per_s"] = reps / t
             rows.append(row)
     finally:
@@ -80,12 +80,11 @@ def bench_bootstrap(designs=((30, 3), (100, 10)), reps: int = 2000, seed: int = 
 
 
 def bench_bayes_hierarchical(designs=((100, 10), (30, 3)), reps: int = 6, seed: int = 1, repeat: int = 3,
-                             confidence: float = 0.95) -> list[dict]:
+                             alpha: float = 0.025) -> list[dict]:
     """``bayes_hierarchical`` decisions against version 1 (``methods.reference.hierarchical_v1``:
     one polynomial per pair, log-space Stirling products, full concentration sums) on the
     same tables (rho 0.1, the standard cells), with the largest bound difference."""
     from methods import registry
-    from methods.base import one_sided_alpha
     from methods.reference.hierarchical_v1 import intervals_v1
     from simlab.benchmarks import STANDARD_CELLS
     from simlab.generate import simulate_tables
@@ -95,15 +94,14 @@ def bench_bayes_hierarchical(designs=((100, 10), (30, 3)), reps: int = 6, seed: 
 
     before = _numba_threads(1)
     method = registry.get("bayes_hierarchical")
-    alpha = one_sided_alpha(confidence)
     rows = []
     try:
         for K, M in designs:
             sc = PairedScenario(cells=STANDARD_CELLS, clusters=K, cluster_size=FixedSize(trials=M), rho=0.1)
             tables = simulate_tables(sc, seed, reps)
-            intervals_v1(tables[:1], alpha), method.batch(tables[:1], 0.03, confidence)  # compile
+            intervals_v1(tables[:1], alpha), method.batch(tables[:1], 0.03, alpha)  # compile
             t_old, old = _best(lambda: intervals_v1(tables, alpha), repeat)
-            t_new, new = _best(lambda: method.batch(tables, 0.03, confidence), repeat)
+            t_new, new = _best(lambda: method.batch(tables, 0.03, alpha), repeat)
             rows.append({"workload": f"bayes_hierarchical, K={K} x M={M}", "replications": reps,
                          "old_per_s": reps / t_old, "new_per_s": reps / t_new, "ratio": t_old / t_new,
                          "max_abs_bound_difference": float(max(np.max(np.abs(new.lower - old[:, 0])),

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import cuda  # a module global: the CUDA simulator swaps it inside kernels
 
-from methods.base import INCONCLUSIVE, check_margin
+from methods.protocol import INCONCLUSIVE, check_margin
 from methods.fixed._common import decide
 from methods.fixed._moments import cluster_mean_moments_kernel, moments_mean_var
 
@@ -68,7 +68,7 @@ def decision_device():
 
 
 def batch_moments_gpu(method, stats: np.ndarray, size: int, clusters: int, margin: float,
-                      confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                      alpha: float = 0.025) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``method.batch_moments`` on the GPU: host ``int64[R, 3]`` in, host arrays
     ``(lower, upper, estimate, status)`` out."""
     from simlab.gpu import launch_shape, require
@@ -80,7 +80,7 @@ def batch_moments_gpu(method, stats: np.ndarray, size: int, clusters: int, margi
         raise ValueError(f"stats must be int64[R, 3], got {stats.dtype}{stats.shape}")
     require()
     R = stats.shape[0]
-    crit = cuda.to_device(method.moment_consts(confidence, clusters))
+    crit = cuda.to_device(method.moment_consts(alpha, clusters))
     d = [cuda.device_array(R, np.float64) for _ in range(3)] + [cuda.device_array(R, np.int8)]
     if R:
         blocks, threads = launch_shape(R)

@@ -3,7 +3,7 @@
 For a composition source with equal cluster sizes and methods that decide from cluster
 moments on the GPU (``methods.gpu.supports``), each batch of replications is
 1. drawn as ``(k_used, S1, S2)`` rows (``simlab.gpu.moments``, the CPU's streams), then
-2. decided and tallied for every (method, margin, confidence) by one kernel launch each:
+2. decided and tallied for every (method, margin, alpha) by one kernel launch each:
    a grid-stride loop keeps each thread's tally in registers, a block adds its threads'
    tallies in shared memory and then into the global tally with integer atomics.
 Tallies are integers (``studies.tally``; fixed-point sums carried in two words), and
@@ -105,10 +105,10 @@ def _kernel():
     return decide_tally
 
 
-def evaluate_moments_gpu(source, methods, thetas, margins, confidences, start: int, stop: int,
+def evaluate_moments_gpu(source, methods, thetas, margins, alphas, start: int, stop: int,
                          out: np.ndarray, batch: int | None = None) -> None:
     """Add the tallies of replications ``start .. stop-1`` to ``out[method, margin,
-    confidence, NF]``, as ``studies.runner`` does on the CPU's moment path."""
+    alpha, NF]``, as ``studies.runner`` does on the CPU's moment path."""
     from simlab.gpu import launch_shape, require
     from simlab.gpu.moments import GpuMomentSampler
 
@@ -121,9 +121,9 @@ def evaluate_moments_gpu(source, methods, thetas, margins, confidences, start: i
     K, m = source.clusters, source.moment_size
     pack, g_off, g_n = source.moment_tables()
     sampler = GpuMomentSampler(source.k1, source.k2, pack, g_off, g_n)
-    combos = [(i, j, c) for i in range(len(methods)) for c in range(len(confidences)) for j in range(len(margins))]
+    combos = [(i, j, c) for i in range(len(methods)) for c in range(len(alphas)) for j in range(len(margins))]
     crit = {(i, c): cuda.to_device(methods[i].moment_consts(conf, K))
-            for i in range(len(methods)) for c, conf in enumerate(confidences)}
+            for i in range(len(methods)) for c, conf in enumerate(alphas)}
     d_acc = cuda.to_device(np.zeros((len(combos), _tally.NF), np.int64))
     kern = _kernel()
     b = min(batch or GPU_BATCH, stop - start)

@@ -2,7 +2,7 @@
 CUDA C kernel, measured in one run.
 
 Workload: the standard one (``studies.bench``: K = 30 clusters x M = 3 trials,
-independent arms 0.97 / 0.93, rho = 0, ``clustered_normal`` at margin 0.03 and 95%).
+independent arms 0.97 / 0.93, rho = 0, ``clustered_normal`` at margin 0.03 and one-sided alpha 0.025).
 Rows, each the fastest of ``repeat`` timed runs after a warm-up:
 
 * ``gpu_study_runner`` -- :func:`studies.runner.run_study` with ``device='gpu'``: moment
@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .bench import CONFIDENCE, MARGIN, _best, _cores, _same_measures, bench_spec
+from .bench import ALPHA, MARGIN, _best, _cores, _same_measures, bench_spec
 
 
 def _limit_cupy(path: str | Path, reps: int) -> dict:
@@ -58,7 +58,7 @@ def _kernel_split(source, reps: int, repeat: int) -> dict:
     sampler = GpuMomentSampler(source.k1, source.k2, *source.moment_tables())
     n = min(reps, GPU_BATCH)
     buf = cuda.device_array((n, 3), np.int64)
-    crit = cuda.to_device(registry.get("clustered_normal").moment_consts(CONFIDENCE, source.clusters))
+    crit = cuda.to_device(registry.get("clustered_normal").moment_consts(ALPHA, source.clusters))
     acc = cuda.to_device(np.zeros((1, 17), np.int64))
     blocks, threads = launch_shape(n, ITEMS_PER_THREAD)
 
@@ -130,7 +130,7 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
     dt, ds = _best(lambda: run_study(s, chunk_size=reps, progress=False, device="gpu"), repeat)
     row("gpu_study_runner", None, reps, dt, ds)
     sc = s.points()[0][1]
-    dt, c = _best(lambda: evaluate_scenario(sc, ["clustered_normal"], [MARGIN], [CONFIDENCE], reps, seed,
+    dt, c = _best(lambda: evaluate_scenario(sc, ["clustered_normal"], [MARGIN], [ALPHA], reps, seed,
                                             device="gpu"), repeat)
     rows.append({"name": "gpu_evaluate_scenario", "threads": None, "replications": reps, "seconds": dt,
                  "replications_per_s": reps / dt, "pass_rate": c.count("n_pass", "clustered_normal") / reps})
@@ -159,9 +159,9 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
         ratios["gpu_vs_cpu_all_cores"] = g / rate[f"cpu_study_runner_{cores}jobs"]
     if "cuda_c_limit_kernel" in rate:
         ratios["gpu_vs_cuda_c_limit_kernel"] = g / rate["cuda_c_limit_kernel"]
-    exact = exact_measures(s.points()[0][1], registry.get("clustered_normal"), MARGIN, CONFIDENCE)
+    exact = exact_measures(s.points()[0][1], registry.get("clustered_normal"), MARGIN, ALPHA)
     return {"workload": {"clusters": 30, "trials": 3, "baseline": 0.97, "candidate": 0.93, "rho": 0.0,
-                         "method": "clustered_normal", "margin": MARGIN, "confidence": CONFIDENCE},
+                         "method": "clustered_normal", "margin": MARGIN, "alpha": ALPHA},
             "machine": {"gpu": _device_name(), "cpu_cores": cores, "python": platform.python_version()},
             "repeat": repeat, "timing": f"fastest of {repeat} runs per row", "rows": rows, "ratios": ratios, "gpu_kernels": split,
             "targets": {"gpu_replications_per_s": 1e9},

@@ -22,7 +22,7 @@ CASES = [
 @pytest.mark.parametrize("sc", CASES, ids=lambda s: f"K{s.clusters}")
 def test_bounds_match_version_1(sc):
     tables = simulate_tables(sc, 7, 5)
-    new = registry.get("bayes_hierarchical").batch(tables, 0.03, 0.95)
+    new = registry.get("bayes_hierarchical").batch(tables, 0.03, 0.025)
     old = intervals_v1(tables, 0.025)
     np.testing.assert_allclose(new.lower, old[:, 0], rtol=0, atol=1e-9)
     np.testing.assert_allclose(new.upper, old[:, 1], rtol=0, atol=1e-9)

@@ -19,9 +19,9 @@ def _stats(rng, n, K, m):
     return np.array(rows, np.int64)
 
 
-@pytest.mark.parametrize("name,confidence", [("clustered_normal", 0.95), ("cluster_t", 0.9),
-                                             ("cluster_t", 0.99)])
-def test_gpu_decisions_equal_cpu(name, confidence):
+@pytest.mark.parametrize("name,alpha", [("clustered_normal", 0.025), ("cluster_t", 0.05),
+                                             ("cluster_t", 0.005)])
+def test_gpu_decisions_equal_cpu(name, alpha):
     from methods.gpu import batch_moments_gpu, supports
 
     method = registry.get(name)
@@ -31,8 +31,8 @@ def test_gpu_decisions_equal_cpu(name, confidence):
     K, m = 12, 3
     stats = _stats(np.random.default_rng(7), 120, K, m)
     for margin in (0.03, 0.2):
-        cpu = method.batch_moments(stats, m, K, margin, confidence)
-        got = batch_moments_gpu(method, stats, m, K, margin, confidence)
+        cpu = method.batch_moments(stats, m, K, margin, alpha)
+        got = batch_moments_gpu(method, stats, m, K, margin, alpha)
         for a, b in zip(got, (cpu.lower, cpu.upper, cpu.estimate, cpu.status)):
             assert a.dtype == b.dtype
             assert np.array_equal(a, b, equal_nan=True)

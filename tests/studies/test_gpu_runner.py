@@ -27,7 +27,7 @@ SCENARIOS = [
 def test_gpu_tallies_equal_cpu(sc):
     if not gpu.available():
         pytest.skip(f"no GPU and no CUDA simulator: {gpu.why_unavailable()}")
-    kw = dict(margins=(0.03, 0.1), confidences=(0.9, 0.95), replications=150, seed=11, start=4_000_000_000)
+    kw = dict(margins=(0.03, 0.1), alphas=(0.05, 0.025), replications=150, seed=11, start=4_000_000_000)
     cpu = evaluate_scenario(sc, METHODS, device="cpu", **kw)
     got = evaluate_scenario(sc, METHODS, device="gpu", batch=64, **kw)  # several sampling batches
     assert np.array_equal(got.tally, cpu.tally)
@@ -41,7 +41,7 @@ def test_gpu_study_dataset_equals_cpu():
     spec = parse_spec({"name": "gpu-eq", "methods": ["clustered_normal", "cluster_t"],
                        "scenario": {"clusters": 10, "trials": 2, "rho": 0.0, "baseline": 0.95,
                                     "candidate": 0.92}, "grid": {"clusters": [10, 30]},
-                       "margins": [0.03], "confidences": [0.95], "replications": 120, "seed": 5})
+                       "margins": [0.03], "alphas": [0.025], "replications": 120, "seed": 5})
     cpu = run_study(spec, chunk_size=50, progress=False)
     with _device.using("gpu"):  # what --device gpu selects
         got = run_study(spec, n_jobs=2, chunk_size=70, progress=False)
