@@ -31,6 +31,7 @@ import numpy as np
 from simlab.rng import MAX_REPLICATIONS
 from simlab.scenario import PairedScenario
 
+from . import device as _device
 from . import tally as _tally
 from .measures import measures as _measures
 from .sampling import COMPOSITION_VERSION, TableSource, source_name, table_source
@@ -154,8 +155,13 @@ def _evaluate_moments(source: TableSource, methods, thetas, margins, alphas, sta
 
 
 def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
-                    batch: int | None = None, moments: bool = True) -> np.ndarray:
+                    batch: int | None = None, moments: bool = True, device: str = "cpu") -> np.ndarray:
     out = np.zeros((len(methods), len(margins), len(alphas), _tally.NF), np.int64)
+    if device == "gpu":  # the moment path on the device (a clear error where it cannot apply)
+        from .gpu import evaluate_moments_gpu
+
+        evaluate_moments_gpu(source, methods, thetas, margins, alphas, start, stop, out, batch)
+        return out
     if stop <= start:
         return out
     if moments and moment_path(source, methods):
@@ -173,11 +179,13 @@ def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start
 def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequence[float] = (0.03,),
                       alphas: Sequence[float] = (0.025,), replications: int = 10_000, seed: int = 20261129,
                       start: int = 0, sampler: str = "auto", batch: int | None = None,
-                      moments: bool = True) -> ScenarioCounts:
+                      moments: bool = True, device: str | None = None) -> ScenarioCounts:
     """Evaluate ``methods`` (names, ``MethodRef`` or ``{name, options, label}``) on
     replications ``start .. start + replications - 1`` of ``scenario`` under ``seed``.
     ``moments=False`` forces the table path where the moment path would apply (the
-    results are the same; for tests and benchmarks)."""
+    results are the same; for tests and benchmarks).  ``device``: 'cpu' or 'gpu' (default:
+    ``studies.device``'s selection; the same counts on either)."""
+    device = _device.resolve(device)
     if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
         raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
     refs, resolved = _resolve(methods)
@@ -185,7 +193,7 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
     thetas = np.array([target_value(scenario, m) for m in resolved])
     source = table_source(scenario, seed, sampler)
     t = _evaluate_range(source, resolved, thetas, margins, alphas, start, start + replications, batch,
-                        moments)
+                        moments, device)
     return ScenarioCounts(tuple(r.key for r in refs), margins, alphas, thetas, t, source.name,
                           [(start, start + replications)])
 
@@ -193,11 +201,11 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
 # ---------------------------------------------------------------- whole studies
 
 def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
-          start: int, stop: int, moments: bool = True) -> np.ndarray:
+          start: int, stop: int, moments: bool = True, device: str = "cpu") -> np.ndarray:
     resolved = [r.resolve() for r in refs]
     thetas = [target_value(scenario, m) for m in resolved]
     return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, alphas,
-                           start, stop, moments=moments)
+                           start, stop, moments=moments, device=device)
 
 
 def run_key(spec: StudySpec, chunk_size: int) -> str:
@@ -239,7 +247,7 @@ def _save_atomic(path: Path, arr: np.ndarray) -> None:
 def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, work_dir: str | Path | None = None,
               resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
               on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None,
-              moments: bool = True):
+              moments: bool = True, device: str | None = None):
     """Run ``spec`` and return its ``xarray.Dataset`` (see ``studies.results``).
 
     ``n_jobs``: joblib workers (-1 = all cores).  ``chunk_size``: replications per task
@@ -249,8 +257,12 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     ``progress``: rich progress bar on an interactive terminal (None = only for long
     runs).  ``on_task_done(done, total)`` is called after each finished chunk is saved.
     ``exact``: add exact results where an exact engine applies (default ``spec.exact``).
-    ``moments=False``: never take the moment path (same results; for benchmarks)."""
+    ``moments=False``: never take the moment path (same results; for benchmarks).
+    ``device``: 'cpu' or 'gpu' (default: ``studies.device``'s selection); on the GPU the
+    tasks run one after another in this process, whatever ``n_jobs`` is."""
     from .results import build_dataset
+
+    device = _device.resolve(device)
 
     t0 = time.perf_counter()
     info = RunInfo(started=_now())
@@ -287,7 +299,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     todo = [t for t in tasks if t not in results]
     total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
     show = progress if progress is not None else total_work > 20_000_000
-    payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments)
+    payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments, device)
                 for si, s, e in todo]
 
     from simlab.progress import progress_bar
@@ -295,7 +307,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     done = len(results)
     with progress_bar(sum(e - s for _, s, e in tasks), f"study {spec.name}", enabled=bool(show)) as advance:
         advance(sum(e - s for (_, s, e) in results))
-        if n_jobs == 1:
+        if n_jobs == 1 or device == "gpu":
             stream = ((t, _task(*p)) for t, p in zip(todo, payloads))
         else:
             from joblib import Parallel, delayed

@@ -263,6 +263,11 @@ class CompositionSource(TableSource):
         return out
 
 
+    def moment_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(pack, group offsets, group sizes)``: what ``fill_moments`` draws from (for
+        other back ends of the same draws, e.g. ``simlab.gpu.moments``)."""
+        return self._pack, self._g[0], self._g[1]
+
     def fill_moments(self, out, rep_start):
         if self.moment_size is None:
             return super().fill_moments(out, rep_start)

@@ -19,8 +19,9 @@ from .spec import MethodRef
 
 def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float = 0.03, alpha: float = 0.025,
                replications: int = 100_000, seed: int = 20261129, exact: str = "auto",
-               max_exact_seconds: float = 60.0, mc_confidence: float = 0.95) -> dict:
-    """``exact``: 'auto' (exact if possible), 'never' (simulate), 'only' (error if not exact)."""
+               max_exact_seconds: float = 60.0, mc_confidence: float = 0.95, device: str | None = None) -> dict:
+    """``exact``: 'auto' (exact if possible), 'never' (simulate), 'only' (error if not exact).
+    ``device``: where a simulation runs ('cpu' or 'gpu'; default: ``studies.device``'s selection)."""
     from .exact import exact_engine, exact_measures
 
     if exact not in ("auto", "never", "only"):
@@ -51,7 +52,7 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
                         "replications": None, "seed": None}
         if exact == "only":
             raise ValueError(f"no exact result for {ref.key!r} on this scenario: {why}")
-    c = evaluate_scenario(scenario, [ref], [margin], [alpha], replications, seed)
+    c = evaluate_scenario(scenario, [ref], [margin], [alpha], replications, seed, device=device)
     rate = rate_summary(c.count("n_pass", ref.key), c.count("n_reps", ref.key), mc_confidence)
     inc = c.count("n_inconclusive", ref.key) / max(c.count("n_reps", ref.key), 1)
     return {**out, "value": rate["value"], "mc_se": rate["mc_se"], "cp_lower": rate["cp_lower"],

@@ -88,26 +88,83 @@ def table_key(tables, r):
     return mix64(h ^ np.uint64(m))
 
 
+@nb.njit(inline="always", cache=True)
+def resampled_cluster(k1, b, j, m):
+    """Index of the ``j``-th cluster drawn by resample ``b`` (see the module docstring)."""
+    i = int(uniform(k1, BOOT_SALT2, b, j) * m)
+    if i >= m:  # u < 1 always; guard the product's rounding all the same
+        i = m - 1
+    return i
+
+
 @nb.njit(cache=True)
 def bootstrap_statistics(k1, d, n, m, out):
     """Trial-weighted difference sum(d*) / sum(n*) of ``out.size`` cluster resamples."""
-    k2 = BOOT_SALT2
     for b in range(out.size):
         sd = 0
         sn = 0
         for j in range(m):
-            i = int(uniform(k1, k2, b, j) * m)
-            if i >= m:  # u < 1 always; guard the product's rounding all the same
-                i = m - 1
+            i = resampled_cluster(k1, b, j, m)
             sd += d[i]
             sn += n[i]
         out[b] = sd / sn
 
 
+# a histogram of resample sums is used while its 2 m size + 1 bins cost less than this
+# multiple of the resample count (beyond it a sort is cheaper)
+HISTOGRAM_BINS_PER_RESAMPLE = 16
+
+
+@nb.njit(cache=True)
+def sorted_bootstrap_statistics_equal_sizes(k1, d, m, size, out):
+    """``bootstrap_statistics`` followed by a sort, when every cluster has ``size`` trials:
+    each resample's denominator is then ``m size`` and its statistic increases with the
+    integer ``sum(d*)`` in ``[-m size, m size]``, so a histogram of those sums (counting
+    sort; Knuth 1998, *TAOCP* vol. 3, sec. 5.2, Algorithm D) lists the statistics in
+    ascending order -- the same values, computed by the same division, as the sort."""
+    lo = -m * size
+    counts = np.zeros(2 * m * size + 1, np.int64)
+    for b in range(out.size):
+        sd = 0
+        for j in range(m):
+            sd += d[resampled_cluster(k1, b, j, m)]
+        counts[sd - lo] += 1
+    sn = m * size
+    t = 0
+    for v in range(counts.size):
+        c = counts[v]
+        if c:
+            x = (v + lo) / sn
+            for _ in range(c):
+                out[t] = x
+                t += 1
+
+
 @nb.njit(cache=True)
 def sorted_bootstrap(tables, r, d, n, out):
     """Non-empty cluster count ``m`` of replication ``r``; when ``m >= 2`` also fills
-    ``out`` with its ``out.size`` bootstrap statistics, sorted ascending."""
+    ``out`` with its ``out.size`` bootstrap statistics, sorted ascending (by a histogram of
+    the integer resample sums when the clusters share one size, else by sorting; the same
+    numbers either way, tested against :func:`sorted_bootstrap_by_sort`)."""
+    m = cluster_summaries(tables, r, d, n)
+    if m >= 2:
+        size = n[0]
+        for i in range(1, m):
+            if n[i] != size:
+                size = 0
+                break
+        if size > 0 and 2 * m * size + 1 <= HISTOGRAM_BINS_PER_RESAMPLE * out.size:
+            sorted_bootstrap_statistics_equal_sizes(table_key(tables, r), d, m, size, out)
+        else:
+            bootstrap_statistics(table_key(tables, r), d, n, m, out)
+            out.sort()
+    return m
+
+
+@nb.njit(cache=True)
+def sorted_bootstrap_by_sort(tables, r, d, n, out):
+    """:func:`sorted_bootstrap` always by sorting (the version 1 algorithm): the slow
+    reference of the histogram path, for tests and ``simlab bench``."""
     m = cluster_summaries(tables, r, d, n)
     if m >= 2:
         bootstrap_statistics(table_key(tables, r), d, n, m, out)
@@ -288,12 +345,23 @@ def lbeta(a, b):
 
 # --------------------------------------------------------------------------- Dirichlet-difference mixture
 #
-# A mixture is described by
+# The pair form (``bayes_paired``):
 #   pp[p, :] = (a, b, A - 1, log B(a, b), log scale) for pair p, with a = W's first Beta
 #              parameter (p01 side), b = the second (p10 side), A = a + b;
 #   coef[p, q] = scaled coefficient of s^(A-1) (1-s)^(rmin+q) in pair p's weighted S density
 #              (density = exp(scale) * s^(A-1) (1-s)^rmin * sum_q coef[p, q] (1-s)^q);
 #   meta = (mean of S, sd of S, mean of D, sd of D) of the whole mixture.
+# The grouped form ``mix`` (what the quadrature reads; ``grouped_mixture`` converts): pairs
+# that share A share their S density up to a factor (``bayes_hierarchical``: every pair
+# with the same t10 + t01), so the polynomial is evaluated once per group:
+#   mix = (G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R)
+#   G[q, g]   coefficient of (1-s)^(rmin+q) of group g (columns: groups, for vector Horner),
+#   gexp[g]   A - 1 of the group,  gscale[g]  its log scale,
+#   pa, pb, plbeta[p]  a, b, log B(a, b) of pair p;  pw[p] its weight relative to exp(gscale),
+#   pgroup[p] its group;  rmin;  chain: pairs listed row by row (b fixed, a rising by one)
+#   so that I_x(a, b) may follow from its neighbour's (see ``_tail_integrand``);
+#   H: float64[groups] scratch;  cz, cw, cV: Chebyshev interpolant of log H_g(z) on the
+#   bulk of S (``with_interpolant``; empty: none);  R: ``pair_reciprocals``.
 
 PP_A, PP_B, PP_AM1, PP_LBETA, PP_SCALE = 0, 1, 2, 3, 4
 
@@ -312,13 +380,154 @@ _EPMACH = 2.220446049250313e-16
 _QUAD_LIMIT = 200
 _QUAD_EPSABS = 1e-11
 _QUAD_EPSREL = 1e-10
-_BREAKS = (-4.0, 0.0, 4.0)
+_BREAKS = (-12.0, -8.0, -4.0, 0.0, 4.0, 8.0, 12.0)  # +-12: the edges of the bulk (``with_interpolant``)
+_BREAKS_V1 = (-4.0, 0.0, 4.0)   # version 1's (methods.reference.hierarchical_v1)
 
 
 @nb.njit(cache=True)
-def _tail_integrand(v, c, upper, pp, coef, rmin):
+def grouped_mixture(pp, coef, rmin):
+    """The grouped form of a pair-form mixture: one group per pair, no chaining."""
+    npair = pp.shape[0]
+    G = np.ascontiguousarray(coef.T)
+    pgroup = np.arange(npair)
+    return (G, pp[:, PP_AM1].copy(), pp[:, PP_SCALE].copy(), pp[:, PP_A].copy(), pp[:, PP_B].copy(),
+            pp[:, PP_LBETA].copy(), np.ones(npair), pgroup, float(rmin), False, np.empty(npair),
+            np.empty(0), np.empty(0), np.empty((0, npair)), pair_reciprocals(pp[:, PP_A], pp[:, PP_B]))
+
+
+@nb.njit(cache=True)
+def pair_reciprocals(pa, pb):
+    """R[p] = (1/a, 1/b, (a+b)/a, (a+b)/b) of each pair: the chained steps multiply."""
+    R = np.empty((pa.size, 4))
+    for p in range(pa.size):
+        R[p, 0] = 1.0 / pa[p]
+        R[p, 1] = 1.0 / pb[p]
+        R[p, 2] = (pa[p] + pb[p]) / pa[p]
+        R[p, 3] = (pa[p] + pb[p]) / pb[p]
+    return R
+
+
+@nb.njit(cache=True)
+def _log_polys_many(G, zs):
+    """log sum_q G[q, g] z^q for every group g and every z of ``zs`` (-inf where not > 0)."""
+    n = zs.size
+    V = np.zeros((n, G.shape[1]))
+    for q in range(G.shape[0] - 1, -1, -1):   # Horner, all nodes and groups side by side
+        for k in range(n):
+            z = zs[k]
+            for g in range(G.shape[1]):
+                V[k, g] = V[k, g] * z + G[q, g]
+    for k in range(n):
+        for g in range(G.shape[1]):
+            V[k, g] = math.log(V[k, g]) if V[k, g] > 0.0 else -math.inf
+    return V
+
+
+@nb.njit(cache=True)
+def _barycentric(cz, cw, cV, z, out):
+    """out[g] = the interpolant of column g of cV (values at the nodes cz) at z."""
+    ng = cV.shape[1]
+    for g in range(ng):
+        out[g] = 0.0
+    den = 0.0
+    for k in range(cz.size):
+        d = z - cz[k]
+        if d == 0.0:
+            for g in range(ng):
+                out[g] = cV[k, g]
+            return
+        c = cw[k] / d
+        den += c
+        for g in range(ng):
+            out[g] += c * cV[k, g]
+    for g in range(ng):
+        out[g] /= den
+
+
+INTERP_TOL = 1e-10     # largest error of the interpolated log H_g allowed at the check points
+INTERP_SDS = 12.0      # the interpolant covers mean(S) +- 12 sd(S); beyond it: exact Horner
+INTERP_MAX_DEGREE = 128
+
+
+@nb.njit(cache=True)
+def with_interpolant(mix, meta):
+    """``mix`` with a Chebyshev interpolant of every group's log H_g(z), z = 1 - s, on the
+    bulk of S (mean +- INTERP_SDS sd), so that the quadrature's integrand costs a few
+    hundred operations instead of a degree-``width`` Horner per group.  log H_g is analytic
+    there (a polynomial with positive coefficients), so interpolation at Chebyshev points
+    converges geometrically (Trefethen 2013, *Approximation Theory and Approximation
+    Practice*, ch. 8; barycentric form, ch. 5); the degree doubles from 12 until the
+    interpolant agrees with the exact value within INTERP_TOL at the interlaced Chebyshev
+    points of the first kind (else no interpolant: the exact path everywhere).  An error
+    d in log H changes the S density by the factor e^d: tail probabilities move by about
+    d times themselves (1e-10 relative), credible bounds by far less than 1e-9."""
+    G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, _, _, _, R = mix
+    ng = G.shape[1]
+    zlo = 1.0 - min(meta[0] + INTERP_SDS * meta[1], 1.0)
+    zhi = 1.0 - max(meta[0] - INTERP_SDS * meta[1], 0.0)
+    if not (zhi > zlo) or G.shape[0] < 64:
+        return mix
+    mid = 0.5 * (zlo + zhi)
+    half = 0.5 * (zhi - zlo)
+    approx = np.empty(ng)
+    # exact values at the 2nd-kind points of degree 2n: the even ones are degree n's nodes,
+    # the odd ones its check points (1st-kind points of degree n), so each doubling reuses
+    # every value computed so far
+    n = 12
+    zs = np.empty(2 * n + 1)
+    for k in range(2 * n + 1):
+        zs[k] = mid + half * math.cos(math.pi * k / (2 * n))
+    V = _log_polys_many(G, zs)
+    while True:
+        cz = np.empty(n + 1)
+        cw = np.empty(n + 1)
+        cV = np.empty((n + 1, ng))
+        for k in range(n + 1):
+            cz[k] = mid + half * math.cos(math.pi * k / n)
+            cw[k] = (1.0 if k % 2 == 0 else -1.0) * (0.5 if k == 0 or k == n else 1.0)
+            cV[k] = V[2 * k]
+        err = 0.0
+        for k in range(n):
+            _barycentric(cz, cw, cV, mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n)), approx)
+            for g in range(ng):
+                err = max(err, abs(approx[g] - V[2 * k + 1, g]))   # NaN (log 0) fails too
+        if err <= INTERP_TOL:
+            return (G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, cz, cw, cV, R)
+        if n >= INTERP_MAX_DEGREE:
+            return mix
+        n *= 2
+        zs = np.empty(n)
+        for k in range(n):
+            zs[k] = mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n))
+        odd = _log_polys_many(G, zs)
+        W = np.empty((2 * n + 1, ng))
+        for k in range(2 * n + 1):
+            W[k] = V[k // 2] if k % 2 == 0 else odd[k // 2]
+        V = W
+
+
+@nb.njit(inline="always", cache=True)
+def _incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab):
+    """(I_x(a, b), x^a (1-x)^b / B(a, b)) by the continued fraction."""
+    front = math.exp(a * lx + b * l1x - lbeta_ab)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a, front
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b, front
+
+
+@nb.njit(cache=True)
+def _tail_integrand(v, c, upper, mix, lh):
     """Integrands of the tail probability and of the density of D at -c (lower) or c
-    (upper), in the variable v (s = c + (1 - c) v^2, jacobian included)."""
+    (upper), in the variable v (s = c + (1 - c) v^2, jacobian included); ``lh[g]`` is
+    log H_g(1 - s) (``_panel_log_h``).
+
+    With ``chain``, a pair one step along its row (first Beta parameter + 1) or the first
+    pair of the next row (second parameter + 1) takes I_x and the front term
+    T = x^a (1-x)^b / B(a, b) from its neighbour (DLMF 8.17.20-21:
+    I_x(a+1, b) = I_x(a, b) - T / a,  I_x(a, b+1) = I_x(a, b) + T / b), so one continued
+    fraction serves a whole grid of pairs; the absolute error of I stays at rounding level
+    (every step adds or subtracts a term of at most 1)."""
+    G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R = mix
     one_c = 1.0 - c
     s = c + one_c * v * v
     z = one_c * (1.0 - v) * (1.0 + v)          # 1 - s without cancellation
@@ -331,70 +540,108 @@ def _tail_integrand(v, c, upper, pp, coef, rmin):
     l1x = math.log((s + c) / (2.0 * s))        # log(1 - x)
     ls = math.log(s)
     lz = math.log(z)
-    nq = coef.shape[1]
+    for g in range(G.shape[1]):                # the group's S density factor
+        H[g] = math.exp(gexp[g] * ls + rmin * lz + gscale[g] + lh[g]) if lh[g] > -math.inf else 0.0
     tail = 0.0
     dens = 0.0
-    for p in range(pp.shape[0]):
-        lh = 0.0
-        if nq > 1:
-            h = 0.0
-            for q in range(nq - 1, -1, -1):
-                h = h * z + coef[p, q]
-            if h <= 0.0:
-                continue
-            lh = math.log(h)
+    pI = 0.0     # I and T of the previous pair and of the first pair of the previous row
+    pT = 0.0
+    rI = 0.0
+    rT = 0.0
+    r0 = 0       # index of that first pair
+    lx1 = x if upper else 1.0 - x       # factor of T when b (pair form) rises by one
+    lx2 = 1.0 - x if upper else x       # ... when a rises by one
+    for p in range(pa.shape[0]):
+        if chain and p > 0 and pb[p] == pb[p - 1] and pa[p] == pa[p - 1] + 1.0:
+            # one step along the row: a (pair form) + 1; R[q] = (1/a, 1/b, A/a, A/b)
+            if upper:
+                I = pI + pT * R[p - 1, 0]
+            else:
+                I = pI - pT * R[p - 1, 0]
+            T = pT * lx2 * R[p - 1, 2]
+        elif chain and p > 0 and pa[p] == pa[r0] and pb[p] == pb[r0] + 1.0:
+            # the next row: b (pair form) + 1
+            if upper:
+                I = rI - rT * R[r0, 1]
+            else:
+                I = rI + rT * R[r0, 1]
+            T = rT * lx1 * R[r0, 3]
+        elif upper:
+            I, T = _incomplete_beta_front(pb[p], pa[p], x, lx, l1x, plbeta[p])
         else:
-            lh = math.log(coef[p, 0])
-        if upper:
-            a = pp[p, PP_B]
-            b = pp[p, PP_A]
-        else:
-            a = pp[p, PP_A]
-            b = pp[p, PP_B]
-        # log f_S(s) and log(x^a (1-x)^b / B(a, b)), combined into one exponential
-        lfs = pp[p, PP_AM1] * ls + rmin * lz + pp[p, PP_SCALE] + lh
-        lfront = a * lx + b * l1x - pp[p, PP_LBETA]
-        both = math.exp(lfs + lfront)
-        if x < (a + 1.0) / (a + b + 2.0):
-            tail += both * _betacf(a, b, x) / a
-        else:
-            tail += math.exp(lfs) - both * _betacf(b, a, 1.0 - x) / b
-        dens += both / (x * (1.0 - x) * 2.0 * s)
+            I, T = _incomplete_beta_front(pa[p], pb[p], x, lx, l1x, plbeta[p])
+        if p == 0 or pb[p] != pb[p - 1]:   # first pair of a row
+            r0 = p
+            rI = I
+            rT = T
+        pI = I
+        pT = T
+        f = pw[p] * H[pgroup[p]]
+        tail += f * I
+        dens += f * T
+    dens /= x * (1.0 - x) * 2.0 * s
     jac = 2.0 * one_c * v
     return tail * jac, dens * jac
 
 
 @nb.njit(cache=True)
-def _qk15(a, b, c, upper, pp, coef, rmin):
+def _panel_log_h(vs, c, mix):
+    """log H_g(1 - s) of every group at the nodes ``vs``: interpolated on the bulk of S,
+    the other nodes exactly and together (``_log_polys_many``)."""
+    G = mix[0]
+    cz, cw, cV = mix[11], mix[12], mix[13]
+    n = vs.size
+    LH = np.empty((n, G.shape[1]))
+    zs = np.empty(n)
+    rows = np.empty(n, np.int64)
+    m = 0
+    for k in range(n):
+        z = (1.0 - c) * (1.0 - vs[k]) * (1.0 + vs[k])
+        if cz.size > 0 and cz[cz.size - 1] <= z <= cz[0]:
+            _barycentric(cz, cw, cV, z, LH[k])
+        else:
+            zs[m] = z
+            rows[m] = k
+            m += 1
+    if m > 0:
+        V = _log_polys_many(G, zs[:m])
+        for i in range(m):
+            LH[rows[i]] = V[i]
+    return LH
+
+
+@nb.njit(cache=True)
+def _qk15(a, b, c, upper, mix):
     """Gauss-Kronrod (7, 15) on [a, b] (QUADPACK QK15 nodes): (tail, |K15 - G7| of the
     tail, density).  |K15 - G7| is the error of the 7-point rule, so it bounds the error
     of the 15-point value generously on these smooth integrands."""
     centr = 0.5 * (a + b)
     hlgth = 0.5 * (b - a)
-    fc, gc = _tail_integrand(centr, c, upper, pp, coef, rmin)
+    vs = np.empty(15)            # centre, then the pairs -+ of nodes 1, 3, 5, 0, 2, 4, 6
+    vs[0] = centr
+    order = (1, 3, 5, 0, 2, 4, 6)
+    for i in range(7):
+        absc = hlgth * _XGK[order[i]]
+        vs[1 + 2 * i] = centr - absc
+        vs[2 + 2 * i] = centr + absc
+    LH = _panel_log_h(vs, c, mix)
+    fc, gc = _tail_integrand(centr, c, upper, mix, LH[0])
     resg = fc * _WG[3]
     resk = fc * _WGK[7]
     resd = gc * _WGK[7]
-    for j in range(3):
-        jtw = 2 * j + 1
-        absc = hlgth * _XGK[jtw]
-        f1, g1 = _tail_integrand(centr - absc, c, upper, pp, coef, rmin)
-        f2, g2 = _tail_integrand(centr + absc, c, upper, pp, coef, rmin)
-        resg += _WG[j] * (f1 + f2)
-        resk += _WGK[jtw] * (f1 + f2)
-        resd += _WGK[jtw] * (g1 + g2)
-    for j in range(4):
-        jtwm1 = 2 * j
-        absc = hlgth * _XGK[jtwm1]
-        f1, g1 = _tail_integrand(centr - absc, c, upper, pp, coef, rmin)
-        f2, g2 = _tail_integrand(centr + absc, c, upper, pp, coef, rmin)
-        resk += _WGK[jtwm1] * (f1 + f2)
-        resd += _WGK[jtwm1] * (g1 + g2)
+    for i in range(7):
+        j = order[i]
+        f1, g1 = _tail_integrand(vs[1 + 2 * i], c, upper, mix, LH[1 + 2 * i])
+        f2, g2 = _tail_integrand(vs[2 + 2 * i], c, upper, mix, LH[2 + 2 * i])
+        if i < 3:               # nodes 1, 3, 5 are also the Gauss (7-point) nodes
+            resg += _WG[i] * (f1 + f2)
+        resk += _WGK[j] * (f1 + f2)
+        resd += _WGK[j] * (g1 + g2)
     return resk * hlgth, abs((resk - resg) * hlgth), resd * hlgth
 
 
 @nb.njit(cache=True)
-def tail_probability(c, upper, pp, coef, rmin, meta):
+def tail_probability(c, upper, mix, meta):
     """(P(D <= -c), density of D at -c) when ``upper`` is False, (P(D >= c), density of
     D at c) when True; 0 <= c.  Globally adaptive: the sub-interval with the largest
     |K15 - G7| is bisected until their sum is below max(1e-11, 1e-10 * value)."""
@@ -423,7 +670,7 @@ def tail_probability(c, upper, pp, coef, rmin, meta):
     idn = np.empty(_QUAD_LIMIT)
     n = 0
     for i in range(nb_ - 1):
-        res, err, dn = _qk15(brk[i], brk[i + 1], c, upper, pp, coef, rmin)
+        res, err, dn = _qk15(brk[i], brk[i + 1], c, upper, mix)
         ia[n] = brk[i]
         ib[n] = brk[i + 1]
         ir[n] = res
@@ -451,8 +698,8 @@ def tail_probability(c, upper, pp, coef, rmin, meta):
         if m0 <= a0 or m0 >= b0:   # interval cannot be split further
             ie[imax] = 0.0
             continue
-        r1, e1, d1 = _qk15(a0, m0, c, upper, pp, coef, rmin)
-        r2, e2, d2 = _qk15(m0, b0, c, upper, pp, coef, rmin)
+        r1, e1, d1 = _qk15(a0, m0, c, upper, mix)
+        r2, e2, d2 = _qk15(m0, b0, c, upper, mix)
         ib[imax] = m0
         ir[imax] = r1
         ie[imax] = e1
@@ -467,29 +714,41 @@ def tail_probability(c, upper, pp, coef, rmin, meta):
 
 
 @nb.njit(cache=True)
-def mixture_cdf(d, pp, coef, rmin, meta):
-    """(P(D <= d), density of D at d)."""
+def grouped_cdf(d, mix, meta):
+    """(P(D <= d), density of D at d) of a grouped mixture."""
     if d <= -1.0:
         return 0.0, 0.0
     if d >= 1.0:
         return 1.0, 0.0
     if d <= 0.0:
-        return tail_probability(-d, False, pp, coef, rmin, meta)
-    t, f = tail_probability(d, True, pp, coef, rmin, meta)
+        return tail_probability(-d, False, mix, meta)
+    t, f = tail_probability(d, True, mix, meta)
     return 1.0 - t, f
 
 
 @nb.njit(cache=True)
-def mixture_sf(d, pp, coef, rmin, meta):
-    """(P(D > d), density of D at d)."""
+def grouped_sf(d, mix, meta):
+    """(P(D > d), density of D at d) of a grouped mixture."""
     if d <= -1.0:
         return 1.0, 0.0
     if d >= 1.0:
         return 0.0, 0.0
     if d >= 0.0:
-        return tail_probability(d, True, pp, coef, rmin, meta)
-    t, f = tail_probability(-d, False, pp, coef, rmin, meta)
+        return tail_probability(d, True, mix, meta)
+    t, f = tail_probability(-d, False, mix, meta)
     return 1.0 - t, f
+
+
+@nb.njit(cache=True)
+def mixture_cdf(d, pp, coef, rmin, meta):
+    """(P(D <= d), density of D at d) of a pair-form mixture."""
+    return grouped_cdf(d, grouped_mixture(pp, coef, rmin), meta)
+
+
+@nb.njit(cache=True)
+def mixture_sf(d, pp, coef, rmin, meta):
+    """(P(D > d), density of D at d) of a pair-form mixture."""
+    return grouped_sf(d, grouped_mixture(pp, coef, rmin), meta)
 
 
 _ROOT_STEP = 1e-9
@@ -497,7 +756,7 @@ _ROOT_BRACKET = 1e-13
 
 
 @nb.njit(cache=True)
-def mixture_quantile(level, upper, pp, coef, rmin, meta):
+def mixture_quantile(level, upper, mix, meta):
     """d with P(D <= d) = level (``upper`` False) or P(D > d) = level (``upper`` True).
 
     Safeguarded Newton iteration on the probit scale, g(d) = Phi^-1(T(d)) - Phi^-1(level)
@@ -517,9 +776,9 @@ def mixture_quantile(level, upper, pp, coef, rmin, meta):
         d = 0.5 * (lo + hi)
     for _ in range(200):
         if upper:
-            t, f = mixture_sf(d, pp, coef, rmin, meta)
+            t, f = grouped_sf(d, mix, meta)
         else:
-            t, f = mixture_cdf(d, pp, coef, rmin, meta)
+            t, f = grouped_cdf(d, mix, meta)
         if t <= 0.0 or t >= 1.0:
             g = -math.inf if t <= 0.0 else math.inf
         else:
@@ -567,8 +826,14 @@ def finish_meta(meta, ed, ed2, es, es2):
 
 
 @nb.njit(cache=True)
-def credible_interval(alpha, pp, coef, rmin, meta):
+def grouped_credible_interval(alpha, mix, meta):
     """Equal-tailed credible interval (alpha quantile, 1 - alpha quantile) of D."""
-    lo = mixture_quantile(alpha, False, pp, coef, rmin, meta)
-    hi = mixture_quantile(alpha, True, pp, coef, rmin, meta)
+    lo = mixture_quantile(alpha, False, mix, meta)
+    hi = mixture_quantile(alpha, True, mix, meta)
     return lo, hi
+
+
+@nb.njit(cache=True)
+def credible_interval(alpha, pp, coef, rmin, meta):
+    """:func:`grouped_credible_interval` of a pair-form mixture."""
+    return grouped_credible_interval(alpha, grouped_mixture(pp, coef, rmin), meta)

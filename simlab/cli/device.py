@@ -1,0 +1,86 @@
+"""``--device {cpu,gpu}`` for the commands that simulate studies, and ``simlab bench gpu``.
+
+:func:`add_device_option` is the one helper that adds the option; ``register`` attaches it
+to ``false-pass`` and ``study run`` (defined elsewhere) and runs their command under
+``studies.device.using(args.device)``, which every simulation they call consults.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+
+DEVICE_COMMANDS = (("false-pass",), ("study", "run"))
+
+
+def add_device_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="where simulations run; gpu: cluster-moment methods on a CUDA GPU, "
+                        "same counts as cpu (default %(default)s)")
+
+
+def _subcommand(sub: argparse._SubParsersAction, path: tuple[str, ...]) -> argparse.ArgumentParser:
+    parser = None
+    for name in path:
+        if sub is None or name not in sub.choices:
+            raise RuntimeError(f"simlab.cli.device: no command {' '.join(path)!r} to add --device to")
+        parser = sub.choices[name]
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return parser
+
+
+def _on_selected_device(func):
+    @functools.wraps(func)
+    def run(args: argparse.Namespace):
+        from studies.device import using
+
+        with using(args.device):
+            return func(args)
+    return run
+
+
+def cmd_bench_gpu(args: argparse.Namespace) -> None:
+    import json
+    from pathlib import Path
+
+    from simlab.cli._legacy import _jsonable, emit, print_table
+    from studies.gpu_bench import bench_gpu
+
+    payload = bench_gpu(reps=args.reps, cpu_reps=args.cpu_reps, check_reps=args.check_reps,
+                        limit_cupy=args.limit_cupy, n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(_jsonable(payload), indent=1) + "\n")
+
+    def render(p: dict) -> None:
+        eq = p["same_counts_as_cpu"]
+        print(f"bench gpu on {p['machine']['gpu']}: counts identical to the CPU's for {eq['replications']:,} "
+              f"replications (seed {eq['seed']}): {eq['identical']}; exact pass rate {p['exact_pass_rate']:.6f}")
+        print_table(f"replications per second ({p['timing']})",
+                    ["name", "threads", "replications", "seconds", "reps/s", "pass rate"],
+                    [[r["name"], r["threads"] or "-", r["replications"], r["seconds"], r["replications_per_s"],
+                      r["pass_rate"]] for r in p["rows"]])
+        for k, v in p["ratios"].items():
+            print(f"{k:30s} {v:10.2f}x")
+        print(f"target >= 1e9 replications/s: {'met' if p['target_met'] else 'NOT met'}")
+
+    emit(args, payload, render)
+
+
+def register(sub, bench_sub) -> None:
+    for path in DEVICE_COMMANDS:
+        p = _subcommand(sub, path)
+        add_device_option(p)
+        p.set_defaults(func=_on_selected_device(p.get_default("func")))
+
+    p = bench_sub.add_parser("gpu", help="study runner on a GPU vs the CPU path and a CUDA C kernel")
+    p.add_argument("--reps", type=int, default=1 << 31, help="GPU replications per timed run (%(default)s)")
+    p.add_argument("--cpu-reps", type=int, default=32_000_000, help="CPU replications per core (%(default)s)")
+    p.add_argument("--check-reps", type=int, default=1 << 27,
+                   help="replications whose counts are compared with the CPU's (%(default)s)")
+    p.add_argument("--limit-cupy", help="path of limit_cupy.py (timed as a subprocess)")
+    p.add_argument("--n-jobs", type=int, help="CPU cores for the all-cores row (default: all available)")
+    p.add_argument("--repeat", type=int, default=3, help="time each row this often, keep the fastest (%(default)s)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", help="also write the JSON payload to this file (e.g. results/bench/gpu-h200.json)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_bench_gpu)
