@@ -243,3 +243,22 @@ def scenario_from_args(args: argparse.Namespace):
     if "cells" in t:
         return PairedScenario(cells=tuple(t["cells"]), **common)
     return PairedScenario.from_rates(t["baseline"], t["difference"], t["discordance"], **common)
+
+
+def add_device_option(p: argparse.ArgumentParser) -> None:
+    """``--device {cpu,gpu}``: the command's simulations run under ``studies.device.using``,
+    which every simulation it calls consults (same counts on either device)."""
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="where simulations run; gpu: cluster-moment methods on a CUDA GPU, "
+                        "same counts as cpu (default %(default)s)")
+
+
+def on_selected_device(func: Callable) -> Callable:
+    """Wrap a command function so it runs on the device its ``--device`` names."""
+    def run(args: argparse.Namespace):
+        from studies.device import using
+
+        with using(args.device):
+            return func(args)
+    run.__name__ = getattr(func, "__name__", "run")
+    return run

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import (
+    add_device_option,
+    on_selected_device,
     add_json,
     add_scenario_args,
     finite_float,
@@ -66,5 +68,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")
     p.add_argument("--exact-seconds", type=positive_float, default=None,
                    help=f"simulate instead when the exact evaluation would take longer (default {DEFAULT_EXACT_SECONDS:g})")
+    add_device_option(p)
     add_json(p)
-    p.set_defaults(func=run_false_pass)
+    p.set_defaults(func=on_selected_device(run_false_pass))

@@ -6,7 +6,7 @@ import argparse
 
 def cmd_bench_speedups(args: argparse.Namespace) -> None:
     from methods.bench_speedups import bench_speedups
-    from simlab.cli._legacy import emit, print_table
+    from simlab.cli._output import emit, print_table
 
     payload = bench_speedups(reps=args.reps, bayes_reps=args.bayes_reps, seed=args.seed, repeat=args.repeat)
 
@@ -27,10 +27,12 @@ def cmd_bench_speedups(args: argparse.Namespace) -> None:
 
 
 def register(sub, bench_sub) -> None:
+    from simlab.cli._args import add_json, n_jobs, nonnegative_int, positive_int
+
     p = bench_sub.add_parser("speedups", help="bayes_hierarchical and the bootstraps vs their previous algorithm")
-    p.add_argument("--reps", type=int, default=2000, help="bootstrap replications per design (%(default)s)")
-    p.add_argument("--bayes-reps", type=int, default=6, help="bayes_hierarchical replications per design (%(default)s)")
-    p.add_argument("--repeat", type=int, default=3, help="time each row this often, keep the fastest (%(default)s)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--reps", type=positive_int, default=2000, help="bootstrap replications per design (%(default)s)")
+    p.add_argument("--bayes-reps", type=positive_int, default=6, help="bayes_hierarchical replications per design (%(default)s)")
+    p.add_argument("--repeat", type=positive_int, default=3, help="time each row this often, keep the fastest (%(default)s)")
+    p.add_argument("--seed", type=nonnegative_int, default=1)
+    add_json(p)
     p.set_defaults(func=cmd_bench_speedups)

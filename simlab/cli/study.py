@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, add_max_memory, check_memory, finite_float, n_jobs, positive_int
+from simlab.cli._args import (add_device_option, add_json, add_max_memory, check_memory, finite_float, n_jobs,
+                             on_selected_device, positive_int)
 from simlab.cli._output import UsageError, emit, print_table
 
 # Memory model of studies.runner.run_study (bytes), from its data structures: every grid
@@ -171,8 +172,9 @@ def register(sub, bench_sub) -> None:
     q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
     q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
     add_max_memory(q)
+    add_device_option(q)
     add_json(q)
-    q.set_defaults(func=run_study_run)
+    q.set_defaults(func=on_selected_device(run_study_run))
     q = ssub.add_parser("show", help="print a study dataset as a table")
     q.add_argument("file")
     q.add_argument("--margin", type=finite_float)

@@ -136,6 +136,8 @@ CASES = [
     (["bench", "study", "--n-jobs", "0"], "--n-jobs", "-1"),
     (["bench", "sequential", "--repeats", "0"], "--repeats", ">= 1"),
     (["bench", "qualify", "--n-jobs", "0"], "--n-jobs", "-1"),
+    (["bench", "gpu", "--reps", "0"], "--reps", ">= 1"),
+    (["bench", "speedups", "--repeat", "0"], "--repeat", ">= 1"),
     (["bench", "study", "--limit-kernel", "{dir}/missing.py"], "--limit-kernel", "no such file"),
     (["bench"], None, "required"),
 ]
