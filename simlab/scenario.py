@@ -295,10 +295,24 @@ class PairedScenario(_Frozen):
         w = self.expected_sizes()
         return float(np.mean(self._difference(self.observed_cell_matrix())[w > 0]))
 
+    def true_loss_rate(self) -> float:
+        """Loss-rate estimand: E[sum n10] / E[sum n] for true outcomes -- the share of
+        trial pairs in which the baseline passes and the candidate fails (trial-weighted,
+        as the binomial loss test counts them)."""
+        w = self.expected_sizes()
+        return float(np.sum(w * self.cell_matrix()[:, 1]) / np.sum(w))
+
+    def observed_loss_rate(self) -> float:
+        """Loss rate of recorded outcomes among retained pairs."""
+        w = self.expected_sizes() * self.retention_rate()
+        return float(np.sum(w * self.observed_cell_matrix()[:, 1]) / np.sum(w))
+
     def true_values(self) -> dict[str, float]:
         return {
             "true_difference_trial": self.true_difference_trial(),
             "true_difference_cluster": self.true_difference_cluster(),
             "observed_difference_trial": self.observed_difference_trial(),
             "observed_difference_cluster": self.observed_difference_cluster(),
+            "true_loss_rate": self.true_loss_rate(),
+            "observed_loss_rate": self.observed_loss_rate(),
         }

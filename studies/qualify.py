@@ -46,6 +46,7 @@ from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, Qualificati
 from methods.qualification.dataset import build_dataset, write_dataset
 from simlab.generate import GENERATOR_VERSION
 from simlab.scenario import PairedScenario
+from studies.runner import estimand_value
 
 VERDICT_NAMES = (QUALIFIED, EXCEEDS, UNDETERMINED)
 VERDICT_CODES = {v: i for i, v in enumerate(VERDICT_NAMES)}
@@ -91,8 +92,11 @@ def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> Paire
     sc = PairedScenario.from_rates(spec.baseline, -spec.margin, spec.discordance, clusters=spec.clusters,
                                    cluster_size=dom.cluster_sizes[spec.size], rho=spec.rho,
                                    label_noise=dom.label_noise[spec.noise])
-    true = sc.true_values()[f"true_difference_{estimand.split('_')[0]}"]
-    if abs(true + spec.margin) > 1e-12:
+    true = estimand_value(sc, estimand)
+    if estimand == "loss_rate":  # a difference of -m implies a loss rate >= m: inside the null
+        if true > -spec.margin + 1e-12:
+            raise ValueError(f"scenario {spec}: loss rate {-true} is below the margin {spec.margin} (not a null)")
+    elif abs(true + spec.margin) > 1e-12:
         raise ValueError(f"scenario {spec}: true {estimand} difference {true} is not on the null boundary "
                          f"-{spec.margin}")
     return sc

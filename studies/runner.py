@@ -42,14 +42,27 @@ MAX_BATCH = 16_384
 MOMENT_BATCH = 65_536  # rows of (k, S1, S2) per batch on the moment path
 
 
-def target_value(scenario: PairedScenario, method) -> float:
-    """True value of the estimand ``method`` targets (true outcomes, not recorded ones)."""
-    est = getattr(method.estimand, "value", method.estimand)
+def estimand_value(scenario: PairedScenario, estimand: str) -> float:
+    """True value of ``estimand`` (true outcomes, not recorded ones) on the decision scale
+    every method reports on (null: value <= -margin).  The loss rate ``p`` is reported as
+    ``-p``: a loss-rate method's estimate is ``-x / n`` and its interval bounds ``-p``, so
+    ``pass iff lower >= -margin`` is ``pass iff the upper bound of the loss rate <= margin``."""
+    est = getattr(estimand, "value", estimand)
     if est == "trial_weighted":
         return scenario.true_difference_trial()
     if est == "cluster_weighted":
         return scenario.true_difference_cluster()
-    raise ValueError(f"method {method.name!r}: unknown estimand {est!r}")
+    if est == "loss_rate":
+        return -scenario.true_loss_rate()
+    raise ValueError(f"unknown estimand {est!r}")
+
+
+def target_value(scenario: PairedScenario, method) -> float:
+    """True value of the estimand ``method`` targets (see :func:`estimand_value`)."""
+    try:
+        return estimand_value(scenario, method.estimand)
+    except ValueError as exc:
+        raise ValueError(f"method {method.name!r}: {exc}") from None
 
 
 @dataclass

@@ -444,7 +444,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
 METHOD = FixedMethod(
     name="bayes_hierarchical",
     version="2",
-    estimand=Estimand.TRIAL,
+    estimand=Estimand.CLUSTER,
     citation="Dirichlet-multinomial clusters (Mosimann 1962, Biometrika 49:65-82) with Jeffreys "
              "Dirichlet(1/2) population cells and the 1/(1+alpha)^2 concentration prior of Albert (2009) "
              "Bayesian Computation with R, ch. 5; exact mixture posterior via the Stirling-number expansion "

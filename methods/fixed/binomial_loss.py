@@ -234,7 +234,7 @@ def prepare(method, alpha, tables):
 METHOD = FixedMethod(
     name="binomial_loss",
     version="1",
-    estimand=Estimand.TRIAL,
+    estimand=Estimand.LOSS_RATE,
     citation="cx_eval_lab evidence spine (seed chapter), Sequential Decisions Lab: exact binomial test of "
              "the loss rate against the margin; Clopper & Pearson (1934) Biometrika 26:404-413",
     summary="exact binomial test of the loss rate (n10 / n) against the margin; Clopper-Pearson bounds; "

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from methods import registry
-from methods.qualification import QualificationPolicy, standard_domain
-from simlab.scenario import PairedScenario
+from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, standard_domain
+from simlab.scenario import FixedSize, PairedScenario
 from studies.exact import exact_measures
 from studies.sizing import analytic_clusters, analytic_pairs, restricted_p10, size
 
@@ -90,8 +90,9 @@ def test_trial_level_size_agrees_with_the_analytic_formula(name, margin, disc):
     a = r.analytic
     assert a["variance"] == ("wald" if name == "paired_wald" else "score")
     se_k = r.power_at_k["mcse"] / _slope(a, margin, 0.0)
-    assert abs(r.clusters - a["pairs"]) <= 4 * se_k + 1, (r.clusters, a["pairs"], se_k)
-    assert r.power_at_k["power"] >= 0.8 > r.power_at_k_minus_1["power"]
+    # the answer is the root of the power's lower confidence bound: ~2 SE above the point root
+    assert abs(r.clusters - a["pairs"]) <= 6 * se_k + 1, (r.clusters, a["pairs"], se_k)
+    assert r.power_at_k["ci_lower"] >= 0.8
 
 
 def test_search_agrees_with_exact_power():
@@ -103,7 +104,7 @@ def test_search_agrees_with_exact_power():
     ex = {kk: exact_measures(PairedScenario.from_rates(0.9, 0.0, 0.2, clusters=kk), m, 0.1, 0.025).pass_rate
           for kk in (k - 1, k)}
     assert ex[k] >= 0.8 - 4 * r.power_at_k["mcse"]
-    assert ex[k - 1] <= 0.8 + 4 * r.power_at_k_minus_1["mcse"]
+    assert ex[k - 1] <= 0.8 + 6 * r.power_at_k_minus_1["mcse"]  # minimal up to the bound's ~2 SE
     # and the simulated values agree with the exact ones
     assert abs(r.power_at_k["power"] - ex[k]) <= 4 * math.sqrt(ex[k] * (1 - ex[k]) / r.power_at_k["n_reps"])
 
@@ -130,17 +131,28 @@ def test_power_is_monotone_in_k_and_reproducible_from_the_seed():
     assert (c.curve["n_pass"].values != a.curve["n_pass"].values).any()
 
 
+def _small_policy(**kw) -> QualificationPolicy:
+    dom = QualificationDomain(clusters=IntAxis(lo=10, hi=500, grid=(10, 500)), cluster_sizes=(FixedSize(trials=1),),
+                              rho=Axis(lo=0.0, hi=0.2, grid=(0.0, 0.2)), margin=Axis(lo=0.01, hi=0.1, grid=(0.01, 0.1)),
+                              baseline=Axis(lo=0.97, hi=1.0, grid=(0.97, 1.0)),
+                              discordance=Axis(lo=0.03, hi=0.05, grid=(0.03, 0.05)))
+    return QualificationPolicy(domain=dom, **kw)
+
+
 def test_false_pass_constraint_can_bind():
-    """clustered_normal with few discordant pairs: at the power-optimal K its false-pass rate at
-    the null boundary (candidate never wins, the seed's zero-variance trap) exceeds the
-    threshold, so K grows until the false-pass rate is no longer demonstrably too high."""
-    pol = QualificationPolicy(domain=standard_domain(), min_replications=1000, max_replications=4000)
+    """clustered_normal with few discordant pairs: at the power answer its false-pass rate over
+    the nuisance domain (worst: the candidate never wins, the seed's zero-variance trap)
+    exceeds the threshold, so K grows to the smallest K found qualified, and power is
+    re-checked there (its bound still meets the target)."""
+    pol = _small_policy(min_replications=1000, max_replications=4000, allowed_excess=2.0)
     r = size(registry.get("clustered_normal"), margin=0.03, difference=0.0, discordance=0.03, baseline=0.97,
              power=0.8, max_reps=8000, policy=pol)
     assert r.binding == "false_pass"
     assert r.false_pass["at_power_k"]["verdict"] == "exceeds"
-    assert r.false_pass["verdict"] != "exceeds" and r.clusters > r.power_clusters
-    assert r.power_at_k["power"] >= 0.8
+    assert r.false_pass["verdict"] == "qualified" and r.clusters > r.power_clusters
+    assert r.false_pass["clusters"] == r.clusters
+    assert r.power_at_k["clusters"] == r.clusters and r.power_at_k["ci_lower"] >= 0.8
+    assert "baseline" in r.false_pass["worst_case"]
     json.dumps(r.payload(), default=float)
 
 
@@ -150,5 +162,5 @@ def test_sequential_design_sizing_uses_the_look_schedule():
     r = size(registry.get("msprt"), margin=0.1, difference=0.0, discordance=0.2, power=0.8, looks=5,
              max_reps=2000, check_false_pass=False)
     assert r.inputs["looks"] == 5 and r.clusters >= 5
-    assert r.power_at_k["power"] >= 0.8 > r.power_at_k_minus_1["power"]
+    assert r.power_at_k["ci_lower"] >= 0.8
     assert r.analytic["variance"] == "wald"
