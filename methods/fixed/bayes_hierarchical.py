@@ -10,10 +10,15 @@ Biometrika 49:65-82) -- the data-generating model of ``simlab.generate``.  Prior
 *Bayesian Computation with R*, 2nd ed., ch. 5, beta-binomial model for overdispersion)
 puts on the beta-binomial precision, equivalent to a uniform prior on the intra-cluster
 correlation ``rho = 1 / (1 + alpha)`` and to a standard logistic law for ``log alpha``.
-Target: the population difference ``Delta = p01 - p10`` (estimand: trial-weighted; with
-cluster sizes independent of ``theta_k`` it is also the cluster-weighted population
-mean).  Interval: equal-tailed credible interval (BDA3 sec. 2.3), lower bound = posterior
-one-sided level ``alpha`` quantile; estimate: posterior mean.  No trials ->
+Target: the population difference ``Delta = p01 - p10`` of ``p = E[theta_k]``, the mean of
+the clusters' cell probabilities -- a cluster-level mean (estimand: cluster-weighted).  It
+equals the trial-weighted difference when cluster sizes carry no information about
+``theta_k`` (the model's exchangeability).  When they do, the model is misspecified and
+the estimate is a precision-weighted mean of the cluster differences (weights about
+``n_k / (1 + (n_k - 1) rho)``): the cluster-weighted one as ``rho -> 1``, between the two
+otherwise (tests/studies/test_estimands.py).  Interval: equal-tailed credible interval
+(BDA3 sec. 2.3), lower bound = posterior one-sided level ``alpha`` quantile; estimate:
+posterior mean.  No trials ->
 inconclusive.
 
 Algorithm (deterministic; exact up to quadrature).  The rising factorial expands in

@@ -133,7 +133,7 @@ def test_power_is_monotone_in_k_and_reproducible_from_the_seed():
 
 def _small_policy(**kw) -> QualificationPolicy:
     dom = QualificationDomain(clusters=IntAxis(lo=10, hi=500, grid=(10, 500)), cluster_sizes=(FixedSize(trials=1),),
-                              rho=Axis(lo=0.0, hi=0.2, grid=(0.0, 0.2)), margin=Axis(lo=0.01, hi=0.1, grid=(0.01, 0.1)),
+                              rho=Axis(lo=0.0, hi=0.2, grid=(0.0, 0.2)), margin=Axis(lo=0.01, hi=0.03, grid=(0.01, 0.03)),
                               baseline=Axis(lo=0.97, hi=1.0, grid=(0.97, 1.0)),
                               discordance=Axis(lo=0.03, hi=0.05, grid=(0.03, 0.05)))
     return QualificationPolicy(domain=dom, **kw)
