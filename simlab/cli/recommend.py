@@ -1,0 +1,76 @@
+"""``simlab recommend``: the methods covered at a design, ranked by power (``studies.recommend``)."""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+
+def _num(x, fmt: str = ".4f") -> str:
+    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def render_recommendation(p: dict) -> None:
+    """The readable table (also used by ``simlab demo``)."""
+    from simlab.cli._legacy import print_table
+
+    d, a = p["design"], p["alternative"]
+    print(f"design: K={d['clusters']} clusters x {d['trials_per_cluster']} trials, margin {d['margin']:g}, "
+          f"rho <= {d['rho_max']:g}, one-sided alpha {d['alpha']:g}; alternative: difference {a['difference']:g}, "
+          f"baseline {a['baseline']:g}, discordance {a['discordance']:g}, rho {a['rho']:g}")
+    rows = []
+    for r in p["ranked"]:
+        fp, pw, sz = r["false_pass"] or {}, r["power"], r.get("size") or {}
+        power = _num(pw["value"]) + (" (exact)" if pw["exact"] else f"±{pw['mc_se']:.4f}")
+        where = f"b={fp['baseline']:g} q={fp['discordance']:g} rho={fp['rho']:g}" if fp else "-"
+        k = sz.get("clusters")
+        k_txt = "-" if not sz else (f"refused" if "refused" in sz else
+                                    f"{k} ({_num(sz['power_at_k'])})" + ("" if sz["false_pass_checked"] else " *"))
+        rows.append([r["rank"], r["method"], r["estimand"], power, _num(fp.get("upper")), _num(fp.get("rate")),
+                     where, k_txt, r["record"]])
+    print_table(f"covered methods ranked by power at the alternative (target {a['target_power']:g})",
+                ["rank", "method", "estimand", "power", "FP upper", "FP rate", "worst case", "K for power",
+                 "record"], rows)
+    if any((r.get("size") or {}).get("false_pass_checked") is False for r in p["ranked"]):
+        print("* K for the target power; its false-pass check over the nuisance domain: `simlab size`")
+    for r in p["ranked"]:
+        if "refused" in (r.get("size") or {}):
+            print(f"{r['method']}: sizing refused: {r['size']['refused']}")
+    if p["not_covered"]:
+        print(f"not covered at this design ({len(p['not_covered'])}): " +
+              "; ".join(f"{r['method']}: {r['coverage']}" for r in p["not_covered"][:6]) +
+              (" ..." if len(p["not_covered"]) > 6 else ""))
+
+
+def cmd_recommend(args: argparse.Namespace) -> None:
+    from simlab.cli._legacy import emit
+    from studies.recommend import recommend
+
+    progress = None if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+    kw = {} if args.directory is None else {"directory": args.directory}
+    payload = recommend(clusters=args.clusters, trials=args.trials, margin=args.margin, rho_max=args.rho_max,
+                        difference=args.true_difference, power=args.power, alpha=args.alpha, baseline=args.baseline,
+                        discordance=args.discordance, top=args.top, seed=args.seed,
+                        check_false_pass=args.check_false_pass, progress=progress, **kw)
+    emit(args, payload, render_recommendation)
+
+
+def register(subparsers, bench_subparsers) -> None:
+    p = subparsers.add_parser("recommend", help="methods covered at a design, ranked by power; K for the target power")
+    p.add_argument("--clusters", type=int, required=True, help="independent clusters K")
+    p.add_argument("--trials", type=int, required=True, help="trial pairs per cluster M")
+    p.add_argument("--margin", type=float, required=True)
+    p.add_argument("--rho-max", type=float, required=True, help="largest intra-cluster correlation to guard against")
+    p.add_argument("--true-difference", type=float, default=0.0, help="alternative: candidate - baseline (default 0)")
+    p.add_argument("--power", type=float, default=0.8, help="target power (default %(default)s)")
+    p.add_argument("--alpha", type=float, default=0.025, help="one-sided level (default %(default)s)")
+    p.add_argument("--baseline", type=float, default=0.9)
+    p.add_argument("--discordance", type=float, default=None,
+                   help="P(outcomes differ) under the alternative (default max(2|difference|, margin, 0.1))")
+    p.add_argument("--top", type=int, default=3, help="methods sized for the target power (default %(default)s)")
+    p.add_argument("--check-false-pass", action="store_true",
+                   help="also check the false-pass rate over the nuisance domain at each sized K (slow)")
+    p.add_argument("--directory", default=None, help="qualification records (default: results/qualification)")
+    p.add_argument("--seed", type=int, default=20261129)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_recommend)
