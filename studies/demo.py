@@ -14,6 +14,8 @@ method library at the seed's design point (30 customers, margin 0.03).
    margin 0.03.  Slow kernels (Bayesian, bootstrap) get fewer replications, chosen from
    a timed pilot so the demo stays within its time budget; the MC SE of every figure is
    reported.  The dataset and a plot are written to ``results/demo/``.
+4. ``simlab recommend`` at the same design (rho up to 0.1): the methods a current
+   qualification covers there, ranked by power at difference 0, the top one sized.
 """
 from __future__ import annotations
 
@@ -188,7 +190,11 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
             "inconclusive_boundary": at(-0.03, "inconclusive_rate"),
             "mean_width_boundary": at(-0.03, "mean_width"),
         })
-    return {"headline": headline, "unequal": unequal,
+    # 4. which methods may decide at the seed's design, ranked by power (studies.recommend)
+    from .recommend import recommend
+    advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1,
+                       size_reps=8000, seed=seed)
+    return {"headline": headline, "unequal": unequal, "recommend": advice,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
                            "alpha": ALPHA, "differences": list(DIFFERENCES),
                            "rows": rows},

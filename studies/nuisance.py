@@ -39,6 +39,8 @@ from simlab.scenario import FixedSize, LabelNoise, PairedScenario
 
 from .power_frame import PowerFrame, exact_pass_rate
 
+SCREEN_REPLICATIONS = 32_000
+
 
 @dataclass(frozen=True)
 class NullPoint:
@@ -150,8 +152,10 @@ def scenario_false_pass(method, scenario: PairedScenario, point: NullPoint, marg
                         sampler: str = "auto", screen: bool = False) -> tuple[ScenarioFalsePass, int]:
     """One scenario's false-pass rate and verdict (exact, or adaptive simulation with
     Bonferroni-adjusted stage bounds); also the replications generated.  ``screen``: stop
-    escalating (verdict ``undetermined``) once the rate itself is above the threshold --
-    enough for a search that only accepts ``qualified`` designs."""
+    escalating (verdict ``undetermined``) once the rate itself is above the threshold, or
+    beyond ``SCREEN_REPLICATIONS`` -- enough for a search that only accepts ``qualified``
+    designs (the bounds keep the full schedule's Bonferroni level, so a screen's
+    ``qualified`` is as valid as the full check's)."""
     thr = policy.allowed_excess * alpha
     diff = scenario.true_difference_trial()
     loss = scenario.true_loss_rate()
@@ -162,6 +166,8 @@ def scenario_false_pass(method, scenario: PairedScenario, point: NullPoint, marg
                                  exact, exact, 0, 0, True, v), 0
     stages = policy.replication_schedule()
     conf = 1.0 - (1.0 - policy.mc_confidence) / len(stages)
+    if screen:  # a screen never needs the last, most expensive stages to say "not qualified"
+        stages = [n for n in stages if n <= SCREEN_REPLICATIONS] or stages[:1]
     frame = PowerFrame(method, scenario, seed, margin, alpha, looks, sampler)
     k = scenario.clusters
     verdict, lo, up = UNDETERMINED, 0.0, 1.0

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from methods.base import PASS
+from methods.protocol import PASS
 from methods.qualification import cp_lower, cp_upper
 
 _MAX_CELLS_PER_CHUNK = 1 << 22
@@ -25,19 +25,13 @@ EXACT_MAX_STATES = 400_000         # states of the exact law the kernel is run o
 EXACT_MAX_CELLS = 120_000_000      # states x clusters (the representative tables' size)
 
 
-def confidence_of(alpha: float) -> float:
-    """The two-sided confidence a fixed method's ``batch`` takes for one-sided ``alpha``
-    (the one place to change when the protocol switches to ``alpha=``)."""
-    return 1.0 - 2.0 * alpha
-
-
 def pass_count(method, tables: np.ndarray, margin: float, alpha: float, looks: int | None = None) -> int:
     """Replications in ``tables[R, K, 4]`` that pass (fixed) or promote (sequential)."""
-    if getattr(method, "kind", "fixed") == "sequential":
+    if method.sequential:
         from methods.sequential.base import PROMOTE
         r = method.batch(np.ascontiguousarray(tables), look_schedule(tables.shape[1], looks), margin, alpha)
         return int(np.count_nonzero(r.decision == PROMOTE))
-    r = method.batch(np.ascontiguousarray(tables), margin, confidence_of(alpha))
+    r = method.batch(np.ascontiguousarray(tables), margin, alpha)
     return int(np.count_nonzero(r.status == PASS))
 
 
@@ -120,16 +114,15 @@ def exact_pass_rate(method, scenario, margin: float, alpha: float) -> float | No
     from simlab.exact import ExactUnsupported
     from studies.exact import exact_engine, exact_measures
 
-    if getattr(method, "kind", "fixed") != "fixed":
+    if method.sequential:
         return None
-    conf = confidence_of(alpha)
-    engine, _ = exact_engine(scenario, method, conf)
+    engine, _ = exact_engine(scenario, method, alpha)
     if engine is None or _state_estimate(scenario, engine) > EXACT_MAX_STATES:
         return None
     if engine == "unit" and _state_estimate(scenario, engine) * scenario.clusters > EXACT_MAX_CELLS:
         return None
     try:
-        return exact_measures(scenario, method, margin, conf, engine, max_seconds=20.0).pass_rate
+        return exact_measures(scenario, method, margin, alpha, engine, max_seconds=20.0).pass_rate
     except ExactUnsupported:
         return None
 
@@ -147,4 +140,4 @@ def _state_estimate(scenario, engine: str) -> float:
     return (2 * k * lcm + 1) * (k * lcm * lcm + 1) / 4.0
 
 
-__all__ = ["PowerFrame", "pass_count", "look_schedule", "confidence_of", "ci", "exact_pass_rate"]
+__all__ = ["PowerFrame", "pass_count", "look_schedule", "ci", "exact_pass_rate"]

@@ -63,8 +63,9 @@ def test_size_command(tmp_path, capsys):
                  "--power", "0.8", "--max-reps", "4000", "--out", str(out), "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["analytic"]["variance"] == "score" and p["analytic"]["clusters"] == 171
-    assert p["clusters"] >= 2 and p["power_at_k"]["power"] >= 0.8
-    assert p["power_at_k_minus_1"]["power"] < 0.8
+    assert p["clusters"] >= 2 and p["power_at_k"]["ci_lower"] >= 0.8  # the power's lower bound meets the target
+    assert p["stretch"]["from"] == p["clusters"] and p["stretch"]["min_power_bound"] >= 0.8
+    assert p["false_pass"]["verdict"] == "qualified" and p["false_pass"]["n_scenarios"] >= 1
     assert {"curve", "png"} <= set(p["files"])
     assert (out / p["files"]["png"].split("/")[-1]).exists()
     assert len(p["curve"]["clusters"]) == len(p["curve"]["power"])

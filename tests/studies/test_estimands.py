@@ -60,7 +60,7 @@ def test_estimate_is_consistent_for_the_declared_estimand(name, tables):
     least 0.1 - tolerance away from the other difference estimand."""
     m = registry.get(name)
     sc = informative_sizes()
-    r = m.batch(tables, 0.1, 0.95)
+    r = m.batch(tables, 0.1, 0.025)
     e = r.estimate[np.isfinite(r.estimate)]
     assert e.size >= 0.99 * R
     se = e.std(ddof=1) / np.sqrt(e.size)
@@ -80,15 +80,15 @@ def test_bayes_hierarchical_targets_the_cluster_level_mean():
     for k in (60, 120, 240):
         sc = deterministic_clusters(k)
         assert sc.true_difference_trial() == pytest.approx(-0.8) and target_value(sc, m) == 0.0
-        est.append(float(m.batch(scenario_tables(sc, 1, 0, 1), 0.03, 0.95).estimate[0]))
+        est.append(float(m.batch(scenario_tables(sc, 1, 0, 1), 0.03, 0.025).estimate[0]))
     assert abs(est[2]) < abs(est[1]) < abs(est[0]) < 0.02
     assert abs(est[2]) < 0.005
     # same tables: paired against the trial-weighted (ratio) and cluster-weighted (mean of
     # cluster means) estimates, which are consistent for the two truths (test above)
     t = scenario_tables(informative_sizes(60), 20261130, 0, 100)
-    bh = m.batch(t, 0.1, 0.95).estimate
+    bh = m.batch(t, 0.1, 0.025).estimate
     for other, sign in (("paired_wald", 1.0), ("cluster_t", -1.0)):
-        d = bh - registry.get(other).batch(t, 0.1, 0.95).estimate
+        d = bh - registry.get(other).batch(t, 0.1, 0.025).estimate
         assert sign * d.mean() > 4 * d.std(ddof=1) / np.sqrt(d.size), (other, d.mean())
 
 
@@ -99,7 +99,7 @@ def test_binomial_loss_is_scored_against_the_loss_rate():
     margin counts towards its false-pass rate even though the difference is above -margin."""
     sc = PairedScenario.from_rates(0.9, -0.1, 0.3, clusters=200)
     assert sc.true_loss_rate() == pytest.approx(0.2)
-    c = evaluate_scenario(sc, ["binomial_loss", "paired_wald"], [0.15], [0.95], 4000, 7)
+    c = evaluate_scenario(sc, ["binomial_loss", "paired_wald"], [0.15], [0.025], 4000, 7)
     meas = c.measures()
     cov, cov_se = meas["coverage"][0, 0, 0], meas["coverage_mcse"][0, 0, 0]
     assert abs(cov - 0.95) <= 4 * cov_se + 0.01

@@ -45,14 +45,14 @@ def exact_unit_power(method, clusters: int, p10: float, p01: float, margin: floa
         t[:, :, 1] = k < aa
         t[:, :, 2] = (k >= aa) & (k < aa + bb)
         t[:, :, 0] = k >= aa + bb
-        r = method.batch(t, margin, 1.0 - 2.0 * alpha)
+        r = method.batch(t, margin, alpha)
         passed += float(np.sum(w[s:s + 2048][r.status == 1]))
     return passed
 
 
 def test_exact_unit_power_matches_the_exact_engine():
     m = registry.get("paired_wald")
-    ref = exact_measures(PairedScenario.from_rates(0.9, 0.0, 0.1, clusters=40), m, 0.03, 0.95).pass_rate
+    ref = exact_measures(PairedScenario.from_rates(0.9, 0.0, 0.1, clusters=40), m, 0.03, 0.025).pass_rate
     assert exact_unit_power(m, 40, 0.05, 0.05, 0.03) == pytest.approx(ref, abs=1e-10)
 
 
@@ -123,7 +123,7 @@ def test_false_pass_check_covers_the_nuisance_domain_and_names_the_worst_case():
     assert r.worst.rate == max(s.rate for s in r.scenarios)
     w = r.worst
     sc = PairedScenario.from_rates(w.baseline, -0.1, w.discordance, clusters=12)
-    assert exact_measures(sc, m, 0.1, 0.95).pass_rate == pytest.approx(w.rate, abs=1e-14)
+    assert exact_measures(sc, m, 0.1, 0.025).pass_rate == pytest.approx(w.rate, abs=1e-14)
     assert r.verdict == ("qualified" if w.rate <= pol.threshold else "exceeds")
     # with three trials per cluster rho runs over the grid up to rho_max
     assert {p.rho for p in nuisance_points(pol, 0.1, 3, 0.15, "trial_weighted")} == {0.0, 0.1, 0.15}

@@ -1,0 +1,86 @@
+"""`simlab recommend` (issue 11.4): covered methods at a design, their record worst case,
+power at the alternative (exact where an engine applies), ranked by power, the top ones
+sized; library and CLI, against records qualified here on a small domain."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from methods import registry
+from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, load_record
+from simlab.cli import main
+from simlab.scenario import FixedSize, PairedScenario
+from studies.exact import exact_measures
+from studies.qualify import qualify
+from studies.recommend import recommend
+
+QUALIFIED_HERE = ("tango_score", "clustered_normal", "paired_wald")
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """Records over K in {10, 30}, 3 trials per cluster, rho in {0, 0.1}, margin 0.1; a
+    generous threshold (2 alpha) so that 2000 replications can qualify cells."""
+    out = tmp_path_factory.mktemp("records")
+    dom = QualificationDomain(clusters=IntAxis(lo=10, hi=30, grid=(10, 30)), cluster_sizes=(FixedSize(trials=3),),
+                              rho=Axis(lo=0.0, hi=0.1, grid=(0.0, 0.1)), margin=Axis(lo=0.1, hi=0.1, grid=(0.1,)),
+                              baseline=Axis(lo=0.9, hi=1.0, grid=(0.9, 1.0)),
+                              discordance=Axis(lo=0.1, hi=0.2, grid=(0.1, 0.2)))
+    pol = QualificationPolicy(domain=dom, min_replications=500, max_replications=2000, allowed_excess=2.0,
+                              refine_evaluations=0)
+    qualify([registry.get(n) for n in QUALIFIED_HERE], pol, out_dir=out)
+    return out
+
+
+def test_recommend_ranks_covered_methods_by_power(records):
+    p = recommend(clusters=30, trials=3, margin=0.1, rho_max=0.1, difference=0.0, discordance=0.2,
+                  methods=list(QUALIFIED_HERE) + ["bonett_price"], top=1, directory=records, size_reps=8000)
+    ranked, rest = p["ranked"], p["not_covered"]
+    assert {r["method"] for r in ranked} | {r["method"] for r in rest} == set(QUALIFIED_HERE) | {"bonett_price"}
+    assert any(r["method"] == "bonett_price" and "no qualification record" in r["coverage"] for r in rest)
+    assert ranked, "at least one method is covered at an on-grid design"
+    powers = [r["power"]["value"] for r in ranked]
+    assert powers == sorted(powers, reverse=True) and [r["rank"] for r in ranked] == list(range(1, len(ranked) + 1))
+    alt = PairedScenario.from_rates(0.9, 0.0, 0.2, clusters=30, cluster_size=FixedSize(trials=3), rho=0.1)
+    for r in ranked:
+        m = registry.get(r["method"])
+        if r["power"]["exact"]:  # exact: equal to the exact engine's pass rate
+            assert r["power"]["value"] == pytest.approx(exact_measures(alt, m, 0.1, 0.025).pass_rate, abs=1e-12)
+        rec = load_record(records / r["record"])
+        fp = r["false_pass"]
+        cells = [c for c in rec.cells if c.clusters == 30 and c.rho == 0.1]
+        assert fp["upper"] == max(c.upper for c in cells) and fp["threshold"] == rec.threshold
+        assert fp["upper"] <= rec.threshold  # covered means every consulted cell qualified
+    assert all(r["power"]["exact"] for r in ranked)  # every method here has a cheap exact engine at K=30, M=3
+    top = ranked[0]["size"]
+    assert "clusters" in top and top["power_bound"] >= 0.8 and top["false_pass_checked"] is False
+    assert all("size" not in r for r in ranked[1:])
+    json.dumps(p)
+
+
+def test_recommend_reports_uncovered_designs_and_bad_input(records):
+    p = recommend(clusters=20, trials=3, margin=0.1, rho_max=0.1, methods=["tango_score"], top=0, directory=records)
+    assert not p["ranked"] or all(r["method"] == "tango_score" for r in p["ranked"])
+    p = recommend(clusters=300, trials=3, margin=0.1, rho_max=0.1, methods=["tango_score"], top=0,
+                  directory=records)
+    assert not p["ranked"] and "outside" in p["not_covered"][0]["coverage"]
+    with pytest.raises(ValueError, match="rho must lie in"):
+        recommend(clusters=30, trials=3, margin=0.1, rho_max=0.1, rho=0.2, directory=records)
+    with pytest.raises(ValueError, match="clusters"):
+        recommend(clusters=1, trials=3, margin=0.1, rho_max=0.1, directory=records)
+
+
+def test_recommend_command(records, capsys):
+    args = ["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.1", "--rho-max", "0.1",
+            "--discordance", "0.2", "--top", "0", "--directory", str(records)]
+    assert main(args + ["--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["design"]["clusters"] == 30 and p["alternative"]["target_power"] == 0.8
+    assert {r["method"] for r in p["ranked"]} <= set(QUALIFIED_HERE)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ranked by power" in out
+    assert main(["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.1", "--rho-max", "1.5",
+                 "--json"]) == 2
+    assert "rho_max" in json.loads(capsys.readouterr().out)["error"]
