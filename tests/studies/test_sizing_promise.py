@@ -135,3 +135,19 @@ def test_loss_rate_null_points_sit_on_the_loss_boundary():
         from studies.nuisance import null_scenario
         sc = null_scenario("loss_rate", p, 0.05, 10, 1, pol.domain.label_noise[0])
         assert sc.true_loss_rate() == pytest.approx(0.05, abs=1e-12)
+
+
+def test_false_pass_not_qualified_within_the_raise_limit_is_refused():
+    """The mechanism behind the issue's cluster_t example, on a cheaper design: a t interval
+    on one-trial clusters is anti-conservative when the candidate never wins and losses are
+    rare (exactly: 0.033-0.036 at loss rate 0.1 for K = 160..1280, threshold 0.0275), so
+    raising K for the false-pass limit never qualifies the design: refused, worst case named
+    (it used to answer a K with exit 0)."""
+    dom = QualificationDomain(clusters=IntAxis(lo=10, hi=500, grid=(10, 500)), cluster_sizes=(FixedSize(trials=1),),
+                              rho=Axis(lo=0.0, hi=0.0, grid=(0.0,)), margin=Axis(lo=0.1, hi=0.1, grid=(0.1,)),
+                              baseline=Axis(lo=0.5, hi=0.5, grid=(0.5,)),
+                              discordance=Axis(lo=0.1, hi=0.1, grid=(0.1,)))
+    pol = QualificationPolicy(domain=dom, min_replications=2000, max_replications=32_000)
+    with pytest.raises(ValueError, match=r"refused: .*not qualified up to K=1000.*baseline 0.5, discordance 0.1"):
+        size(registry.get("cluster_t"), margin=0.1, difference=0.0, discordance=0.2, power=0.8, max_reps=8000,
+             policy=pol, max_clusters=1000)
