@@ -93,6 +93,12 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
     assert set(rows) == set(registry.names("fixed"))
     assert rows["clustered_normal"]["seed_false_pass"] == {"value": pytest.approx(SEED_FALSE_PASS), "mc_se": 0.0,
                                                            "exact": True}
+    assert targets["binomial_loss"] == pytest.approx(-0.9)  # minus the loss rate 135/150
+    assert targets["bayes_hierarchical"] == pytest.approx(0.0)
+    assert rows["binomial_loss"]["power_0"]["value"] is None  # loss rate 0.05 > margin: a null, not power
+    rec = p["recommend"]
+    assert rec["design"] == {"clusters": 30, "trials_per_cluster": 3, "margin": 0.03, "rho_max": 0.1, "alpha": 0.025}
+    assert len(rec["ranked"]) + len(rec["not_covered"]) == len(registry.names("fixed"))
     assert (tmp_path / "demo" / "demo.nc").exists() and (tmp_path / "demo" / "demo.png").exists()
 
 
