@@ -71,7 +71,9 @@ def assert_close(res, r, tol=TOL):
 @pytest.mark.parametrize("name, cite", [("bayes_paired", "Jeffreys"), ("bayes_hierarchical", "Albert")])
 def test_registered_with_estimand_citation_and_identity(name, cite):
     m = registry.get(name)
-    assert m.kind == "fixed" and m.estimand is Estimand.TRIAL and m.options == {}
+    # bayes_hierarchical's target is its model's p = E[theta_k], a cluster-level mean (issue 11.3)
+    want = Estimand.CLUSTER if name == "bayes_hierarchical" else Estimand.TRIAL
+    assert m.kind == "fixed" and m.estimand is want and m.options == {}
     assert cite in m.citation and "Gelman" in m.citation and m.summary
     assert any(p.endswith("_resample.py") for p in m.source_files)
     assert len(m.identity.source_sha256) == 64
