@@ -13,12 +13,13 @@ What the answer K promises (else a ValueError: ``simlab size`` exits 2 with the 
    crossing of the target can be a degenerate root far below the real one.  The answer is
    the LAST crossing: one above the largest evaluated K whose power bound lies below the
    target, on a grid from the smallest design to a frame beyond the analytic start.
-2. The false-pass rate at K is ``qualified`` over the nuisance domain
-   (``studies.nuisance.design_false_pass``: baseline, discordance, rho up to ``rho_max``,
-   the policy's label-noise models), the worst case named.  If it exceeds, K grows
-   (doubling, then bisection to the smallest qualified K) and power is re-checked at the
-   raised K (the search resumes above it if the power misses).  An undetermined verdict
-   is refused: more clusters would not settle Monte Carlo error.
+2. The false-pass rate at K is ``qualified`` by a certificate at exactly that design
+   (``studies.certify``, through ``studies.sizing_gate``: baseline, discordance, rho up to
+   ``rho_max``, the policy's label-noise models), its worst case named.  If it exceeds, a
+   larger K proposed by a cheap screen (doubling, then bisection; at most 16x the power
+   answer) is certified in turn, and power is re-checked at the raised K (the search
+   resumes above it if the power misses).  An undetermined certificate is refused: more
+   clusters would not settle Monte Carlo error.
 3. Power that no K reaches is refused before any simulation (``studies.sizing_analytic``:
    a loss-rate method whose alternative loss rate is not below the margin), and when
    simulated power stays below the target at 64 times the analytic start.
@@ -39,14 +40,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from methods.qualification import EXCEEDS, QUALIFIED, UNDETERMINED
+from methods.qualification import EXCEEDS, UNDETERMINED
 from simlab.scenario import FixedSize, PairedScenario
 
-from .nuisance import DesignFalsePass, design_false_pass
 from .power_frame import PowerFrame, exact_pass_rate, look_schedule
 from .sizing_analytic import (analytic_clusters, analytic_pairs, analytic_start, design_effect, restricted_p10,
                               variance_kind)
 from .sizing_curve import curve_dataset, plot_curve
+from .sizing_gate import FalsePassGate, cert_payload, undetermined_text
 
 MAX_CLUSTERS = 200_000
 FRAME_LIMIT = 64          # refuse when power misses the target at FRAME_LIMIT x the analytic start
@@ -265,31 +266,22 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
     k_final = k_power
     fp_generated = 0
     if check_false_pass:
-        worst: list = [None]
-
-        def check(k: int, screen: bool = False) -> DesignFalsePass:
-            nonlocal fp_generated
-            r = design_false_pass(method, clusters=k, trials=trials, margin=margin, rho_max=rho_max, alpha=alpha,
-                                  policy=policy, seed=seed, looks=looks, sampler=sampler, screen=screen,
-                                  first=worst[0])
-            worst[0] = r.worst_point
-            fp_generated += r.replications_generated
-            log.append({"stage": "false pass", "k": k, "verdict": r.verdict, "worst": r.worst.rate})
-            say(f"false pass at K={k}: {r.verdict}; worst case {_worst_text(r)}")
-            return r
-
-        first: DesignFalsePass | None = None
+        gate = FalsePassGate(method, trials=trials, margin=margin, rho_max=rho_max, alpha=alpha, policy=policy,
+                             seed=seed, looks=looks, sampler=sampler, cap=min(max_clusters, MAX_RAISE * k_power),
+                             log=log, say=say)
+        first = None
         for _ in range(8):
-            r = check(k_final)
-            first = first or r
-            if r.verdict == UNDETERMINED:
-                raise ValueError(_undetermined(r))
-            if r.verdict == EXCEEDS:
-                k_final, r = _raise_for_false_pass(k_final, r, check, min(max_clusters, MAX_RAISE * k_power))
+            cert = gate.certificate(k_final)
+            first = first or cert
+            if cert.verdict == UNDETERMINED:
+                raise ValueError(undetermined_text(cert))
+            if cert.verdict == EXCEEDS:  # a larger K, proposed by the screen, is certified next round
+                k_final = gate.raise_from(k_final)
                 binding = "false_pass"
-            fp = {**_fp_payload(r), "checked": True}
-            if first is not r:
-                fp["at_power_k"] = _fp_payload(first)
+                continue
+            fp = {**cert_payload(cert), "checked": True}
+            if first is not cert:
+                fp["at_power_k"] = cert_payload(first)
             if k_final == k_power or (k_final <= s.frame.k_frame and all(
                     s.ok(j) for j in _evaluated(s, stretch_of(k_final, s.frame.k_frame), reps))):
                 break
@@ -299,6 +291,7 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
             k_final = k_next
         else:
             raise ValueError("no K meets both the power target and the false-pass limit after 8 alternations")
+        fp_generated = gate.generated
 
     # 4. what is reported at the answer
     power_at = _report(s, k_final, ci_level)
@@ -338,52 +331,6 @@ def _report(s: _Search, k: int, level: float) -> dict[str, Any]:
     if e is not None:
         pt = {**pt, "simulated": pt["power"], "power": e, "exact": True}
     return pt
-
-
-def _raise_for_false_pass(k: int, at: DesignFalsePass, check, max_clusters: int) -> tuple[int, DesignFalsePass]:
-    """Smallest K above ``k`` found qualified: doubling, then bisection (an undetermined K
-    counts as not qualified, so the answer is always a qualified one)."""
-    bad = k
-    good: tuple[int, DesignFalsePass] | None = None
-    while good is None:
-        if bad >= max_clusters:
-            raise ValueError(f"refused: the false-pass rate over the nuisance domain is not qualified up to "
-                             f"K={max_clusters} ({MAX_RAISE}x the power answer {k}, or the cluster cap); worst case "
-                             f"{_worst_text(at)}")
-        nxt = min(2 * bad, max_clusters)
-        r = check(nxt, screen=True)
-        if r.verdict == QUALIFIED:
-            good = (nxt, r)
-        else:
-            bad, at = nxt, r
-    while good[0] - bad > 1:
-        mid = (good[0] + bad) // 2
-        r = check(mid, screen=True)
-        if r.verdict == QUALIFIED:
-            good = (mid, r)
-        else:
-            bad = mid
-    return good
-
-
-def _worst_text(r: DesignFalsePass) -> str:
-    w = r.worst
-    return (f"baseline {w.baseline:g}, discordance {w.discordance:g}, rho {w.rho:g} (true difference "
-            f"{w.difference:.4g}, loss rate {w.loss_rate:.4g}): false-pass {w.rate:.4g}, bounds "
-            f"[{w.lower:.4g}, {w.upper:.4g}] vs threshold {r.threshold:.4g}")
-
-
-def _undetermined(r: DesignFalsePass) -> str:
-    return (f"refused: at K={r.clusters} the false-pass check over the nuisance domain is undetermined (the "
-            f"replication cap could not decide it): {_worst_text(r)}; more clusters would not settle Monte Carlo "
-            "error -- raise the policy's max_replications or certify the design")
-
-
-def _fp_payload(r: DesignFalsePass) -> dict[str, Any]:
-    w = r.worst
-    return {**r.as_dict(), "rate": w.rate, "cp_upper": r.worst_upper.upper, "baseline": w.baseline,
-            "discordance": w.discordance, "rho": w.rho, "difference": w.difference, "n_reps": w.n_reps,
-            "n_pass": w.n_pass, "exact": w.exact, "worst_case": _worst_text(r)}
 
 
 def _json(x) -> str:

@@ -150,6 +150,7 @@ def test_false_pass_constraint_can_bind():
     assert r.binding == "false_pass"
     assert r.false_pass["at_power_k"]["verdict"] == "exceeds"
     assert r.false_pass["verdict"] == "qualified" and r.clusters > r.power_clusters
+    assert r.false_pass["engine"] == "exact-discordant" and r.false_pass["proven_upper"] <= 0.05
     assert r.false_pass["clusters"] == r.clusters
     assert r.power_at_k["clusters"] == r.clusters and r.power_at_k["ci_lower"] >= 0.8
     assert "baseline" in r.false_pass["worst_case"]

@@ -101,12 +101,13 @@ def _policy(**kw) -> QualificationPolicy:
 
 
 def test_undetermined_false_pass_is_refused():
-    """With 200 replications per scenario the check cannot decide a near-nominal rate: the
-    answer is a refusal naming the worst case, not a K."""
+    """exact_discordant (conservative), two trials per cluster, rho up to 0.1: the certificate
+    is simulated; with 200 replications per scenario it cannot show the small rates are below
+    the threshold, so the answer is a refusal naming the worst case, not a K."""
     pol = _policy(min_replications=200, max_replications=200)
     with pytest.raises(ValueError, match="undetermined.*baseline .*discordance .*rho"):
-        size(registry.get("tango_score"), margin=0.1, difference=0.0, discordance=0.2, power=0.8, max_reps=2000,
-             policy=pol)
+        size(registry.get("exact_discordant"), margin=0.1, difference=0.0, discordance=0.2, power=0.8,
+             max_reps=2000, trials=2, rho_max=0.1, policy=pol)
 
 
 def test_false_pass_check_covers_the_nuisance_domain_and_names_the_worst_case():
