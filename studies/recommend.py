@@ -5,10 +5,10 @@ For a design ``(clusters K, trials per cluster M, margin m, rho_max)`` and an al
 
 1. Coverage: every registered fixed-sample method is looked up through the qualification
    coverage rule (``methods.qualification.find_coverage``: a certificate or an on-grid
-   record; a stale or tampered record is reported as not covering, with its reason).
-2. False pass: the worst case the covering record (or certificate) states for the cells
-   it consulted at this design -- the largest false-pass upper bound and the rate of that
-   worst scenario (its baseline and discordance named).
+   record; a stale or tampered one is reported as not covering, with its reason).
+2. False pass: the worst case the covering certificate states, or, for a record, the
+   worst over the cells it consulted at this design -- the largest false-pass upper bound
+   and the rate of that worst scenario (its baseline, discordance and rho named).
 3. Power at the alternative (baseline, discordance, ``rho = rho_max`` unless given -- power
    falls as rho grows, so the default is the conservative end): exact where an engine
    applies cheaply (``studies.power_frame.exact_pass_rate``), else simulated with
@@ -25,14 +25,23 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from methods.qualification import RESULTS_DIR, DesignPoint, RecordError, find_coverage, load_record
+from methods.qualification import (CERT_SUFFIX, RESULTS_DIR, DesignPoint, RecordError, find_coverage,
+                                   load_certificate, load_record)
 from simlab.scenario import FixedSize, PairedScenario
 
 from .power_frame import PowerFrame, exact_pass_rate
 
 
 def _record_worst(coverage) -> dict[str, Any] | None:
-    """Worst false-pass among the record cells ``coverage`` consulted (None without a record)."""
+    """Worst false-pass the covering certificate states, or the worst among the record cells
+    ``coverage`` consulted (None without either)."""
+    if coverage.record.endswith(CERT_SUFFIX):
+        cert = load_certificate(coverage.record)
+        w = cert.worst_point
+        return {"upper": w.upper, "rate": w.rate, "n_reps": w.n_reps, "baseline": w.baseline,
+                "discordance": w.discordance, "rho": w.rho, "clusters": cert.design.clusters, "verdict": cert.verdict,
+                "threshold": cert.threshold, "record": Path(coverage.record).name, "cells": 0,
+                "engine": cert.engine, "proven_upper": cert.proven_upper}
     if not coverage.record or not coverage.cells:
         return None
     rec = load_record(coverage.record)

@@ -60,11 +60,11 @@ def test_recommend_ranks_covered_methods_by_power(records):
 
 
 def test_recommend_reports_uncovered_designs_and_bad_input(records):
-    p = recommend(clusters=20, trials=3, margin=0.1, rho_max=0.1, methods=["tango_score"], top=0, directory=records)
-    assert not p["ranked"] or all(r["method"] == "tango_score" for r in p["ranked"])
-    p = recommend(clusters=300, trials=3, margin=0.1, rho_max=0.1, methods=["tango_score"], top=0,
-                  directory=records)
-    assert not p["ranked"] and "outside" in p["not_covered"][0]["coverage"]
+    # off the record's grid (between K = 10 and 30, or beyond it): not covered, no interpolation
+    for k in (20, 300):
+        p = recommend(clusters=k, trials=3, margin=0.1, rho_max=0.1, methods=["tango_score"], top=0,
+                      directory=records)
+        assert not p["ranked"] and "grid" in p["not_covered"][0]["coverage"]
     with pytest.raises(ValueError, match="rho must lie in"):
         recommend(clusters=30, trials=3, margin=0.1, rho_max=0.1, rho=0.2, directory=records)
     with pytest.raises(ValueError, match="clusters"):
@@ -84,3 +84,22 @@ def test_recommend_command(records, capsys):
     assert main(["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.1", "--rho-max", "1.5",
                  "--json"]) == 2
     assert "rho_max" in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_recommend_uses_a_certificate_at_exactly_the_design(tmp_path):
+    """A certificate (studies.certify) covers exactly its design: recommend reports its worst
+    point and engine; one cluster more is not covered by it."""
+    from studies.certify import certify, write_certificate
+
+    cert = certify("exact_discordant", 40, 1, 0.1, 0.0)
+    assert cert.verdict == "qualified"
+    write_certificate(cert, tmp_path)
+    p = recommend(clusters=40, trials=1, margin=0.1, rho_max=0.0, discordance=0.2, methods=["exact_discordant"],
+                  top=0, directory=tmp_path)
+    (row,) = p["ranked"]
+    fp = row["false_pass"]
+    assert fp["engine"] == "exact-discordant" and fp["upper"] == cert.worst_point.upper
+    assert fp["proven_upper"] == cert.proven_upper and row["power"]["exact"]
+    p = recommend(clusters=41, trials=1, margin=0.1, rho_max=0.0, methods=["exact_discordant"], top=0,
+                  directory=tmp_path)
+    assert not p["ranked"]
