@@ -46,7 +46,7 @@ from simlab.scenario import FixedSize, PairedScenario
 from .power_frame import PowerFrame, exact_pass_rate, look_schedule
 from .sizing_analytic import (analytic_clusters, analytic_pairs, analytic_start, design_effect, restricted_p10,
                               variance_kind)
-from .sizing_curve import curve_dataset, plot_curve
+from .sizing_curve import curve_dataset, plot_curve, save_sizing
 from .sizing_gate import FalsePassGate, cert_payload, undetermined_text
 
 MAX_CLUSTERS = 200_000
@@ -219,6 +219,9 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
         policy = QualificationPolicy(domain=standard_domain(), alpha=alpha)
     if discordance is None:
         discordance = max(2.0 * abs(difference), margin, 0.1)
+    if not 0.0 < discordance <= 1.0:
+        raise ValueError(f"discordance must lie in (0, 1], got {discordance!r}: with no discordant pairs every "
+                         "experiment shows a zero difference with zero variance, a degenerate design")
     if not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials per cluster must be a positive integer, got {trials!r}")
     if not 0.0 <= rho < 1.0:
@@ -229,7 +232,7 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
     if initial_reps < 100 or max_reps < initial_reps:
         raise ValueError(f"need 100 <= initial_reps <= max_reps, got {initial_reps}, {max_reps}")
     if looks is not None and not method.sequential:
-        raise ValueError(f"--looks applies to sequential methods; {method.name!r} is fixed-sample")
+        raise ValueError(f"looks applies to sequential methods; {method.name!r} is fixed-sample")
     _scenario(baseline, difference, discordance, 2, trials, rho)  # validates the alternative
     an = analytic_start(method, margin, difference, discordance, alpha, power, trials, rho)
     k0 = max(an["clusters"], looks or 2)
@@ -339,4 +342,4 @@ def _json(x) -> str:
 
 
 __all__ = ["analytic_pairs", "analytic_clusters", "analytic_start", "restricted_p10", "design_effect", "variance_kind",
-           "size", "SizingResult", "PowerFrame", "look_schedule", "plot_curve", "stretch_of", "EXCEEDS"]
+           "size", "SizingResult", "PowerFrame", "look_schedule", "plot_curve", "save_sizing", "stretch_of", "EXCEEDS"]

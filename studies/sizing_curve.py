@@ -48,4 +48,30 @@ def plot_curve(result, path) -> None:
     plt.close(fig)
 
 
-__all__ = ["curve_dataset", "plot_curve"]
+def save_sizing(result, out_dir) -> dict[str, str]:
+    """Write the power curve (netCDF) and its plot (PNG) into ``out_dir``, each atomically
+    (a temporary file renamed into place), named after the inputs; sets and returns
+    ``result.files``."""
+    import os
+    from pathlib import Path
+
+    from .results import save_dataset
+
+    inp = result.inputs
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / (f"size-{inp['method']}-m{inp['margin']:g}-d{inp['difference']:g}-M{inp['trials_per_cluster']}"
+                  f"-rho{inp['rho']:g}-seed{inp['seed']}")
+    nc, png = Path(f"{stem}.nc"), Path(f"{stem}.png")
+    save_dataset(result.curve, nc)
+    tmp = png.with_name(f".{png.name}.{os.getpid()}.tmp.png")
+    try:
+        plot_curve(result, tmp)
+        os.replace(tmp, png)
+    finally:
+        tmp.unlink(missing_ok=True)
+    result.files = {"curve": str(nc), "png": str(png)}
+    return result.files
+
+
+__all__ = ["curve_dataset", "plot_curve", "save_sizing"]

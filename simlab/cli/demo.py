@@ -42,6 +42,10 @@ def _render(p: dict) -> None:
     print_table("pass rates (±MC SE); seed scenario = 30 customers x 1 trial, loss 0.04",
                 ["method", "estimand", "reps", "seed false pass", "FP at Δ=-0.03", "exact",
                  "FP at Δ=-0.04", "power at Δ=0", "coverage Δ=-0.03", "width"], rows)
+    print("\n4. Recommendation at this design (simlab recommend --clusters 30 --trials 3 --margin 0.03 "
+          "--rho-max 0.1)")
+    from simlab.cli.recommend import render_recommendation
+    render_recommendation(p["recommend"])
     print(f"\nwrote {p['files']['dataset']} and {p['files']['plot']}  ({p['seconds']:.1f} s)")
 
 

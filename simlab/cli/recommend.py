@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
+
+from simlab.cli._args import add_json
 
 
 def _num(x, fmt: str = ".4f") -> str:
@@ -12,7 +13,7 @@ def _num(x, fmt: str = ".4f") -> str:
 
 def render_recommendation(p: dict) -> None:
     """The readable table (also used by ``simlab demo``)."""
-    from simlab.cli._legacy import print_table
+    from simlab.cli._output import print_table
 
     d, a = p["design"], p["alternative"]
     print(f"design: K={d['clusters']} clusters x {d['trials_per_cluster']} trials, margin {d['margin']:g}, "
@@ -43,10 +44,10 @@ def render_recommendation(p: dict) -> None:
 
 
 def cmd_recommend(args: argparse.Namespace) -> None:
-    from simlab.cli._legacy import emit
+    from simlab.cli._output import emit, log_to_stderr
     from studies.recommend import recommend
 
-    progress = None if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+    progress = log_to_stderr(args)
     kw = {} if args.directory is None else {"directory": args.directory}
     payload = recommend(clusters=args.clusters, trials=args.trials, margin=args.margin, rho_max=args.rho_max,
                         difference=args.true_difference, power=args.power, alpha=args.alpha, baseline=args.baseline,
@@ -72,5 +73,5 @@ def register(subparsers, bench_subparsers) -> None:
                    help="also check the false-pass rate over the nuisance domain at each sized K (slow)")
     p.add_argument("--directory", default=None, help="qualification records (default: results/qualification)")
     p.add_argument("--seed", type=int, default=20261129)
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_json(p)
     p.set_defaults(func=cmd_recommend)

@@ -37,7 +37,8 @@ def run_size(args: argparse.Namespace) -> None:
         check_writable(f"{args.out}/size.nc", "--out")
     res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
                trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance, rho=args.rho,
-               looks=args.looks, seed=args.seed, max_reps=args.max_reps, progress=log_to_stderr(args))
+               rho_max=args.rho_max, looks=args.looks, seed=args.seed, max_reps=args.max_reps,
+               progress=log_to_stderr(args))
     if args.out:
         save_sizing(res, args.out)
     payload = res.payload()
@@ -53,16 +54,16 @@ def run_size(args: argparse.Namespace) -> None:
         if km1:
             print(f"power at K-1 = {km1['power']:.4f} (MC SE {km1['mcse']:.4f}, CI {km1['ci_lower']:.4f}.."
                   f"{km1['ci_upper']:.4f}, {km1['n_reps']} reps)")
-        where = f"at the power root K = {p['power_clusters']}"
-        print(f"power search resolved {where}: the power CIs exclude the target on both sides" if p["resolved"] else
-              f"power search NOT resolved {where}: the replication cap was reached before both CIs excluded "
-              "the target")
+        st = p["stretch"]
+        print(f"power meets the target at K = {p['clusters']}" + (" (exact)" if k.get("exact") else
+              f": CI lower bound >= {p['inputs']['power']} on every K of the verified stretch {st['from']}.."
+              f"{st['to']} (lowest {st['min_power_bound']:.4f})"))
         if p["clusters"] != p["power_clusters"]:
             print(f"K raised from {p['power_clusters']} to {p['clusters']} by the false-pass constraint")
         fp = p["false_pass"]
         if fp.get("checked"):
-            print(f"false-pass at the null boundary (K={fp['clusters']}): {fp['rate']:.4g} (upper {fp['cp_upper']:.4g} "
-                  f"vs {fp['threshold']:.4g}): {fp['verdict']}")
+            print(f"false-pass certificate at K={fp['clusters']} ({fp['engine']}, rho <= {fp['rho_max']:g}, "
+                  f"{fp['n_scenarios']} nuisance points): {fp['verdict']}; worst case {fp['worst_case']}")
         print(f"power curve: {p['files']['curve']}, {p['files']['png']}" if p["files"] else
               "power curve not saved (--out '')")
 
@@ -82,6 +83,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ), in (0, 1] (default max(2|difference|, margin, 0.1))")
     p.add_argument("--rho", type=float_at_least(0.0), default=0.0, help="intra-cluster correlation in [0, 1)")
+    p.add_argument("--rho-max", type=float_at_least(0.0), default=None,
+                   help="largest rho of the false-pass certificate over the nuisance domain (default: --rho)")
     p.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of equally spaced looks")
     p.add_argument("--seed", type=nonnegative_int, default=20261129)
     p.add_argument("--max-reps", type=int_at_least(100), default=1 << 20, help="replication cap of the root search")
