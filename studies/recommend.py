@@ -89,6 +89,9 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     rho = rho_max if rho is None else rho
     if not 0.0 <= rho <= rho_max:
         raise ValueError(f"rho must lie in [0, rho_max] = [0, {rho_max}], got {rho!r}")
+    if difference <= -margin:
+        raise ValueError(f"true difference {difference!r} must exceed -margin ({-margin}): power is only defined "
+                         "under the alternative")
     if top < 0:
         raise ValueError(f"top must be >= 0, got {top!r}")
     if discordance is None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json
+from simlab.cli._args import add_json, checked, finite_float, int_at_least, nonnegative_int, positive_int
+
+_open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
+_unit_interval_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+_discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1]")
 
 
 def _num(x, fmt: str = ".4f") -> str:
@@ -58,20 +62,22 @@ def cmd_recommend(args: argparse.Namespace) -> None:
 
 def register(subparsers, bench_subparsers) -> None:
     p = subparsers.add_parser("recommend", help="methods covered at a design, ranked by power; K for the target power")
-    p.add_argument("--clusters", type=int, required=True, help="independent clusters K")
-    p.add_argument("--trials", type=int, required=True, help="trial pairs per cluster M")
-    p.add_argument("--margin", type=float, required=True)
-    p.add_argument("--rho-max", type=float, required=True, help="largest intra-cluster correlation to guard against")
-    p.add_argument("--true-difference", type=float, default=0.0, help="alternative: candidate - baseline (default 0)")
-    p.add_argument("--power", type=float, default=0.8, help="target power (default %(default)s)")
-    p.add_argument("--alpha", type=float, default=0.025, help="one-sided level (default %(default)s)")
-    p.add_argument("--baseline", type=float, default=0.9)
-    p.add_argument("--discordance", type=float, default=None,
+    p.add_argument("--clusters", type=int_at_least(2), required=True, help="independent clusters K")
+    p.add_argument("--trials", type=positive_int, required=True, help="trial pairs per cluster M")
+    p.add_argument("--margin", type=_open_unit, required=True, help="non-inferiority margin in (0, 1)")
+    p.add_argument("--rho-max", type=_unit_interval_open_top, required=True,
+                   help="largest intra-cluster correlation to guard against, in [0, 1)")
+    p.add_argument("--true-difference", type=finite_float, default=0.0,
+                   help="alternative: candidate - baseline (default 0)")
+    p.add_argument("--power", type=_open_unit, default=0.8, help="target power (default %(default)s)")
+    p.add_argument("--alpha", type=_open_unit, default=0.025, help="one-sided level (default %(default)s)")
+    p.add_argument("--baseline", type=_open_unit, default=0.9)
+    p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ) under the alternative (default max(2|difference|, margin, 0.1))")
-    p.add_argument("--top", type=int, default=3, help="methods sized for the target power (default %(default)s)")
+    p.add_argument("--top", type=nonnegative_int, default=3, help="methods sized for the target power (default %(default)s)")
     p.add_argument("--check-false-pass", action="store_true",
                    help="also check the false-pass rate over the nuisance domain at each sized K (slow)")
     p.add_argument("--directory", default=None, help="qualification records (default: results/qualification)")
-    p.add_argument("--seed", type=int, default=20261129)
+    p.add_argument("--seed", type=nonnegative_int, default=20261129)
     add_json(p)
     p.set_defaults(func=cmd_recommend)

@@ -83,7 +83,7 @@ def test_recommend_command(records, capsys):
     assert "ranked by power" in out
     assert main(["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.1", "--rho-max", "1.5",
                  "--json"]) == 2
-    assert "rho_max" in json.loads(capsys.readouterr().out)["error"]
+    assert "[0, 1)" in json.loads(capsys.readouterr().out)["error"]["message"]
 
 
 def test_recommend_uses_a_certificate_at_exactly_the_design(tmp_path):
