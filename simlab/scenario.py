@@ -17,14 +17,12 @@ from typing import Annotated, Literal, Union
 
 import numpy as np
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from .models import FrozenModel
 
 CELLS = ("n11", "n10", "n01", "n00")
 _TOL = 1e-9
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 def _check_probability(name: str, value: float) -> float:
@@ -46,7 +44,7 @@ def _check_cells(name: str, cells: tuple[float, ...]) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------- cluster sizes
-class FixedSize(_Frozen):
+class FixedSize(FrozenModel):
     """Every cluster has exactly ``trials`` trial pairs."""
     kind: Literal["fixed"] = "fixed"
     trials: int = Field(ge=1, le=100_000)
@@ -55,7 +53,7 @@ class FixedSize(_Frozen):
         return float(self.trials)
 
 
-class PoissonSize(_Frozen):
+class PoissonSize(FrozenModel):
     """``minimum + Poisson(mean - minimum)`` trial pairs (mean is the overall mean)."""
     kind: Literal["poisson"] = "poisson"
     mean_trials: float = Field(gt=0, le=500)
@@ -71,7 +69,7 @@ class PoissonSize(_Frozen):
         return float(self.mean_trials)
 
 
-class GeometricSize(_Frozen):
+class GeometricSize(FrozenModel):
     """``minimum + G`` trial pairs, G geometric on {0, 1, ...} with mean ``mean - minimum``."""
     kind: Literal["geometric"] = "geometric"
     mean_trials: float = Field(gt=0, le=10_000)
@@ -87,7 +85,7 @@ class GeometricSize(_Frozen):
         return float(self.mean_trials)
 
 
-class ExplicitSizes(_Frozen):
+class ExplicitSizes(FrozenModel):
     """One size per cluster, in arrival order (0 = an empty, i.e. missing, cluster)."""
     kind: Literal["explicit"] = "explicit"
     sizes: tuple[int, ...]
@@ -111,7 +109,7 @@ ClusterSize = Annotated[Union[FixedSize, PoissonSize, GeometricSize, ExplicitSiz
 
 
 # ---------------------------------------------------------------- measurement
-class LabelNoise(_Frozen):
+class LabelNoise(FrozenModel):
     """Judge error per arm: sensitivity = P(recorded pass | true pass),
     specificity = P(recorded fail | true fail)."""
     baseline_sensitivity: float = 1.0
@@ -127,7 +125,7 @@ class LabelNoise(_Frozen):
         return self
 
 
-class Missingness(_Frozen):
+class Missingness(FrozenModel):
     """Loss of whole trial pairs.  ``loss_rate`` applies to every pair (MCAR); when
     ``loss_rate_candidate_fail`` is set, pairs whose *recorded* candidate outcome is a
     failure are lost with that probability instead (informative loss)."""
@@ -145,7 +143,7 @@ class Missingness(_Frozen):
 
 
 # ---------------------------------------------------------------- the scenario
-class PairedScenario(_Frozen):
+class PairedScenario(FrozenModel):
     """One paired, clustered binary DGM.
 
     ``cells`` are the population cell probabilities ``(p11, p10, p01, p00)`` of a trial

@@ -6,7 +6,7 @@ Stable API (other layers and the CLI call only these)::
     from studies.runner import evaluate_scenario, run_study, ScenarioCounts, target_value
     from studies.results import save_dataset, open_dataset, summary_rows
     from studies.exact import exact_engine, exact_measures, ExactResult
-    from studies.sampling import scenario_tables
+    from simlab.sampling import scenario_tables
 
     spec = load_spec("study.toml")            # or StudySpec.model_validate({...}); spec.hash
     ds = run_study(spec, n_jobs=2, work_dir="results/.runs")   # xarray.Dataset
@@ -27,7 +27,7 @@ Stable API (other layers and the CLI call only these)::
     exact_engine(scenario, method)   # -> ("unit" | "pooled" | "moments" | None, reason)
 
 Replication ``r`` of a scenario is a pure function of ``(seed, scenario.key, r)``
-(``studies.sampling``), and tallies are integers (``studies.tally``), so results are
+(``simlab.sampling``), and tallies are integers (``studies.tally``), so results are
 bitwise identical for any ``n_jobs``, chunk size, batch size or split into ``start``
 ranges.  Measures and MC SEs follow Morris, White & Crowther (2019, Stat Med
 38:2074-2102); see ``studies.measures``.

@@ -19,16 +19,17 @@ method library at the seed's design point (30 customers, margin 0.03).
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
 from typing import Callable
 
+from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
 
 from .exact import exact_engine, exact_grid, exact_measures
 from .runner import RunInfo, ScenarioCounts, _now, evaluate_scenario, target_value
-from .sampling import scenario_tables
 from .spec import MethodRef, StudySpec
 
 SEED_CELLS = (0.96, 0.04, 0.0, 0.0)
@@ -97,7 +98,8 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     from methods import registry
 
     from .plot import plot_dataset
-    from .results import build_dataset, save_dataset
+    from .datasets import save_dataset
+    from .results import build_dataset
 
     t_start = time.perf_counter()
     started = _now()
@@ -154,8 +156,8 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     info = RunInfo(tasks=len(points), computed=len(points), started=started)
     info.finished = _now()
     info.seconds = time.perf_counter() - t_start
-    ds = build_dataset(spec, points, counts, methods, refs, exact_rows, info)
-    ds.attrs["replications_by_method"] = str(plan)
+    ds = build_dataset(spec, points, counts, methods, refs, exact_rows, info, kind="demo")
+    ds.attrs["replications_by_method"] = json.dumps(plan, sort_keys=True)
     out = Path(out_dir)
     say(f"4/4 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")
     nc = save_dataset(ds, out / "demo.nc")

@@ -21,7 +21,8 @@ over the replications where the method produced the quantity (counts reported).
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from simlab.proportions import clopper_pearson
 
 from .tally import SCALE_BITS, F, fixed_sum
 
@@ -32,18 +33,6 @@ RATE_MEASURES = ("pass_rate", "false_pass_rate", "power", "fail_rate", "inconclu
 MEASURES = RATE_MEASURES + ("bias", "empirical_se", "mean_width")
 COUNTS = ("n_reps", "n_pass", "n_fail", "n_inconclusive", "n_estimate", "n_interval", "n_cover",
           "n_lower_above", "n_width")
-
-
-def clopper_pearson(x: np.ndarray, n: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Exact two-sided Clopper-Pearson bounds for ``x`` successes in ``n`` (NaN when n = 0)."""
-    x = np.asarray(x, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    a = 1.0 - confidence
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(x > 0, stats.beta.ppf(a / 2, x, n - x + 1), 0.0)
-        hi = np.where(x < n, stats.beta.ppf(1 - a / 2, x + 1, n - x), 1.0)
-    bad = n <= 0
-    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
 
 
 def rate(x, n):

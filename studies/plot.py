@@ -35,9 +35,9 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
                  alpha: float | None = None) -> Path:
     """Draw the pass-rate curves of ``ds`` to the PNG file ``out`` (for a sequential study:
     the cumulative promotion probability across looks per method)."""
-    from studies.sequential import STUDY_KIND as SEQUENTIAL
+    from studies.datasets import dataset_kind
 
-    if ds.attrs.get("study_kind") == SEQUENTIAL:
+    if dataset_kind(ds) == "sequential":
         from studies.sequential_plot import plot_sequential
 
         return plot_sequential(ds, out, margin)

@@ -18,7 +18,7 @@
 3. Every evaluated scenario is stored in an xarray dataset (netCDF, ``results/qualification/``)
    and summarised in the qualification record (``methods.qualification``) beside it.
 
-Randomness: a scenario's tables are ``studies.sampling.table_source(scenario, policy.seed,
+Randomness: a scenario's tables are ``simlab.sampling.table_source(scenario, policy.seed,
 policy.sampler)`` -- exactly the tables a study of that scenario and seed evaluates, each
 replication a pure function of (seed, scenario, replication index).  Replication ranges are
 extended, never redrawn, so the whole qualification is reproducible from the policy, for any
@@ -28,9 +28,7 @@ worker count.  Sequential methods (a policy whose domain declares ``looks``) are
 from __future__ import annotations
 
 import contextlib
-import os
-import platform
-import subprocess
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +41,12 @@ from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, Qualificati
                                    QualificationRecord, ScenarioTable, build_record, clip_discordance, cp_bounds,
                                    cp_lower, cp_upper, discordance_limits, file_sha256, nuisance_grid, record_stem,
                                    records_dir, verdict_of)
-from methods.qualification.dataset import build_dataset, write_dataset
+from methods.qualification.dataset import build_dataset
 from simlab.generate import GENERATOR_VERSION
 from simlab.scenario import PairedScenario
 from studies.runner import estimand_value
+
+from .datasets import describe, make_attrs, method_identity, save_dataset, save_json
 
 VERDICT_NAMES = (QUALIFIED, EXCEEDS, UNDETERMINED)
 VERDICT_CODES = {v: i for i, v in enumerate(VERDICT_NAMES)}
@@ -140,7 +140,7 @@ def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]
     """Pass and inconclusive counts of each method on the task's replication range (on the
     studies engine's moment path when every method can take it: the same counts)."""
     from studies.runner import MOMENT_BATCH, moment_path
-    from studies.sampling import table_source
+    from simlab.sampling import table_source
 
     spec = task.spec
     scenario = scenario_of(policy, spec, estimands[0])
@@ -222,40 +222,22 @@ def _batches(policy: QualificationPolicy, tasks: list[Task], n_batches: int) -> 
 
 
 class Pool:
-    """Runs tasks serially or on a reusable joblib pool; results come back in task order
-    and depend only on each task's own replication range (any worker count, same answer)."""
+    """Runs tasks through an executor (``studies.executor``: serial, joblib processes or
+    dask), in cost-balanced batches; results come back in task order and depend only on
+    each task's own replication range (any backend and worker count, same answer)."""
 
-    def __init__(self, n_jobs: int):
-        self.n_jobs = max(1, int(n_jobs))
-        self._parallel = None
-
-    def __enter__(self):
-        if self.n_jobs > 1:
-            from joblib import Parallel
-            self._parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")
-            self._parallel.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self._parallel is not None:
-            self._parallel.__exit__(*exc)
-            self._parallel = None
+    def __init__(self, executor):
+        self.executor = executor
 
     def run(self, policy, tasks: list[Task], estimands: tuple[str, ...],
             tick: Callable[[int, int], None] | None = None) -> list[dict[tuple, tuple[int, int]]]:
         results: list = [None] * len(tasks)
         done = 0
-        if self._parallel is None or len(tasks) < 4:
-            for i, t in enumerate(tasks):
-                results[i] = run_task(policy, t, estimands)
-                done += 1
-                if tick:
-                    tick(done, len(tasks))
-            return results
-        from joblib import delayed
-
-        batches = _batches(policy, tasks, max(self.n_jobs * 16, len(tasks) // 32))
-        for part in self._parallel(delayed(_run_batch)(policy, b, estimands) for b in batches):
+        if self.executor.workers == 1 or len(tasks) < 4:
+            batches = [[(i, t)] for i, t in enumerate(tasks)]
+        else:
+            batches = _batches(policy, tasks, max(self.executor.workers * 16, len(tasks) // 32))
+        for _, part in self.executor.imap(_run_batch, [(policy, b, estimands) for b in batches]):
             for i, r in part:
                 results[i] = r
             done += len(part)
@@ -463,19 +445,15 @@ def refine(book: Book, pool: Pool, estimands: tuple[str, ...], progress: Callabl
 
 
 def software_info() -> dict[str, str]:
-    import numba
-    import scipy
-    import xarray
+    """What the qualification record stores of the software (``studies.datasets``)."""
+    from .datasets import code_revision, package_versions
 
-    info = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "scipy": scipy.__version__, "xarray": xarray.__version__, "generator_version": GENERATOR_VERSION}
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[1],
-                             capture_output=True, text=True, timeout=10)
-        if rev.returncode == 0:
-            info["code_revision"] = rev.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
+    v = package_versions()
+    info = {k: v[k] for k in ("python", "numpy", "numba", "scipy", "xarray")}
+    info["generator_version"] = GENERATOR_VERSION
+    rev = code_revision()
+    if rev != "unknown":
+        info["code_revision"] = rev
     return info
 
 
@@ -522,12 +500,16 @@ def method_estimand(method, policy: QualificationPolicy) -> str:
 
 
 def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_dir: str | Path | None = "default",
-            progress: Callable[[str], None] | None = None, one_verdict: bool = False) -> QualifyRun:
+            progress: Callable[[str], None] | None = None, one_verdict: bool = False, executor=None) -> QualifyRun:
     """Qualify ``methods`` under ``policy`` (all on the same simulated tables; sequential
     methods need a policy with ``domain.looks``: promotion counts as a pass, the overall
     one-sided level is ``policy.alpha``);
     writes ``<name>.<policy hash>.nc`` and ``.json`` per method into ``out_dir`` (None: keep
-    the records in memory; their dataset reference is then empty)."""
+    the records in memory; their dataset reference is then empty).  ``n_jobs`` local
+    processes, or ``executor`` (``studies.executor``; e.g. a dask cluster): the records
+    are the same for every backend."""
+    from .executor import as_executor
+
     for m in methods:
         kind = m.kind
         if kind == "sequential" and policy.domain.looks is None:
@@ -550,10 +532,16 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     for spec in specs[:1]:
         for e in estimands:
             scenario_of(policy, spec, e)  # fail fast on an estimand mismatch
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ValueError(f"output folder {out_dir} is not a directory")
+    ex, owned = as_executor(executor, n_jobs)
     if progress:
-        progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s), n_jobs={n_jobs}")
+        progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s) on {ex.describe()}")
     book = Book(methods, policy, one_verdict)
-    with Pool(n_jobs) as pool:
+    with contextlib.ExitStack() as stack:
+        if owned:
+            stack.enter_context(ex)
+        pool = Pool(ex)
         book.escalate([(s, list(keys)) for s in specs], pool, estimands, progress, "grid ")
         n_refine = refine(book, pool, estimands, progress)
     software = software_info()
@@ -568,14 +556,17 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
             out.mkdir(parents=True, exist_ok=True)
             stem = record_stem(getattr(m, "label", m.name), policy)
             ds_path, rec_path = out / f"{stem}.nc", out / f"{stem}.json"
-            write_dataset(build_dataset(policy, m.identity.as_dict(), scen, software), ds_path)
+            ds = build_dataset(policy, m.identity.as_dict(), scen, software)
+            ds.attrs.update(make_attrs("qualification", title=ds.attrs["title"],
+                                       spec_json=json.dumps(policy.canonical()), spec_hash=policy.sha256,
+                                       methods=[method_identity(m, getattr(m, "label", m.name))],
+                                       seed=policy.seed))
+            save_dataset(describe(ds), ds_path, compress=True)
             sha, fname = file_sha256(ds_path), ds_path.name
         record = build_record(m.identity.as_dict(), m.kind, method_estimand(m, policy),
                               policy, scen, fname, sha, software, method_key=key)
         if rec_path is not None:
-            tmp = rec_path.with_name(rec_path.name + ".tmp")
-            tmp.write_text(record.to_json())
-            os.replace(tmp, rec_path)
+            save_json(record.to_json(), rec_path)
         outcomes.append(QualifyOutcome(record, rec_path, ds_path))
     return QualifyRun(outcomes, len(specs), n_refine, book.replications, book.method_replications,
                       time.perf_counter() - t0)

@@ -11,52 +11,18 @@ is not a scalar (``cells``, ``sizes`` ...) is a JSON string coordinate.
 """
 from __future__ import annotations
 
-import functools
 import json
-import platform
-import subprocess
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from .datasets import describe, make_attrs, method_identity, open_dataset, save_dataset
 from .measures import COUNTS, MEASURES, RATE_MEASURES
 
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
 EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lower_miss_rate", "bias",
                   "empirical_se", "mean_width", "p_interval")
-_PACKAGES = ("simlab", "numpy", "numba", "scipy", "xarray", "h5netcdf", "joblib", "pydantic", "rfc8785")
-
-
-def package_versions() -> dict[str, str]:
-    return dict(_package_versions())
-
-
-@functools.lru_cache(maxsize=1)
-def _package_versions() -> dict[str, str]:  # importlib.metadata costs ~10 ms a call
-    out = {"python": platform.python_version()}
-    for p in _PACKAGES:
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            out[p] = "not installed"
-    return out
-
-
-def code_revision() -> str:
-    """``git rev-parse HEAD`` of the source tree, ``+dirty`` with uncommitted changes."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        if rev.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-        return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def _coord_values(values) -> np.ndarray:
@@ -69,8 +35,9 @@ def _strings(a) -> np.ndarray:
     return np.asarray(a, dtype=object)
 
 
-def build_dataset(spec, points, counts, resolved, refs, exact_rows, info) -> xr.Dataset:
-    """Assemble the dataset of a run (see the module docstring)."""
+def build_dataset(spec, points, counts, resolved, refs, exact_rows, info, kind: str = "study") -> xr.Dataset:
+    """Assemble the dataset of a run (see the module docstring); ``kind`` is ``study`` or
+    ``demo`` (``studies/SCHEMA.md``)."""
     dims = spec.dims
     shape = spec.shape
     mdims = dims + ("method", "margin", "alpha")
@@ -98,49 +65,22 @@ def build_dataset(spec, points, counts, resolved, refs, exact_rows, info) -> xr.
         for name in EXACT_MEASURES:
             data[f"exact_{name}"] = (mdims, exact_rows[name].reshape(shape + exact_rows[name].shape[1:]))
         data["exact_engine"] = (dims + ("method",), exact_rows["engine"].reshape(shape + (len(refs),)))
-    identities = [{**m.identity.as_dict(), "label": r.key, "estimand": str(getattr(m.estimand, "value", m.estimand)),
-                   "options": dict(m.options), "citation": m.citation} for m, r in zip(resolved, refs)]
-    attrs = {
-        "title": f"simlab study {spec.name}",
-        "spec_name": spec.name,
-        "spec_json": spec.to_json(),
-        "spec_hash": spec.hash,
-        "method_identities": json.dumps(identities, sort_keys=True),
-        "package_versions": json.dumps(package_versions(), sort_keys=True),
-        "code_revision": code_revision(),
-        "seed": int(spec.seed),
-        "replications": int(spec.n_replications),
-        "mc_confidence": float(spec.mc_confidence),
-        "started": info.started,
-        "finished": info.finished,
-        "run_seconds": float(info.seconds),
-        "run_tasks": int(info.tasks),
-        "run_tasks_resumed": int(info.resumed),
-        "measures_reference": MORRIS,
-        "null_rule": "false_pass_rate where true_value <= -margin (boundary included); power otherwise",
-    }
-    return xr.Dataset(data, coords=coords, attrs=attrs)
-
-
-def save_dataset(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write ``ds`` as netCDF (h5netcdf) to ``path``, creating folders."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    ds.to_netcdf(tmp, engine="h5netcdf")
-    tmp.replace(p)
-    return p
-
-
-def open_dataset(path: str | Path) -> xr.Dataset:
-    """Read a dataset written by :func:`save_dataset` fully into memory."""
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"no such dataset: {p}")
-    with xr.open_dataset(p, engine="h5netcdf") as ds:
-        return ds.load()
-
-
+    identities = [method_identity(m, r.key) for m, r in zip(resolved, refs)]
+    attrs = make_attrs(
+        kind, title=f"simlab {kind} {spec.name}", spec_json=spec.to_json(), spec_hash=spec.hash,
+        methods=identities, seed=spec.seed,
+        spec_name=spec.name,
+        replications=int(spec.n_replications),
+        mc_confidence=float(spec.mc_confidence),
+        started=info.started,
+        finished=info.finished,
+        run_seconds=float(info.seconds),
+        run_tasks=int(info.tasks),
+        run_tasks_resumed=int(info.resumed),
+        measures_reference=MORRIS,
+        null_rule="false_pass_rate where true_value <= -margin (boundary included); power otherwise",
+    )
+    return describe(xr.Dataset(data, coords=coords, attrs=attrs))
 
 
 def grid_dims(ds: xr.Dataset) -> list[str]:
@@ -200,5 +140,7 @@ def to_python(v):
     return v.item() if v.shape == () else v.tolist()
 
 
-__all__ = ["build_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "package_versions",
-           "code_revision", "to_python", "select_level", "COUNTS", "MEASURES"]
+# save_dataset / open_dataset live in studies.datasets (the one writer); re-exported here
+# because study callers read and write through this module.
+__all__ = ["build_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "to_python",
+           "select_level", "COUNTS", "MEASURES"]

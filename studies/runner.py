@@ -4,9 +4,11 @@
   margin and alpha level -> :class:`ScenarioCounts` (integer tallies).  Tallies of
   disjoint replication ranges add (``a.merge(b)``) to exactly the tallies of their union,
   so sequential-MC users may grow a study a block at a time.
-* :func:`run_study` -- a :class:`~studies.spec.StudySpec` -> ``xarray.Dataset``: joblib
-  over ``(scenario, chunk)`` tasks, finished chunks saved on disk (``work_dir``) so an
-  interrupted run resumes without recomputing them, an optional progress bar.
+* :func:`run_study` -- a :class:`~studies.spec.StudySpec` -> ``xarray.Dataset``:
+  ``(scenario, chunk)`` tasks through one executor (``studies.executor``: serial, joblib
+  processes or a dask cluster), finished chunks saved on disk (``work_dir``, checked
+  chunk files of ``studies.durable``) so an interrupted run resumes without recomputing
+  them, the output written atomically before the chunks go, an optional progress bar.
 
 Common random numbers: within a task one buffer of tables is generated per batch and
 every method (and margin, alpha) is evaluated on it.  When every method of the
@@ -14,13 +16,13 @@ study decides from cluster moments and the scenario's clusters share one size, t
 buffer holds each replication's ``(k, sum D, sum D^2)`` instead (``moment_path``): the
 same draws, the same decisions, no tables written.  Bitwise reproducibility:
 replication ``r`` depends only on ``(seed, scenario, r)`` and tallies are integers, so
-the result is the same for any ``n_jobs``, chunk size and batch size.
+the result is the same for any ``n_jobs``, backend, chunk size and batch size.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +31,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from simlab.rng import MAX_REPLICATIONS
+from simlab.sampling import COMPOSITION_VERSION, TableSource, source_name, table_source
 from simlab.scenario import PairedScenario
 
 from . import device as _device
 from . import tally as _tally
 from .measures import measures as _measures
-from .sampling import COMPOSITION_VERSION, TableSource, source_name, table_source
 from .spec import MethodRef, StudySpec, as_method_refs
 
 BATCH_BYTES = 8 << 20  # table buffer per batch (fits a typical L2/L3 slice)
@@ -127,7 +129,7 @@ def _resolve(methods) -> tuple[tuple[MethodRef, ...], list]:
     keys = [r.key for r in refs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"duplicate method labels: {keys}")
-    return refs, [r.resolve() for r in refs]
+    return refs, [r.resolve("fixed") for r in refs]
 
 
 def _batch_size(clusters: int) -> int:
@@ -215,7 +217,7 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
 
 def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
           start: int, stop: int, moments: bool = True, device: str = "cpu") -> np.ndarray:
-    resolved = [r.resolve() for r in refs]
+    resolved = [r.resolve("fixed") for r in refs]
     thetas = [target_value(scenario, m) for m in resolved]
     return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, alphas,
                            start, stop, moments=moments, device=device)
@@ -226,7 +228,7 @@ def run_key(spec: StudySpec, chunk_size: int) -> str:
     from simlab.generate import GENERATOR_VERSION
 
     refs = spec.methods
-    ids = [r.resolve().identity.as_dict() for r in refs]
+    ids = [r.resolve("fixed").identity.as_dict() for r in refs]
     blob = json.dumps({"spec": spec.hash, "methods": ids, "composition": COMPOSITION_VERSION,
                        "generator": GENERATOR_VERSION, "chunk": int(chunk_size)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
@@ -248,31 +250,51 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def _save_atomic(path: Path, arr: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        np.save(fh, arr)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _chunk_path(run_dir: Path, task: tuple[int, int, int]) -> Path:
+    return run_dir / f"t{task[0]:05d}_{task[1]}_{task[2]}.npz"
+
+
+def _chunk_check(task: tuple[int, int, int]):
+    """A chunk's tallies must count exactly the task's replications in every cell."""
+    n = task[2] - task[1]
+
+    def check(arr: np.ndarray) -> str:
+        F = _tally.F
+        if np.any(arr[..., F["n_reps"]] != n):
+            return f"counts {int(arr[..., F['n_reps']].min())}..{int(arr[..., F['n_reps']].max())} replications, " \
+                   f"the task has {n}"
+        if np.any(arr[..., F["n_pass"]] + arr[..., F["n_fail"]] + arr[..., F["n_inconclusive"]] != n) \
+                or np.any(arr[..., [F[f] for f in _tally.FIELDS if f.startswith("n_")]] < 0):
+            return "inconsistent counts"
+        return ""
+    return check
 
 
 def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, work_dir: str | Path | None = None,
               resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
               on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None,
-              moments: bool = True, device: str | None = None):
+              moments: bool = True, device: str | None = None, executor=None, out: str | Path | None = None,
+              on_rejected: Callable[[Path, str], Any] | None = None):
     """Run ``spec`` and return its ``xarray.Dataset`` (see ``studies.results``).
 
-    ``n_jobs``: joblib workers (-1 = all cores).  ``chunk_size``: replications per task
-    (default ``spec.chunk_size``).  ``work_dir``: where finished chunks are kept while the
-    run is going (a sub-folder per run key); with ``resume`` an earlier interrupted run's
-    chunks are reused, and the folder is removed at the end unless ``keep_chunks``.
-    ``progress``: rich progress bar on an interactive terminal (None = only for long
-    runs).  ``on_task_done(done, total)`` is called after each finished chunk is saved.
+    ``n_jobs``: local worker processes (-1 = all cores), or ``executor`` (a
+    ``studies.executor.Executor``: serial, joblib or dask; the caller keeps it open).
+    ``chunk_size``: replications per task (default ``spec.chunk_size``).  ``work_dir``:
+    where finished chunks are kept while the run is going (a sub-folder per run key,
+    locked against a second run); with ``resume`` an earlier interrupted run's chunks are
+    reused after checking their run key, task key, checksum and counts (a chunk that
+    fails is recomputed and reported to ``on_rejected(path, why)``).  ``out``: write the
+    dataset there (atomically; the path is checked and locked before any work); the
+    chunks are removed only after that write, unless ``keep_chunks``.  ``progress``: rich
+    progress bar on an interactive terminal (None = only for long runs).
+    ``on_task_done(done, total)`` is called after each finished chunk is saved.
     ``exact``: add exact results where an exact engine applies (default ``spec.exact``).
     ``moments=False``: never take the moment path (same results; for benchmarks).
     ``device``: 'cpu' or 'gpu' (default: ``studies.device``'s selection); on the GPU the
-    tasks run one after another in this process, whatever ``n_jobs`` is."""
+    tasks run one after another in this process, whatever ``n_jobs`` or ``executor``."""
+    from .datasets import check_output_path, save_dataset
+    from .durable import exclusive, load_chunk, save_chunk
+    from .executor import SerialExecutor, as_executor
     from .results import build_dataset
 
     device = _device.resolve(device)
@@ -282,82 +304,87 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     chunk = int(chunk_size or spec.chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk}")
+    if out is not None:
+        out = check_output_path(out)
     refs, resolved = _resolve(spec.methods)
     points = spec.points()
     n = spec.n_replications
     tasks = [(si, s, min(s + chunk, n)) for si in range(len(points)) for s in range(0, n, chunk)]
+    shape = (len(refs), len(spec.margins), len(spec.alphas), _tally.NF)
     info.tasks = len(tasks)
     results: dict[tuple[int, int, int], np.ndarray] = {}
-    run_dir = None
-    if work_dir is not None:
-        key = run_key(spec, chunk)
-        run_dir = Path(work_dir) / key
-        run_dir.mkdir(parents=True, exist_ok=True)
-        info.work_dir = str(run_dir)
-        meta = run_dir / "run.json"
-        if not meta.exists():
-            meta.write_text(json.dumps({"run_key": key, "spec": json.loads(spec.to_json())}, sort_keys=True))
-        if resume:
-            for si, s, e in tasks:
-                f = run_dir / f"t{si:05d}_{s}_{e}.npy"
-                if f.exists():
-                    try:
-                        arr = np.load(f)
-                    except (OSError, ValueError, EOFError):
-                        continue  # unreadable: recompute this chunk
-                    if arr.shape == (len(refs), len(spec.margins), len(spec.alphas), _tally.NF) \
-                            and arr.dtype == np.int64:
-                        results[(si, s, e)] = arr
-        info.resumed = len(results)
-    todo = [t for t in tasks if t not in results]
-    total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
-    show = progress if progress is not None else total_work > 20_000_000
-    payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments, device)
-                for si, s, e in todo]
+    run_dir = key = None
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(exclusive(out.with_name(f".{out.name}.lock"), f"output {out}"))
+        if work_dir is not None:
+            key = run_key(spec, chunk)
+            run_dir = Path(work_dir) / key
+            run_dir.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(exclusive(run_dir / ".lock", f"work directory {run_dir}"))
+            info.work_dir = str(run_dir)
+            meta = run_dir / "run.json"
+            if not meta.exists():
+                meta.write_text(json.dumps({"run_key": key, "spec": json.loads(spec.to_json())}, sort_keys=True))
+            if resume:
+                for t in tasks:
+                    f = _chunk_path(run_dir, t)
+                    if f.exists():
+                        arr, why = load_chunk(f, key, t, shape, _chunk_check(t))
+                        if arr is not None:
+                            results[t] = arr
+                        elif on_rejected is not None:
+                            on_rejected(f, why)
+            info.resumed = len(results)
+        todo = [t for t in tasks if t not in results]
+        total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
+        show = progress if progress is not None else total_work > 20_000_000
+        payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments,
+                     device) for si, s, e in todo]
 
-    from simlab.progress import progress_bar
+        from simlab.progress import progress_bar
 
-    done = len(results)
-    with progress_bar(sum(e - s for _, s, e in tasks), f"study {spec.name}", enabled=bool(show)) as advance:
-        advance(sum(e - s for (_, s, e) in results))
-        if n_jobs == 1 or device == "gpu":
-            stream = ((t, _task(*p)) for t, p in zip(todo, payloads))
-        else:
-            from joblib import Parallel, delayed
+        done = len(results)
+        ex, owned = (SerialExecutor(), True) if device == "gpu" else as_executor(executor, n_jobs)
+        if owned:
+            stack.enter_context(ex)
+        with progress_bar(sum(e - s for _, s, e in tasks), f"study {spec.name}", enabled=bool(show)) as advance:
+            advance(sum(e - s for (_, s, e) in results))
+            for i, arr in ex.imap(_task, payloads):
+                t = todo[i]
+                if run_dir is not None:
+                    save_chunk(_chunk_path(run_dir, t), arr, key, t)
+                results[t] = arr
+                info.computed += 1
+                done += 1
+                advance(t[2] - t[1])
+                if on_task_done is not None:
+                    on_task_done(done, len(tasks))
+        counts = []
+        for si, (coords, scenario) in enumerate(points):
+            tot = np.zeros(shape, np.int64)
+            for s in range(0, n, chunk):
+                tot = _tally.add(tot, results[(si, s, min(s + chunk, n))])
+            thetas = np.array([target_value(scenario, m) for m in resolved])
+            counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
+                                         thetas, tot, source_name(scenario, spec.sampler), [(0, n)]))
+        exact_rows = None
+        if exact if exact is not None else spec.exact:
+            from .exact import exact_grid
 
-            par = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1)
-            stream = par(delayed(_pair)(t, p) for t, p in zip(todo, payloads))
-        for t, arr in stream:
-            if run_dir is not None:
-                _save_atomic(run_dir / f"t{t[0]:05d}_{t[1]}_{t[2]}.npy", arr)
-            results[t] = arr
-            info.computed += 1
-            done += 1
-            advance(t[2] - t[1])
-            if on_task_done is not None:
-                on_task_done(done, len(tasks))
-    counts = []
-    for si, (coords, scenario) in enumerate(points):
-        tot = np.zeros((len(refs), len(spec.margins), len(spec.alphas), _tally.NF), np.int64)
-        for s in range(0, n, chunk):
-            tot = _tally.add(tot, results[(si, s, min(s + chunk, n))])
-        thetas = np.array([target_value(scenario, m) for m in resolved])
-        counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
-                                     thetas, tot, source_name(scenario, spec.sampler), [(0, n)]))
-    exact_rows = None
-    if exact if exact is not None else spec.exact:
-        from .exact import exact_grid
-
-        exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas)
-    info.finished = _now()
-    info.seconds = time.perf_counter() - t0
-    ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)
+            exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas)
+        info.finished = _now()
+        info.seconds = time.perf_counter() - t0
+        ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)
+        if out is not None:
+            save_dataset(ds, out)  # durable (fsync + rename) before any chunk goes
+        if run_dir is not None and not keep_chunks:
+            for f in run_dir.iterdir():
+                if f.name != ".lock":
+                    f.unlink()
     if run_dir is not None and not keep_chunks:
-        for f in run_dir.iterdir():
-            f.unlink()
-        run_dir.rmdir()
+        with contextlib.suppress(OSError):  # another run may have started in it meanwhile
+            run_dir.rmdir()
     return ds
 
 
-def _pair(t, p):
-    return t, _task(*p)

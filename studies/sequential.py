@@ -30,7 +30,7 @@ of the analysis, ``bound_miss_rate`` (bound at stopping above the true value); p
 ``first_promotion_rate``, ``cumulative_promotion_rate``, ``harm_by_look_rate`` and
 ``stop_look_rate`` (the stopping-look distribution).  With ``exact = true`` the exact
 engines add ``exact_*`` twins wherever they apply (one-trial clusters, no loss, Markov
-methods; NaN elsewhere).  ``attrs["study_kind"] = "sequential"``.
+methods; NaN elsewhere).  ``attrs["dataset_kind"] = "sequential"`` (``studies/SCHEMA.md``).
 """
 from __future__ import annotations
 
@@ -43,79 +43,31 @@ from typing import Any, Sequence
 import numba as nb
 import numpy as np
 import xarray as xr
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from methods.ref import MethodRef, as_method_refs
 from methods.sequential.base import NO_PROMOTION, PROMOTE, STOP_HARM, LookSchedule, SequentialMethod
 from simlab.exact import ExactUnsupported
 from simlab.rng import MAX_REPLICATIONS
+from simlab.sampling import table_source
 from simlab.scenario import PairedScenario
 
+from .datasets import dataset_kind, describe, make_attrs, method_identity
 from .measures import NULL_TOL, put_rate, rate
-from .results import code_revision, package_versions, to_python
+from .results import to_python
 from .runner import target_value
-from .sampling import table_source
-from .spec import GridSpec, ScenarioTemplate, coerce_refs, plural_alias, read_spec_file, validate_spec
+from .spec import GridSpec, ScenarioTemplate, plural_alias, read_spec_file, validate_spec
 
 STUDY_KIND = "sequential"
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
 BATCH_BYTES = 8 << 20
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-# ---------------------------------------------------------------- methods
-class SequentialMethodRef(_Frozen):
-    """A registered sequential method with options, an optional wrapped fixed-sample method
-    (``inner`` + ``inner_options``) and a label (default: name, ``[inner]``, options)."""
-    name: str
-    options: dict[str, float | str] = Field(default_factory=dict)
-    inner: str | None = None
-    inner_options: dict[str, float] = Field(default_factory=dict)
-    label: str | None = None
-
-    @property
-    def key(self) -> str:
-        if self.label:
-            return self.label
-        k = self.name if self.inner is None else f"{self.name}[{self.inner}]"
-        opts = {**self.options, **{f"{self.inner}.{a}": b for a, b in self.inner_options.items()}}
-        if opts:
-            k += "{" + ",".join(f"{a}={b}" for a, b in sorted(opts.items())) + "}"
-        return k
-
-    def resolve(self) -> SequentialMethod:
-        from methods import registry
-
-        try:
-            m = registry.get(self.name)
-            inner = None if self.inner is None else registry.get(self.inner)
-        except KeyError as exc:
-            raise ValueError(exc.args[0]) from None
-        if m.kind != "sequential":
-            raise ValueError(f"method {self.name!r} is not a sequential method; sequential methods: "
-                             f"{', '.join(registry.names('sequential'))}")
-        if self.options:
-            m = m.with_options(**self.options)
-        if inner is not None:
-            if self.inner_options:
-                inner = inner.with_options(**self.inner_options)
-            m = m.with_inner(inner)
-        elif self.inner_options:
-            raise ValueError(f"method {self.name!r}: inner_options given without inner")
-        return m
-
-
-def as_method_refs(methods) -> tuple[SequentialMethodRef, ...]:
-    return coerce_refs(methods, SequentialMethodRef, "name, options, inner, label")
-
-
 # ---------------------------------------------------------------- the spec
 class SequentialStudySpec(GridSpec):
     """What to run (see the module docstring)."""
     name: str = "sequential"
-    methods: tuple[SequentialMethodRef, ...]
+    methods: tuple[MethodRef, ...]
     schedule: LookSchedule
     scenario: ScenarioTemplate = ScenarioTemplate(cells=(0.97, 0.03, 0.0, 0.0))
     alpha: float = Field(default=0.05, gt=0.0, le=0.25)
@@ -317,7 +269,7 @@ def exact_point(scenario: PairedScenario, methods: Sequence[SequentialMethod], s
 
 # ---------------------------------------------------------------- whole studies
 def _task(scenario, refs, schedule, margins, alpha, seed, sampler, start, stop):
-    methods = [r.resolve() for r in refs]
+    methods = [r.resolve("sequential") for r in refs]
     return evaluate_sequential(scenario, methods, schedule, margins, alpha, stop - start, seed, start, sampler)
 
 
@@ -326,15 +278,18 @@ def _now() -> str:
 
 
 def run_sequential_study(spec: SequentialStudySpec, n_jobs: int = 1, chunk_size: int | None = None,
-                         progress: bool = False) -> xr.Dataset:
-    """Run ``spec``; tallies are integers, so the dataset is identical for any ``n_jobs`` and
-    chunk size (replication r depends only on (seed, scenario, r))."""
+                         progress: bool = False, executor=None) -> xr.Dataset:
+    """Run ``spec`` on ``n_jobs`` local processes or through ``executor``
+    (``studies.executor``); tallies are integers, so the dataset is identical for any
+    backend, worker count and chunk size (replication r depends only on (seed, scenario, r))."""
     from simlab.progress import progress_bar
+
+    from .executor import as_executor
 
     t0 = time.perf_counter()
     started = _now()
     refs = spec.methods
-    methods = [r.resolve() for r in refs]
+    methods = [r.resolve("sequential") for r in refs]
     for m in methods:
         if spec.schedule.unit not in m.units:
             raise ValueError(f"method {m.label!r} needs a look schedule in {' or '.join(m.units)}")
@@ -348,27 +303,22 @@ def run_sequential_study(spec: SequentialStudySpec, n_jobs: int = 1, chunk_size:
                 for si, s, e in tasks]
     L = spec.schedule.n_looks
     totals = [np.zeros((len(refs), len(spec.margins), n_fields(L)), np.int64) for _ in points]
-    with progress_bar(n * len(points), f"sequential study {spec.name}", enabled=progress) as advance:
-        if n_jobs == 1:
-            stream = ((t, _task(*p)) for t, p in zip(tasks, payloads))
-        else:
-            from joblib import Parallel, delayed
-
-            par = Parallel(n_jobs=n_jobs, return_as="generator_unordered", batch_size=1)
-            stream = par(delayed(_pair)(t, p) for t, p in zip(tasks, payloads))
-        for (si, s, e), arr in stream:
-            totals[si] += arr
-            advance(e - s)
+    ex, owned = as_executor(executor, n_jobs)
+    try:
+        with progress_bar(n * len(points), f"sequential study {spec.name}", enabled=progress) as advance:
+            for i, arr in ex.imap(_task, payloads):
+                si, s, e = tasks[i]
+                totals[si] += arr
+                advance(e - s)
+    finally:
+        if owned:
+            ex.close()
     exact_rows = [exact_point(sc, methods, spec.schedule, spec.margins, spec.alpha) for _, sc in points] \
         if spec.exact else None
     seconds = time.perf_counter() - t0
     return build_sequential_dataset(spec, points, methods, totals, exact_rows,
                                     {"started": started, "finished": _now(), "seconds": seconds,
                                      "tasks": len(tasks)})
-
-
-def _pair(t, p):
-    return t, _task(*p)
 
 
 def _coord_values(values) -> np.ndarray:
@@ -417,41 +367,34 @@ def build_sequential_dataset(spec, points, methods, totals, exact_rows, info) ->
                 data[name] = (ldims, arr.reshape(shape + arr.shape[1:]))
             else:
                 data[name] = (mdims, arr.reshape(shape + arr.shape[1:]))
-    identities = [{**m.identity.as_dict(), "label": r.key, "estimand": m.estimand.value, "options": dict(m.options),
-                   "inner": None if m.inner is None else m.inner.identity.as_dict(), "citation": m.citation,
-                   "markov": m.markov}
+    identities = [method_identity(m, r.key, inner=None if m.inner is None else m.inner.identity.as_dict(),
+                                  markov=m.markov)
                   for m, r in zip(methods, spec.methods)]
-    attrs = {
-        "title": f"simlab sequential study {spec.name}",
-        "study_kind": STUDY_KIND,
-        "spec_name": spec.name,
-        "spec_json": spec.to_json(),
-        "spec_hash": spec.hash,
-        "schedule_json": spec.schedule.canonical_json().decode(),
-        "schedule_unit": spec.schedule.unit,
-        "alpha": float(spec.alpha),
-        "method_identities": json.dumps(identities, sort_keys=True),
-        "package_versions": json.dumps(package_versions(), sort_keys=True),
-        "code_revision": code_revision(),
-        "seed": int(spec.seed),
-        "replications": int(spec.replications),
-        "mc_confidence": float(spec.mc_confidence),
-        "started": info["started"],
-        "finished": info["finished"],
-        "run_seconds": float(info["seconds"]),
-        "run_tasks": int(info["tasks"]),
-        "measures_reference": MORRIS,
-        "null_rule": "false_promotion_rate where true_value <= -margin (boundary included); power otherwise",
-        "decisions": json.dumps({"no_promotion": NO_PROMOTION, "promote": PROMOTE, "stop_for_harm": STOP_HARM}),
-    }
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    attrs = make_attrs(
+        STUDY_KIND, title=f"simlab sequential study {spec.name}", spec_json=spec.to_json(), spec_hash=spec.hash,
+        methods=identities, seed=spec.seed,
+        spec_name=spec.name,
+        schedule_json=spec.schedule.canonical_json().decode(),
+        schedule_unit=spec.schedule.unit,
+        alpha=float(spec.alpha),
+        replications=int(spec.replications),
+        mc_confidence=float(spec.mc_confidence),
+        started=info["started"],
+        finished=info["finished"],
+        run_seconds=float(info["seconds"]),
+        run_tasks=int(info["tasks"]),
+        measures_reference=MORRIS,
+        null_rule="false_promotion_rate where true_value <= -margin (boundary included); power otherwise",
+        decisions={"no_promotion": NO_PROMOTION, "promote": PROMOTE, "stop_for_harm": STOP_HARM},
+    )
+    return describe(xr.Dataset(data, coords=coords, attrs=attrs))
 
 
 def summary_rows(ds: xr.Dataset, margin: float | None = None) -> list[dict]:
     """One row per scenario x method (one margin) with the headline measures and, where
     present, their exact twins."""
-    if ds.attrs.get("study_kind") != STUDY_KIND:
-        raise ValueError("not a sequential study dataset (attrs.study_kind != 'sequential')")
+    if dataset_kind(ds) != STUDY_KIND:
+        raise ValueError("not a sequential study dataset (attrs.dataset_kind != 'sequential')")
     margin = float(ds.margin.values[0]) if margin is None else float(margin)
     if margin not in ds.margin.values:
         raise ValueError(f"margin {margin} not in the dataset (has {ds.margin.values.tolist()})")

@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .datasets import dataset_kind
 from .sequential import STUDY_KIND
 
 
 def plot_sequential(ds: xr.Dataset, path: str | Path, margin: float | None = None, max_panels: int = 12) -> Path:
-    if ds.attrs.get("study_kind") != STUDY_KIND:
-        raise ValueError("not a sequential study dataset (attrs.study_kind != 'sequential')")
+    if dataset_kind(ds) != STUDY_KIND:
+        raise ValueError("not a sequential study dataset (attrs.dataset_kind != 'sequential')")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -27,7 +27,7 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
     if exact not in ("auto", "never", "only"):
         raise ValueError(f"exact must be 'auto', 'never' or 'only', got {exact!r}")
     ref = method if isinstance(method, MethodRef) else MethodRef(name=method)
-    m = ref.resolve()
+    m = ref.resolve("fixed")
     theta = target_value(scenario, m)
     is_null = bool(theta <= -margin + NULL_TOL)
     out = {"method": ref.key, "method_name": m.name, "version": m.version,

@@ -40,19 +40,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from methods.ref import MethodRef, as_method_refs
+from simlab.models import FrozenModel
 from simlab.rng import MAX_REPLICATIONS
 from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, LabelNoise, Missingness,
                              PairedScenario, PoissonSize)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
 # ---------------------------------------------------------------- scenario template
-class ScenarioTemplate(_Frozen):
+class ScenarioTemplate(FrozenModel):
     """Every way a study may describe a ``PairedScenario``.
 
     Cells (exactly one way): ``cells = [p11, p10, p01, p00]``; or ``baseline`` +
@@ -171,55 +169,6 @@ def _short_validation(exc: ValidationError) -> str:
 SCENARIO_FIELDS = tuple(ScenarioTemplate.model_fields)
 
 
-# ---------------------------------------------------------------- methods
-class MethodRef(_Frozen):
-    """A registered method, optionally with options, under a label (default: the name,
-    plus ``[option=value,...]`` when options are given)."""
-    name: str
-    options: dict[str, float] = Field(default_factory=dict)
-    label: str | None = None
-
-    @property
-    def key(self) -> str:
-        if self.label:
-            return self.label
-        if not self.options:
-            return self.name
-        return f"{self.name}[{','.join(f'{k}={v:g}' for k, v in sorted(self.options.items()))}]"
-
-    def resolve(self):
-        """The ``FixedMethod`` (with options applied) from the registry."""
-        from methods import registry
-
-        method = registry.get(self.name)
-        if method.kind != "fixed":
-            raise ValueError(f"method {self.name!r} is not a fixed-sample method")
-        return method.with_options(**self.options) if self.options else method
-
-
-def coerce_refs(methods, ref_cls: type[BaseModel], fields: str) -> tuple:
-    """Spec entries (a name, a mapping of ``fields``, or a ref) as ``ref_cls`` objects;
-    errors name the entry."""
-    out = []
-    for i, m in enumerate(methods):
-        if isinstance(m, ref_cls):
-            out.append(m)
-        elif isinstance(m, str):
-            out.append(ref_cls(name=m))
-        elif isinstance(m, dict):
-            try:
-                out.append(ref_cls.model_validate(m))
-            except ValidationError as exc:
-                raise ValueError(f"methods[{i}]: {_short_validation(exc)}") from None
-        else:
-            raise ValueError(f"methods[{i}]: expected a name or {{{fields}}}, got {m!r}")
-    return tuple(out)
-
-
-def as_method_refs(methods) -> tuple[MethodRef, ...]:
-    return coerce_refs(methods, MethodRef, "name, options, label")
-
-
 # ---------------------------------------------------------------- the spec
 def plural_alias(data: dict, single: str, plural: str) -> None:
     """Accept ``single = x`` (or a list) for the tuple field ``plural`` in spec files."""
@@ -243,7 +192,7 @@ def _distinct_in_range(name: str, v: tuple[float, ...], lo: float, hi: float, lo
     return v
 
 
-class GridSpec(_Frozen):
+class GridSpec(FrozenModel):
     """What fixed-sample and sequential study specs share: methods, a base scenario and a
     grid of varied scenario fields (cartesian product), margins, seed and sampler.  The
     content hash leaves out the execution-only ``chunk_size`` (it never changes results)."""

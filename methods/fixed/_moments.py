@@ -11,7 +11,7 @@ three integers, ``(k, S1 = sum D_k, S2 = sum D_k^2)``:
 (the numerator is exact in int64, so clusters that all share one difference give a
 variance of exactly zero -- the seed's false pass).  The table kernels use this formula
 whenever the sizes are equal and the two-pass float formula otherwise, and the studies
-engine's moment path (``studies.sampling``) draws ``(k, S1, S2)`` directly: the same
+engine's moment path (``simlab.sampling``) draws ``(k, S1, S2)`` directly: the same
 numbers, so both paths give bitwise-identical decisions.
 """
 from __future__ import annotations
@@ -25,9 +25,7 @@ import numpy as np
 
 from methods.protocol import BatchResult, FixedMethod, check_alpha, check_margin
 from methods.fixed._common import decide, no_bounds
-
-# (k m)^2 must stay below 2^63 for the int64 numerator k S2 - S1^2
-MAX_TRIALS_EXACT = 3_000_000_000
+from simlab.sampling.moments import MAX_TRIALS_EXACT
 
 
 @nb.njit(inline="always", cache=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from methods import registry
-from methods.bench import bench_methods, method_class, reference_functions
+from studies.bench.methods import bench_methods, method_class, reference_functions
 from simlab.cli import main
 
 THYROID_ROWS = ["0,0,2,1", "2,0,1,0", "3,0,0,0", "1,0,0,0", "2,0,1,0", "4,0,0,0", "3,0,0,0"]

@@ -11,7 +11,7 @@ from methods import registry
 from methods.fixed._moments import cluster_mean_var
 from simlab.scenario import ExplicitSizes, FixedSize, LabelNoise, Missingness, PairedScenario, PoissonSize
 from studies.runner import evaluate_scenario, moment_path
-from studies.sampling import scenario_tables, table_source
+from simlab.sampling import scenario_tables, table_source
 
 def table_moments(tables, out):
     """Reference reduction: ``out[r] = (non-empty clusters, sum D, sum D^2)``, D = n01 - n10."""

@@ -43,7 +43,7 @@ def test_spec_errors_name_the_field():
 def test_dataset_shape_measures_and_exact_twins():
     s = spec(grid={"cells": [[0.97, 0.03, 0.0, 0.0], [0.99, 0.01, 0.0, 0.0]]}, margins=[0.03, 0.05])
     ds = run_sequential_study(s)
-    assert ds.attrs["study_kind"] == "sequential"
+    assert ds.attrs["dataset_kind"] == "sequential"
     assert dict(ds.sizes) == {"cells": 2, "method": 3, "margin": 2, "look": 4}
     assert ds.cumulative_promotion_rate.dims == ("cells", "method", "margin", "look")
     assert ds.look_count.values.tolist() == LOOKS
@@ -104,7 +104,7 @@ def test_clustered_scenarios_and_dependence_counterexample(tmp_path):
     path = save_dataset(ds, tmp_path / "dep.nc")
     back = open_dataset(path)
     np.testing.assert_array_equal(back.n_promote_by_look.values, ds.n_promote_by_look.values)
-    assert back.attrs["study_kind"] == "sequential"
+    assert back.attrs["dataset_kind"] == "sequential"
     png = plot_sequential(back, tmp_path / "dep.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -18,10 +18,10 @@ from methods import registry
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, PairedScenario
 from studies import tally
-from studies.measures import clopper_pearson
+from simlab.proportions import clopper_pearson
 from studies.results import open_dataset, save_dataset, summary_rows
 from studies.runner import ScenarioCounts, evaluate_scenario, run_study
-from studies.sampling import scenario_tables, table_source
+from simlab.sampling import scenario_tables, table_source
 from studies.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,7 @@ def test_measures_against_independent_computation():
 
 
 def test_clopper_pearson_edges():
-    lo, hi = clopper_pearson(np.array([0, 10, 5]), np.array([10, 10, 0]))
+    lo, hi = clopper_pearson(np.array([0, 10, 0]), np.array([10, 10, 0]))
     assert lo[0] == 0.0 and hi[1] == 1.0
     assert hi[0] == pytest.approx(1 - 0.025 ** (1 / 10), rel=1e-9)  # closed form at x = 0
     assert math.isnan(lo[2]) and math.isnan(hi[2])
@@ -192,7 +192,7 @@ def test_resume_after_killed_run(tmp_path):
     assert proc.returncode == -9, proc.stderr
     run_dirs = list(work.iterdir())
     assert len(run_dirs) == 1
-    kept = sorted(p.name for p in run_dirs[0].glob("t*.npy"))
+    kept = sorted(p.name for p in run_dirs[0].glob("t*.npz"))
     assert len(kept) == 3 and not list(run_dirs[0].glob(".*tmp"))
     seen = []
     spec = parse_spec(spec_d)

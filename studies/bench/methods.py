@@ -2,7 +2,7 @@
 kernel, next to its slow per-replication reference (``methods.reference``) measured in the
 same run, on one thread.
 
-Workload: simlab's standard scenario (``simlab.benchmarks.standard_scenario``: K = 30
+Workload: simlab's standard scenario (``studies.bench.simulate.standard_scenario``: K = 30
 clusters x 3 trials, rho = 0.1, cells 0.90/0.04/0.03/0.03), tables streamed from the
 counter-based generator in chunks; only the ``method.batch`` calls are timed (table
 generation is excluded).  Methods are discovered from the registry at run time, so
@@ -126,7 +126,7 @@ def bench_methods(reps: int = 1_000_000, bootstrap_reps: int = 20_000, reference
 
 def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
            max_seconds, reference_seconds, progress) -> dict:
-    from simlab.benchmarks import standard_scenario
+    from .simulate import standard_scenario
     from simlab.generate import TableGenerator
 
     threads = _numba_threads()

@@ -21,7 +21,8 @@ Moment path: when every non-empty cluster table of the scenario has the same siz
 (``moment_size``), ``fill_moments`` makes the same draws but adds up each drawn group
 outcome's precomputed ``(clusters, sum D, sum D^2)`` instead of writing its tables
 (``D = n01 - n10``): the sufficient statistics of the cluster-moment methods
-(``methods.fixed._moments``), at a fraction of the memory traffic.
+(``simlab.sampling.moments``; the methods of ``methods.fixed._moments`` decide from them),
+at a fraction of the memory traffic.
 
 ``auto`` uses ``composition`` when the cluster laws are available (fixed or explicit
 sizes; rho = 0 or perfect recording or one-trial clusters; at most ``SINGLE_OUTCOMES``
@@ -34,11 +35,12 @@ import abc
 import numba as nb
 import numpy as np
 
-from methods.fixed._moments import MAX_TRIALS_EXACT
 from simlab.exact import ExactUnsupported, cluster_laws
 from simlab.generate import GENERATOR_VERSION, TableGenerator
 from simlab.rng import MAX_REPLICATIONS, stream_key, uniform
 from simlab.scenario import PairedScenario
+
+from .moments import common_size, row_moments
 
 COMPOSITION_VERSION = "1"
 GROUP_OUTCOMES = 8192      # joint outcomes per group (alias table rows)
@@ -183,7 +185,7 @@ class CompositionSource(TableSource):
         if max(law[0].shape[0] for law in laws) > SINGLE_OUTCOMES:
             raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
         self.clusters = scenario.clusters
-        self.moment_size = _common_size(laws, scenario.clusters)
+        self.moment_size = common_size(laws, scenario.clusters)
         self.k1, self.k2 = stream_key(int(seed), f"{scenario.key}|composition-v{COMPOSITION_VERSION}")
         limit = GROUP_OUTCOMES
         while True:
@@ -235,7 +237,7 @@ class CompositionSource(TableSource):
                 probs.append(pr)
                 aliases.append(al)
                 comps.append(c64)
-                moms.append(_row_moments(joint_t))
+                moms.append(row_moments(joint_t))
                 total += joint_p.size
             t_id = tables_by_sig[sig]
             g_off.append(offsets[t_id])
@@ -279,26 +281,6 @@ class CompositionSource(TableSource):
         if R:
             _fill_group_moments(self.k1, self.k2, np.int64(rep_start), out, self._pack, self._g[0], self._g[1])
         return out
-
-
-def _common_size(laws, clusters: int) -> int | None:
-    """The one size ``m`` every non-empty cluster table of every law has, if there is one
-    (and the moments stay exact in int64: ``m K <= MAX_TRIALS_EXACT``); else None."""
-    sizes = set()
-    for t, _ in laws:
-        n = t.sum(axis=1)
-        sizes.update(int(v) for v in np.unique(n[n > 0]))
-    if len(sizes) != 1:
-        return None
-    m = sizes.pop()
-    return m if m * clusters <= MAX_TRIALS_EXACT else None
-
-
-def _row_moments(joint_t: np.ndarray) -> np.ndarray:
-    """int64[rows, 3]: (non-empty clusters, sum D, sum D^2) of each joint outcome."""
-    t = joint_t.astype(np.int64)
-    D = t[..., 2] - t[..., 1]
-    return np.stack([(t.sum(axis=2) > 0).sum(axis=1), D.sum(axis=1), (D * D).sum(axis=1)], axis=1)
 
 
 def _moment_pack(prob, alias, mom, offsets, counts) -> np.ndarray:

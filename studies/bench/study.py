@@ -59,7 +59,7 @@ def numpy_reference(seed: int, R: int, chunk: int = 20_000) -> int:
 
 
 def bench_spec(reps: int, seed: int):
-    from .spec import StudySpec
+    from ..spec import StudySpec
 
     return StudySpec.model_validate({
         "name": "bench-study", "methods": ["clustered_normal"],
@@ -117,11 +117,11 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     import numba
 
     from methods import registry
+    from simlab.sampling import table_source
 
-    from .exact import exact_measures
-    from .runner import moment_path, run_study
-    from .sampling import table_source
-    from .spec import parse_spec
+    from ..exact import exact_measures
+    from ..runner import moment_path, run_study
+    from ..spec import parse_spec
 
     cores = n_jobs or _cores()
     spec = bench_spec(reps, seed)

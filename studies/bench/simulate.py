@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from .generate import TableGenerator
-from .progress import progress_bar
-from .scenario import FixedSize, PairedScenario
+from simlab.generate import TableGenerator
+from simlab.progress import progress_bar
+from simlab.scenario import FixedSize, PairedScenario
 
 STANDARD_CELLS = (0.90, 0.04, 0.03, 0.03)
 

@@ -22,7 +22,7 @@ import numpy as np
 from methods.sequential.base import LookSchedule
 from simlab.scenario import FixedSize, PairedScenario
 
-from .sequential_exact import (SEED_ALPHA, SEED_CASES, SEED_LOOKS, SEED_MARGIN, SEED_METHODS, exact_for_scenario,
+from ..sequential_exact import (SEED_ALPHA, SEED_CASES, SEED_LOOKS, SEED_MARGIN, SEED_METHODS, exact_for_scenario,
                                seed_method, seed_scenario)
 
 EXACT_TARGET_S = 1.0
@@ -71,7 +71,7 @@ def bench_simulated(reps: int = 200_000, clusters: int = 200, trials: int = 4, r
     trial-level reference generator), tables and decisions on one thread."""
     from methods import registry
 
-    from .sampling import table_source
+    from simlab.sampling import table_source
 
     scenario = clustered_scenario(clusters, trials, rho)
     schedule = LookSchedule.every(step, clusters)

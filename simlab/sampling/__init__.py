@@ -1,0 +1,13 @@
+"""Samplers of a scenario's paired cluster tables (the DGM side of a study).
+
+``table_source(scenario, seed, sampler)`` returns the source a study draws from
+(``sources``: the composition sampler or the trial-level generator); ``moments`` holds the
+cluster-moment sufficient statistics the moment path draws instead of tables.  Every
+replication is a pure function of ``(seed, scenario, replication index)``.
+"""
+from .moments import MAX_TRIALS_EXACT
+from .sources import (COMPOSITION_VERSION, CompositionSource, TableSource, TrialSource, scenario_tables,
+                      source_name, table_source, vose_alias)
+
+__all__ = ["COMPOSITION_VERSION", "CompositionSource", "MAX_TRIALS_EXACT", "TableSource", "TrialSource",
+           "scenario_tables", "source_name", "table_source", "vose_alias"]

@@ -1,0 +1,261 @@
+"""One home for every dataset simlab writes: provenance attrs, CF-style variable
+metadata, an atomic writer and a reader.
+
+Every writer (study, sequential, qualification, sizing, demo, bench) builds its attrs with
+:func:`make_attrs` -- in the manner of arviz's ``make_attrs``: the dataset kind, the spec
+JSON and its hash, method identities, seed, code revision, package versions and the
+creation time -- and writes through :func:`save_dataset` (netCDF, h5netcdf engine) or
+:func:`save_json` (JSON records and tables).  Both write a temporary file in the target's
+folder, ``fsync`` it and ``os.replace`` it over the target, so a reader (or a crash) never
+sees half a file.  ``studies/SCHEMA.md`` documents each kind's dimensions, variables and
+attrs.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+SCHEMA_VERSION = "1"
+DATASET_KINDS = ("study", "sequential", "qualification", "sizing", "demo", "bench")
+_PACKAGES = ("simlab", "numpy", "numba", "scipy", "xarray", "h5netcdf", "joblib", "pydantic", "rfc8785",
+             "dask", "distributed")
+
+# CF-style ``long_name`` / ``units`` of the variables the writers share (a rate is a
+# fraction of replications: units "1", the CF spelling of dimensionless).
+_LONG_NAMES: dict[str, tuple[str, str]] = {
+    "n_reps": ("replications", "1"),
+    "n_pass": ("replications whose method passed (promoted)", "1"),
+    "n_fail": ("replications whose method failed", "1"),
+    "n_inconclusive": ("replications whose method was inconclusive", "1"),
+    "n_promote": ("replications promoted", "1"),
+    "n_harm": ("replications stopped for harm", "1"),
+    "n_no_promotion": ("replications ending without promotion", "1"),
+    "pass_rate": ("fraction of replications passing", "1"),
+    "false_pass_rate": ("pass rate where the estimand's true value is at or below -margin", "1"),
+    "power": ("pass rate where the estimand's true value is above -margin", "1"),
+    "fail_rate": ("fraction of replications failing", "1"),
+    "inconclusive_rate": ("fraction of replications inconclusive", "1"),
+    "coverage": ("fraction of intervals containing the true value", "1"),
+    "lower_miss_rate": ("fraction of lower bounds above the true value", "1"),
+    "bias": ("mean estimate minus true value", "1"),
+    "empirical_se": ("standard deviation of the estimates", "1"),
+    "mean_width": ("mean interval width", "1"),
+    "true_value": ("true value of the estimand the method targets", "1"),
+    "promote_rate": ("fraction of replications promoted", "1"),
+    "harm_rate": ("fraction of replications stopped for harm", "1"),
+    "false_promotion_rate": ("promotion rate where the true value is at or below -margin", "1"),
+    "expected_clusters": ("mean clusters used at the end of the analysis", "clusters"),
+    "expected_trials": ("mean paired trials used at the end of the analysis", "trials"),
+    "power_mcse": ("Monte Carlo standard error of power", "1"),
+    "cp_lower": ("Clopper-Pearson lower bound of the false-pass rate", "1"),
+    "cp_upper": ("Clopper-Pearson upper bound of the false-pass rate", "1"),
+    "ci_lower": ("Clopper-Pearson lower bound of power", "1"),
+    "ci_upper": ("Clopper-Pearson upper bound of power", "1"),
+    "worst_upper": ("worst Clopper-Pearson upper bound of the false-pass rate in the cell", "1"),
+    "true_difference_trial": ("true trial-weighted difference, candidate minus baseline", "1"),
+    "true_difference_cluster": ("true cluster-weighted difference, candidate minus baseline", "1"),
+    "observed_difference_trial": ("recorded trial-weighted difference, candidate minus baseline", "1"),
+    "observed_difference_cluster": ("recorded cluster-weighted difference, candidate minus baseline", "1"),
+    "throughput": ("replications per second", "s-1"),
+}
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of python and the packages a result depends on."""
+    return dict(_package_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str]:  # importlib.metadata costs ~10 ms a call
+    out = {"python": platform.python_version()}
+    for p in _PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = "not installed"
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def code_revision() -> str:
+    """``git rev-parse HEAD`` of the source tree, ``+dirty`` with uncommitted changes
+    (``unknown`` outside a git checkout, e.g. an installed wheel)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if rev.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+        return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def now() -> str:
+    """Local time, ISO 8601 with offset (the format of every timestamp attr)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def method_identity(method, label: str | None = None, **extra) -> dict[str, Any]:
+    """A method's identity (name, version, source sha256) plus what a reader needs to find
+    it again: label, estimand, options, citation."""
+    est = getattr(method, "estimand", None)
+    return {**method.identity.as_dict(), "label": label or getattr(method, "label", method.name),
+            "estimand": str(getattr(est, "value", est)), "options": dict(getattr(method, "options", {})),
+            "citation": getattr(method, "citation", ""), **extra}
+
+
+def make_attrs(kind: str, *, title: str, spec_json: str | None = None, spec_hash: str | None = None,
+               methods: Iterable[Mapping[str, Any]] = (), seed: int | None = None,
+               created: str | None = None, **extra: Any) -> dict[str, Any]:
+    """The provenance attrs of a dataset of ``kind`` (one of ``DATASET_KINDS``).
+
+    ``spec_json``: the spec that produced it (any JSON); ``spec_hash`` defaults to the
+    sha256 of its RFC 8785 canonical form.  ``methods``: identity dicts (see
+    :func:`method_identity`).  ``extra``: kind-specific attrs (scalars or strings; dicts
+    and lists are stored as JSON).  netCDF attrs cannot be None: absent values are left out."""
+    if kind not in DATASET_KINDS:
+        raise ValueError(f"dataset kind must be one of {', '.join(DATASET_KINDS)}, got {kind!r}")
+    if spec_json is not None and spec_hash is None:
+        import rfc8785
+        spec_hash = hashlib.sha256(rfc8785.dumps(json.loads(spec_json))).hexdigest()
+    attrs: dict[str, Any] = {
+        "title": title,
+        "dataset_kind": kind,
+        "schema_version": SCHEMA_VERSION,
+        "Conventions": "CF-1.10",
+        "spec_json": spec_json,
+        "spec_hash": spec_hash,
+        "method_identities": json.dumps(list(methods), sort_keys=True),
+        "seed": None if seed is None else int(seed),
+        "code_revision": code_revision(),
+        "package_versions": json.dumps(package_versions(), sort_keys=True),
+        "created": created or now(),
+    }
+    for k, v in extra.items():
+        attrs[k] = json.dumps(v, sort_keys=True, default=float) if isinstance(v, (dict, list, tuple)) else v
+    return {k: v for k, v in attrs.items() if v is not None}
+
+
+def dataset_kind(ds) -> str | None:
+    """The kind of a dataset (``attrs.dataset_kind``; datasets written before the schema
+    carried ``study_kind = "sequential"`` or nothing for a study)."""
+    kind = ds.attrs.get("dataset_kind") or ds.attrs.get("study_kind")
+    if kind is None and "spec_hash" in ds.attrs and "pass_rate" in ds:
+        return "study"
+    return kind
+
+
+def describe(ds):
+    """Add CF ``long_name`` / ``units`` to the variables of ``ds`` that lack them (in place;
+    ``*_mcse``, ``*_cp_lower/_upper`` and ``exact_*`` get their base variable's words)."""
+    for name in list(ds.data_vars):
+        var = ds[name]
+        base, what = name, ""
+        for prefix, words in (("exact_", "exact "),):
+            if base.startswith(prefix):
+                base, what = base[len(prefix):], words
+        for suffix, words in (("_mcse", "Monte Carlo standard error of "),
+                              ("_cp_lower", "Clopper-Pearson lower bound of "),
+                              ("_cp_upper", "Clopper-Pearson upper bound of ")):
+            if base.endswith(suffix) and base not in _LONG_NAMES:
+                base, what = base[:-len(suffix)], words + what
+        if base in _LONG_NAMES:
+            long_name, units = _LONG_NAMES[base]
+            var.attrs.setdefault("long_name", what + long_name)
+            var.attrs.setdefault("units", units)
+    return ds
+
+
+# ---------------------------------------------------------------- atomic writers
+@contextlib.contextmanager
+def _atomic_target(path: str | Path):
+    """Yield a temporary path beside ``path``; on success fsync it and rename it over
+    ``path`` (then fsync the folder, so the rename itself is durable)."""
+    p = Path(path)
+    check_output_path(p)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # not every platform can open a folder
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def check_output_path(path: str | Path) -> Path:
+    """Refuse, before any work, an output path that cannot be written: a folder in its
+    place, or a parent that is a file (an error naming the path)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"output {p} is a directory; give a file name")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"output {p}: {parent} is not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"output {p}: cannot write in {parent}")
+            break
+    return p
+
+
+def save_dataset(ds, path: str | Path, compress: bool = False) -> Path:
+    """Write ``ds`` as netCDF (h5netcdf) to ``path`` atomically, creating folders;
+    ``compress``: zlib level 6 on every variable (qualification datasets)."""
+    encoding = None
+    if compress:
+        encoding = {v: {"zlib": True, "complevel": 6} for v in list(ds.data_vars) + list(ds.coords)}
+    with _atomic_target(path) as tmp:
+        ds.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
+    return Path(path)
+
+
+def save_json(payload: Any, path: str | Path) -> Path:
+    """Write ``payload`` (a JSON-able object, or a ready JSON string) atomically."""
+    text = payload if isinstance(payload, str) else json.dumps(payload, indent=2, sort_keys=True, default=float)
+    with _atomic_target(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def open_dataset(path: str | Path):
+    """Read a dataset written by :func:`save_dataset` fully into memory (errors name the
+    file: missing, a folder, or not a netCDF file)."""
+    import xarray as xr
+
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"no such dataset: {p}")
+    if p.is_dir():
+        raise ValueError(f"{p} is a directory, not a dataset")
+    try:
+        with xr.open_dataset(p, engine="h5netcdf") as ds:
+            return ds.load()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{p} is not a simlab netCDF dataset: {str(exc).splitlines()[0]}") from None
+
+
+__all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
+           "now", "dataset_kind", "describe", "save_dataset", "save_json", "open_dataset", "check_output_path"]
