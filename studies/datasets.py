@@ -178,6 +178,24 @@ def describe(ds):
     return ds
 
 
+def same_data(a, b) -> bool:
+    """True when two datasets hold bitwise the same variables and coordinates (NaN equal
+    to NaN; text equal whether stored as object or fixed-width strings, as a netCDF round
+    trip returns it; attrs -- timestamps, revision -- are not compared)."""
+    import numpy as np
+
+    if set(a.data_vars) != set(b.data_vars) or set(a.coords) != set(b.coords):
+        return False
+    for name in list(a.data_vars) + list(a.coords):
+        x, y = a[name].values, b[name].values
+        kx, ky = ("T" if k in "OUS" else k for k in (x.dtype.kind, y.dtype.kind))
+        if x.shape != y.shape or kx != ky or a[name].dims != b[name].dims:
+            return False
+        if not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
+            return False
+    return True
+
+
 # ---------------------------------------------------------------- atomic writers
 @contextlib.contextmanager
 def _atomic_target(path: str | Path):
@@ -258,4 +276,4 @@ def open_dataset(path: str | Path):
 
 
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
-           "now", "dataset_kind", "describe", "save_dataset", "save_json", "open_dataset", "check_output_path"]
+           "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset", "check_output_path"]

@@ -16,12 +16,13 @@ from statsmodels.stats.proportion import proportion_confint
 
 from methods import registry
 from simlab.generate import simulate_tables
+from simlab.proportions import clopper_pearson
+from simlab.sampling import scenario_tables, table_source
 from simlab.scenario import FixedSize, PairedScenario
 from studies import tally
-from simlab.proportions import clopper_pearson
+from studies.datasets import same_data as data_equal
 from studies.results import open_dataset, save_dataset, summary_rows
 from studies.runner import ScenarioCounts, evaluate_scenario, run_study
-from simlab.sampling import scenario_tables, table_source
 from studies.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,19 +32,6 @@ SPEC = {"name": "t",
         "grid": {"difference": [-0.04, 0.0], "clusters": [12, 30]}, "margins": [0.03, 0.05],
         "alphas": [0.05, 0.025], "replications": 9000, "seed": 5}
 SCEN = PairedScenario.from_rates(0.9, -0.03, 0.1, clusters=12, cluster_size=FixedSize(trials=3), rho=0.1)
-
-
-def data_equal(a, b) -> bool:
-    if set(a.data_vars) != set(b.data_vars):
-        return False
-    for v in a.data_vars:
-        x, y = a[v].values, b[v].values
-        if x.dtype.kind == "f":
-            if not np.array_equal(x, y, equal_nan=True):
-                return False
-        elif not np.array_equal(x, y):
-            return False
-    return all(np.array_equal(a[c].values, b[c].values) for c in a.coords)
 
 
 def test_bitwise_identical_for_any_chunking_and_jobs():
