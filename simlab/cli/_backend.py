@@ -1,0 +1,27 @@
+"""The execution-backend options shared by every command that runs parallel work (study
+run, sequential run, qualify; certify and size when they gain a parallel loop): local
+worker processes, or a dask.distributed cluster through ``studies.executor``."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--scheduler`` and ``--dask-workers`` (the local ``--n-jobs`` stays per command)."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the work on this dask.distributed scheduler (e.g. tcp://host:8786); results are "
+                        "bitwise identical to a local run")
+    g.add_argument("--dask-workers", type=int, metavar="N",
+                   help="run the work on a local dask cluster of N worker processes (one thread each)")
+
+
+def executor_from_args(args: argparse.Namespace, n_jobs: int | None):
+    """The executor the options ask for (a context manager: close it after the work);
+    ``--n-jobs`` above 1 together with a dask option is refused (one or the other)."""
+    from studies.executor import make_executor
+
+    scheduler, workers = getattr(args, "scheduler", None), getattr(args, "dask_workers", None)
+    if (scheduler is not None or workers is not None) and n_jobs not in (None, 1):
+        raise ValueError("give --n-jobs (local processes) or --scheduler/--dask-workers (dask), not both")
+    return make_executor(1 if n_jobs is None else n_jobs, scheduler=scheduler, dask_workers=workers)
