@@ -5,12 +5,13 @@ implementation in the same run:
 * ``methods``    -- every fixed method's batch kernel against its slow reference;
 * ``study``      -- the study runner end to end against numpy and a fused limit kernel;
 * ``sequential`` -- exact sequential enumeration and simulated sequential studies;
-* ``all``        -- every one of them, ending in one table written under ``results/bench/``.
+* ``summary``    -- ``bench_all``: every one of them, ending in one table written under
+  ``results/bench/``.
 """
 import importlib
 
 _HOME = {"bench_methods": "methods", "bench_sequential": "sequential", "bench_simulate": "simulate",
-         "standard_scenario": "simulate", "bench_study": "study", "bench_all": "all"}
+         "standard_scenario": "simulate", "bench_study": "study", "bench_all": "summary"}
 
 
 def __getattr__(name: str):
