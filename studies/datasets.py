@@ -247,6 +247,16 @@ def check_output_path(path: str | Path) -> Path:
     return p
 
 
+def check_output_dir(path: str | Path) -> Path:
+    """Refuse, before any work, an output folder that cannot be made: a file in its place
+    or on its path (an error naming the path)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"output folder {p} is not a directory")
+    check_output_path(p / "probe")
+    return p
+
+
 def save_dataset(ds, path: str | Path, compress: bool = False) -> Path:
     """Write ``ds`` as netCDF (h5netcdf) to ``path`` atomically, creating folders;
     ``compress``: zlib level 6 on every variable (qualification datasets)."""
@@ -284,4 +294,5 @@ def open_dataset(path: str | Path):
 
 
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
-           "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset", "check_output_path"]
+           "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset",
+           "check_output_path", "check_output_dir"]

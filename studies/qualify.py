@@ -46,7 +46,7 @@ from simlab.generate import GENERATOR_VERSION
 from simlab.scenario import PairedScenario
 from studies.runner import estimand_value
 
-from .datasets import describe, make_attrs, method_identity, save_dataset, save_json
+from .datasets import check_output_dir, describe, make_attrs, method_identity, save_dataset, save_json
 
 VERDICT_NAMES = (QUALIFIED, EXCEEDS, UNDETERMINED)
 VERDICT_CODES = {v: i for i, v in enumerate(VERDICT_NAMES)}
@@ -532,8 +532,8 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     for spec in specs[:1]:
         for e in estimands:
             scenario_of(policy, spec, e)  # fail fast on an estimand mismatch
-    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise ValueError(f"output folder {out_dir} is not a directory")
+    if out_dir is not None:
+        check_output_dir(out_dir)
     ex, owned = as_executor(executor, n_jobs)
     if progress:
         progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s) on {ex.describe()}")

@@ -1,0 +1,60 @@
+"""The execution-backend options of the CLI (--scheduler / --dask-workers, beside
+--n-jobs): the same dataset on a local dask cluster as in one process; bad combinations
+and unwritable outputs are refused before any work, with one-line errors."""
+from __future__ import annotations
+
+import json
+
+from simlab.cli import main
+from studies.datasets import open_dataset, same_data
+
+SPEC = """
+name = "backend"
+methods = ["paired_wald", "clustered_normal"]
+replications = 4000
+chunk_size = 500
+seed = 4
+
+[scenario]
+clusters = 10
+trials = 2
+baseline = 0.9
+discordance = 0.1
+difference = -0.03
+
+[grid]
+difference = [-0.05, 0.0]
+"""
+
+
+def _json(capsys, argv):
+    rc = main(argv)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1, out
+    return rc, json.loads(out[0])
+
+
+def test_study_run_on_local_dask_cluster_equals_one_process(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    a, b = tmp_path / "dask.nc", tmp_path / "local.nc"
+    rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "2", "--out", str(a),
+                           "--work-dir", str(tmp_path / "w"), "--json"])
+    assert rc == 0 and p["tasks"] == 16
+    rc, _ = _json(capsys, ["study", "run", str(spec), "--out", str(b), "--no-checkpoint", "--json"])
+    assert rc == 0 and same_data(open_dataset(a), open_dataset(b))
+
+
+def test_backend_and_output_errors_come_before_any_work(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "2", "--n-jobs", "2", "--json"])
+    assert rc == 2 and "not both" in p["error"]
+    rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "0", "--json"])
+    assert rc == 2 and "dask_workers must be >= 1" in p["error"]
+    (tmp_path / "file").write_text("x")
+    rc, p = _json(capsys, ["study", "run", str(spec), "--out", str(tmp_path / "file" / "x.nc"), "--json"])
+    assert rc == 2 and "is not a directory" in p["error"]
+    rc, p = _json(capsys, ["qualify", "--method", "paired_wald", "--policy", "reduced-small",
+                           "--out", str(tmp_path / "file"), "--json"])
+    assert rc == 2 and "is not a directory" in p["error"]
