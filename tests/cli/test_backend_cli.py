@@ -1,12 +1,12 @@
 """The execution-backend options of the CLI (--scheduler / --dask-workers, beside
---n-jobs): the same dataset on a local dask cluster as in one process; bad combinations
-and unwritable outputs are refused before any work, with one-line errors."""
+--n-jobs): bad combinations and unwritable outputs are refused before any work, with
+one-line errors.  (``simlab study run --scheduler`` on a real cluster is tested with the
+dask backend, tests/studies/test_dask_backend.py, to share its cluster.)"""
 from __future__ import annotations
 
 import json
 
 from simlab.cli import main
-from studies.datasets import open_dataset, same_data
 
 SPEC = """
 name = "backend"
@@ -32,17 +32,6 @@ def _json(capsys, argv):
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1, out
     return rc, json.loads(out[0])
-
-
-def test_study_run_on_local_dask_cluster_equals_one_process(tmp_path, capsys):
-    spec = tmp_path / "s.toml"
-    spec.write_text(SPEC)
-    a, b = tmp_path / "dask.nc", tmp_path / "local.nc"
-    rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "2", "--out", str(a),
-                           "--work-dir", str(tmp_path / "w"), "--json"])
-    assert rc == 0 and p["tasks"] == 16
-    rc, _ = _json(capsys, ["study", "run", str(spec), "--out", str(b), "--no-checkpoint", "--json"])
-    assert rc == 0 and same_data(open_dataset(a), open_dataset(b))
 
 
 def test_backend_and_output_errors_come_before_any_work(tmp_path, capsys):

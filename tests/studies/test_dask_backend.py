@@ -3,6 +3,7 @@ two worker processes (one thread each) gives bitwise the datasets and records of
 run, and a worker killed mid-run loses nothing and counts nothing twice."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -10,7 +11,7 @@ import pytest
 
 from methods import registry
 from methods.qualification import named_policy
-from studies.datasets import same_data
+from studies.datasets import open_dataset, same_data
 from studies.executor import DaskExecutor, SerialExecutor, make_executor
 from studies.qualify import qualify
 from studies.runner import run_study
@@ -20,8 +21,8 @@ from studies.spec import parse_spec
 SPEC = {"name": "dask", "methods": ["clustered_normal", "paired_wald", "agresti_min"],
         "scenario": {"clusters": 12, "trials": 3, "rho": 0.1, "baseline": 0.9, "discordance": 0.1,
                      "difference": -0.03},
-        "grid": {"difference": [-0.03, 0.0], "rho": [0.0, 0.2]}, "replications": 8000, "seed": 9}
-CHUNK = 400  # 4 scenarios x 20 tasks
+        "grid": {"difference": [-0.03, 0.0], "rho": [0.0, 0.2]}, "replications": 4000, "seed": 9}
+CHUNK = 200  # 4 scenarios x 20 tasks
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +70,22 @@ def test_worker_killed_mid_run_loses_and_double_counts_nothing(cluster):
 
     ds = run_study(spec, executor=cluster, chunk_size=CHUNK, on_task_done=kill_once)
     assert killed and killed[0] < 80  # the kill happened with work outstanding
-    assert int(ds.n_reps.min()) == int(ds.n_reps.max()) == 8000
+    assert int(ds.n_reps.min()) == int(ds.n_reps.max()) == 4000
     assert same_data(ds, run_study(spec, chunk_size=CHUNK))
     assert victim not in cluster.client.run(os.getpid).values()
+
+
+def test_cli_study_run_on_the_scheduler_equals_one_process(cluster, tmp_path, capsys):
+    from simlab.cli import main
+
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({**SPEC, "replications": 2000, "chunk_size": 500}))
+    a, b = tmp_path / "dask.nc", tmp_path / "local.nc"
+    assert main(["study", "run", str(spec), "--scheduler", cluster.scheduler, "--out", str(a),
+                 "--work-dir", str(tmp_path / "w"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"] == 16
+    assert main(["study", "run", str(spec), "--out", str(b), "--no-checkpoint", "--json"]) == 0
+    assert same_data(open_dataset(a), open_dataset(b))
 
 
 def test_bad_backend_options_are_clear_errors():
