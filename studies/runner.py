@@ -292,7 +292,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     ``moments=False``: never take the moment path (same results; for benchmarks).
     ``device``: 'cpu' or 'gpu' (default: ``studies.device``'s selection); on the GPU the
     tasks run one after another in this process, whatever ``n_jobs`` or ``executor``."""
-    from .datasets import check_output_path, save_dataset
+    from .datasets import check_output_path, save_dataset, save_json
     from .durable import exclusive, load_chunk, save_chunk
     from .executor import SerialExecutor, as_executor
     from .results import build_dataset
@@ -325,7 +325,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
             info.work_dir = str(run_dir)
             meta = run_dir / "run.json"
             if not meta.exists():
-                meta.write_text(json.dumps({"run_key": key, "spec": json.loads(spec.to_json())}, sort_keys=True))
+                save_json({"run_key": key, "spec": json.loads(spec.to_json())}, meta)
             if resume:
                 for t in tasks:
                     f = _chunk_path(run_dir, t)
