@@ -66,7 +66,7 @@ def test_run_show_plot(capsys, tmp_path):
     png = tmp_path / "s.png"
     rc, p = run(capsys, "sequential", "plot", str(out), "--out", str(png), "--json")
     assert rc == 0 and png.read_bytes()[:4] == b"\x89PNG"
-    png2 = tmp_path / "via_study.png"  # `simlab study plot` dispatches on attrs.study_kind
+    png2 = tmp_path / "via_study.png"  # `simlab study plot` dispatches on attrs.dataset_kind
     rc, p = run(capsys, "study", "plot", str(out), "--out", str(png2), "--json")
     assert rc == 0 and png2.read_bytes()[:4] == b"\x89PNG"
     bad = tmp_path / "bad.toml"
