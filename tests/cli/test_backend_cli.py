@@ -8,23 +8,8 @@ import json
 
 from simlab.cli import main
 
-SPEC = """
-name = "backend"
-methods = ["paired_wald", "clustered_normal"]
-replications = 4000
-chunk_size = 500
-seed = 4
-
-[scenario]
-clusters = 10
-trials = 2
-baseline = 0.9
-discordance = 0.1
-difference = -0.03
-
-[grid]
-difference = [-0.05, 0.0]
-"""
+SPEC = {"name": "backend", "methods": ["paired_wald"], "replications": 1000, "seed": 4,
+        "scenario": {"clusters": 10, "baseline": 0.9, "discordance": 0.1, "difference": -0.03}}
 
 
 def _json(capsys, argv):
@@ -35,8 +20,8 @@ def _json(capsys, argv):
 
 
 def test_backend_and_output_errors_come_before_any_work(tmp_path, capsys):
-    spec = tmp_path / "s.toml"
-    spec.write_text(SPEC)
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps(SPEC))
     rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "2", "--n-jobs", "2", "--json"])
     assert rc == 2 and "not both" in p["error"]
     rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "0", "--json"])
