@@ -134,10 +134,11 @@ def sim_policy(design: CertifiedDesign, alpha: float, allowed_excess: float, mc_
 
 
 def _sim_points(method, design: CertifiedDesign, policy: QualificationPolicy, n_jobs: int,
-                progress: Callable[[str], None] | None) -> tuple[list[CertPoint], str]:
+                progress: Callable[[str], None] | None, executor=None) -> tuple[list[CertPoint], str]:
     from .qualify import qualify
 
-    run = qualify([method], policy, n_jobs=n_jobs, out_dir=None, progress=progress, one_verdict=True)
+    run = qualify([method], policy, n_jobs=n_jobs, out_dir=None, progress=progress, one_verdict=True,
+                  executor=executor)
     s = run.outcomes[0].record.scenarios
     pts = [CertPoint(rho=s.rho[i], noise=s.noise[i], baseline=s.baseline[i], discordance=s.discordance[i],
                      rate=s.n_pass[i] / s.n_reps[i], n_reps=s.n_reps[i], n_pass=s.n_pass[i], lower=s.lower[i],
@@ -160,10 +161,13 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
             discordance: tuple[float, float] = (0.01, 0.5), alpha: float = 0.025, allowed_excess: float = 1.1,
             mc_confidence: float = 0.95, min_replications: int = 2000, max_replications: int = 128_000,
             seed: int = 20261129, validity_days: int = 365, engine: str = "auto", max_nodes: int = 4096,
-            n_jobs: int = 1, sign_key=None, progress: Callable[[str], None] | None = None) -> Certificate:
+            n_jobs: int = 1, sign_key=None, progress: Callable[[str], None] | None = None,
+            executor=None) -> Certificate:
     """Certify ``method`` (a registered name or method object) at exactly this design; see
     the module docstring.  ``engine``: 'auto', 'exact' (refuse when it does not apply) or
-    'simulation'.  ``sign_key``: an Ed25519 private key (``simlab.signing``) to sign with."""
+    'simulation'.  ``sign_key``: an Ed25519 private key (``simlab.signing``) to sign with.
+    ``n_jobs`` local processes or ``executor`` (``studies.executor``, e.g. dask) for the
+    simulation engine: the certificate is the same for every backend."""
     from .qualify import software_info
 
     t0 = time.perf_counter()
@@ -190,7 +194,7 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
         pts, text = _exact_points(method, design, alpha, threshold, max_nodes)
         eng, sched = "exact-discordant", ()
     else:
-        pts, text = _sim_points(method, design, policy, n_jobs, progress)
+        pts, text = _sim_points(method, design, policy, n_jobs, progress, executor)
         eng, sched = "simulation", tuple(policy.replication_schedule())
     estimand = method.estimand.value
     worst = max(range(len(pts)), key=lambda i: (pts[i].upper, pts[i].rate, -i))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from simlab.cli._args import positive_int
+
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """``--scheduler`` and ``--dask-workers`` (the local ``--n-jobs`` stays per command)."""
@@ -12,7 +14,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the work on this dask.distributed scheduler (e.g. tcp://host:8786); results are "
                         "bitwise identical to a local run")
-    g.add_argument("--dask-workers", type=int, metavar="N",
+    g.add_argument("--dask-workers", type=positive_int, metavar="N",
                    help="run the work on a local dask cluster of N worker processes (one thread each)")
 
 

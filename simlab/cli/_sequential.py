@@ -37,7 +37,7 @@ def exact_seconds(looks: tuple[int, ...], trinomial: bool, n_methods: int, n_law
 
 
 def method_refs(text: str, inner: str | None, alternative: float | None) -> list:
-    from studies.sequential import SequentialMethodRef
+    from methods.ref import MethodRef
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -48,7 +48,7 @@ def method_refs(text: str, inner: str | None, alternative: float | None) -> list
     if alternative is not None and "likelihood_ratio" not in names:
         raise UsageError("--alternative is likelihood_ratio's option; --methods does not list likelihood_ratio",
                          "--alternative")
-    return [SequentialMethodRef(name=n, options={"alternative": alternative} if n == "likelihood_ratio"
+    return [MethodRef(name=n, options={"alternative": alternative} if n == "likelihood_ratio"
                                 and alternative is not None else {}, inner=inner if n in WRAPPERS else None)
             for n in names]
 

@@ -17,7 +17,7 @@ from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 
 def run_bench_simulate(args: argparse.Namespace) -> None:
-    from simlab.benchmarks import bench_simulate
+    from studies.bench import bench_simulate
     from simlab.cli.simulate import simulate_memory
 
     held = max(args.reps, args.numpy_reps)
@@ -40,7 +40,7 @@ def run_bench_simulate(args: argparse.Namespace) -> None:
 
 
 def run_bench_methods(args: argparse.Namespace) -> None:
-    from methods.bench import bench_methods
+    from studies.bench import bench_methods
 
     names = [n.strip() for n in args.methods.split(",") if n.strip()] if args.methods else None
     say = log_to_stderr(args)
@@ -105,7 +105,7 @@ def run_bench_study(args: argparse.Namespace) -> None:
 
 
 def run_bench_sequential(args: argparse.Namespace) -> None:
-    from studies.sequential_bench import bench_sequential
+    from studies.bench import bench_sequential
 
     payload = bench_sequential(reps=args.reps, repeats=args.repeats)
 

@@ -6,7 +6,7 @@ import sys
 
 
 def cmd_bench_all(args: argparse.Namespace) -> None:
-    from simlab.cli._legacy import emit, print_table
+    from simlab.cli._output import emit, print_table
     from studies.bench import bench_all
 
     progress = None if args.json else (lambda s: print(s, file=sys.stderr, flush=True))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json, finite_float, n_jobs, positive_int
+from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr
 
 
@@ -16,15 +17,17 @@ def _pair(text: str) -> tuple[float, float]:
 
 
 def cmd_certify(args: argparse.Namespace) -> None:
+    from simlab.cli._backend import executor_from_args
     from studies.certify import certificate_payload, certify, write_certificate
 
     key = None
     if args.sign_key:
         from simlab.cli.records import private_key
         key = private_key(args.sign_key, "--sign-key")
-    cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                   baseline=args.baseline, discordance=args.discordance, engine=args.engine, n_jobs=args.n_jobs,
-                   sign_key=key, progress=log_to_stderr(args))
+    with executor_from_args(args, args.n_jobs) as ex:
+        cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                       baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
+                       sign_key=key, progress=log_to_stderr(args))
     path = write_certificate(cert, args.out)
 
     def render(p: dict) -> None:
@@ -57,5 +60,6 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--out", default="certificates", metavar="DIR", help="output directory (default %(default)s)")
     p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")
     p.add_argument("--n-jobs", type=n_jobs, default=1)
+    add_backend_arguments(p)
     add_json(p)
     p.set_defaults(func=cmd_certify)

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from simlab.cli._args import add_json, n_jobs
+from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 from simlab.cli.study import check_writable
 
@@ -23,6 +24,7 @@ def methods_arg(text: str, kind: str = "fixed") -> list:
 
 def run_qualify(args: argparse.Namespace) -> None:
     from methods.qualification import RESULTS_DIR, QualificationPolicy, named_policy
+    from simlab.cli._backend import executor_from_args
     from studies.qualify import qualify, summary_payload
 
     if not args.method:
@@ -33,7 +35,8 @@ def run_qualify(args: argparse.Namespace) -> None:
     methods = methods_arg(args.method, kind)
     out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
     check_writable(out_dir / "record.json", "--out")
-    run = qualify(methods, policy, n_jobs=args.n_jobs, out_dir=out_dir, progress=log_to_stderr(args))
+    with executor_from_args(args, args.n_jobs) as ex:
+        run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=log_to_stderr(args))
     payload = {"policy_sha256": policy.sha256, **run.stats(),
                "records": [summary_payload(o.record, o.record_path) for o in run.outcomes]}
 
@@ -103,6 +106,7 @@ def register(sub, bench_sub) -> None:
                                     "sequential ones under a policy that declares looks)")
     p.add_argument("--policy", help=f"policy file (JSON or TOML) or a built-in name: {BUILT_IN_POLICIES}")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes (default %(default)s)")
+    add_backend_arguments(p)
     p.add_argument("--out", default=None, help="output directory (default: the project's results/qualification)")
     add_json(p)
     p.set_defaults(func=run_qualify)

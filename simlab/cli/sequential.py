@@ -21,6 +21,7 @@ from simlab.cli._args import (
     positive_int,
     scenario_fields,
 )
+from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, plain_table
 from simlab.cli._sequential import (
     DEFAULT_ALPHA,
@@ -62,7 +63,8 @@ def run_exact(args: argparse.Namespace) -> None:
             raise UsageError(f"--loss values must lie in [0, 1 - win] = [0, {1 - win:g}], got {args.loss!r}", "--loss")
         what = f"exact enumeration up to {schedule.last:,} {schedule.unit}"
         check_memory(args, exact_memory(schedule.looks, win > 0), what)
-        methods = [r.resolve() for r in method_refs(args.methods or DEFAULT_METHODS, args.inner, args.alternative)]
+        methods = [r.resolve("sequential") for r in method_refs(args.methods or DEFAULT_METHODS, args.inner,
+                                                                args.alternative)]
         check_time(args, exact_seconds(schedule.looks, win > 0, len(methods), len(losses)), what)
         margin = DEFAULT_MARGIN if args.margin is None else args.margin
         alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
@@ -142,7 +144,8 @@ def _render_rows(rows: list[dict]) -> None:
 
 
 def run_run(args: argparse.Namespace) -> None:
-    from studies.results import save_dataset
+    from simlab.cli._backend import executor_from_args
+    from studies.datasets import save_dataset
     from studies.sequential import load_sequential_spec, run_sequential_study, summary_rows
 
     spec = load_sequential_spec(args.spec)
@@ -153,7 +156,8 @@ def run_run(args: argparse.Namespace) -> None:
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
     check_memory(args, points * POINT_BYTES + workers * min(spec.replications, spec.chunk_size) * clusters * 32,
                  f"sequential study {spec.name} ({points:,} grid points)")
-    ds = run_sequential_study(spec, n_jobs=args.jobs, progress=True)
+    with executor_from_args(args, args.jobs) as ex:
+        ds = run_sequential_study(spec, executor=ex, progress=True)
     out = save_dataset(ds, args.out) if args.out else None
     payload = {"spec_hash": spec.hash, "out": None if out is None else str(out), "saved": out is not None,
                "rows": summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
@@ -197,10 +201,10 @@ def run_plot(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> None:
-    from studies.sequential import SequentialMethodRef
+    from methods.ref import MethodRef
 
     table = parse_tables(args.table, order="one per cluster, in arrival order")
-    method = SequentialMethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve()
+    method = MethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve("sequential")
     result = method.analyze(table, schedule_of(args, args.looks), args.margin, args.alpha)
     payload = {**result.as_dict(), "version": method.version, "source_sha256": method.identity.source_sha256,
                "citation": method.citation}
@@ -264,6 +268,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("spec")
     p.add_argument("--out", default=None, help="netCDF path (e.g. results/peeking.nc); without it nothing is saved")
     p.add_argument("--jobs", type=n_jobs, default=1)
+    add_backend_arguments(p)
     add_max_memory(p)
     add_json(p)
     p.set_defaults(func=run_run)

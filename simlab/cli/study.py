@@ -6,6 +6,7 @@ import math
 
 from simlab.cli._args import (add_device_option, add_json, add_max_memory, check_memory, finite_float, n_jobs,
                              on_selected_device, positive_int)
+from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, print_table
 
 # Memory model of studies.runner.run_study (bytes), from its data structures: every grid
@@ -101,7 +102,8 @@ def run_study_run(args: argparse.Namespace) -> None:
 
     import numpy as np
 
-    from studies.results import save_dataset, summary_rows
+    from simlab.cli._backend import executor_from_args
+    from studies.results import summary_rows
     from studies.runner import run_study
     from studies.spec import load_spec
 
@@ -116,10 +118,10 @@ def run_study_run(args: argparse.Namespace) -> None:
     check_memory(args, study_memory(spec, chunk, workers),
                  f"study {spec.name} ({math.prod(spec.shape) if spec.shape else 1:,} grid points x "
                  f"{spec.n_replications:,} replications)")
-    ds = run_study(spec, n_jobs=args.n_jobs, chunk_size=args.chunk_size,
-                   work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR), resume=not args.restart,
-                   progress=None, exact=True if args.exact else None)
-    save_dataset(ds, out)
+    with executor_from_args(args, args.n_jobs) as ex:  # run_study locks --out and writes it before chunks go
+        ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
+                       work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
+                       resume=not args.restart, progress=None, exact=True if args.exact else None, out=out)
     payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
                "scenarios": int(np.prod(spec.shape)) if spec.shape else 1, "methods": list(spec.method_keys),
                "seconds": ds.attrs["run_seconds"], "tasks": ds.attrs["run_tasks"],
@@ -166,6 +168,7 @@ def register(sub, bench_sub) -> None:
     q.add_argument("spec", help="study spec file")
     q.add_argument("--out", help="netCDF output (default results/NAME-HASH.nc)")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
+    add_backend_arguments(q)
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
     q.add_argument("--work-dir", default=None, help=f"finished chunks of running studies ({DEFAULT_WORK_DIR})")
     q.add_argument("--no-checkpoint", action="store_true", help="keep no chunks on disk")

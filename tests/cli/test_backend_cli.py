@@ -25,7 +25,7 @@ def test_backend_and_output_errors_come_before_any_work(tmp_path, capsys):
     rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "2", "--n-jobs", "2", "--json"])
     assert rc == 2 and "not both" in p["error"]
     rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "0", "--json"])
-    assert rc == 2 and "dask_workers must be >= 1" in p["error"]
+    assert rc == 2 and "--dask-workers" in json.dumps(p["error"])
     (tmp_path / "file").write_text("x")
     rc, p = _json(capsys, ["study", "run", str(spec), "--out", str(tmp_path / "file" / "x.nc"), "--json"])
     assert rc == 2 and "is not a directory" in p["error"]
