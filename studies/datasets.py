@@ -277,20 +277,15 @@ def save_json(payload: Any, path: str | Path) -> Path:
 
 
 def open_dataset(path: str | Path):
-    """Read a dataset written by :func:`save_dataset` fully into memory (errors name the
-    file: missing, a folder, or not a netCDF file)."""
+    """Read a dataset written by :func:`save_dataset` fully into memory (a missing file is
+    a ``ValueError``; an unreadable one raises the reader's ``OSError``)."""
     import xarray as xr
 
     p = Path(path)
     if not p.exists():
         raise ValueError(f"no such dataset: {p}")
-    if p.is_dir():
-        raise ValueError(f"{p} is a directory, not a dataset")
-    try:
-        with xr.open_dataset(p, engine="h5netcdf") as ds:
-            return ds.load()
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{p} is not a simlab netCDF dataset: {str(exc).splitlines()[0]}") from None
+    with xr.open_dataset(p, engine="h5netcdf") as ds:
+        return ds.load()
 
 
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from simlab.cli._args import add_json, checked, n_jobs
+
 
 def cmd_bench_all(args: argparse.Namespace) -> None:
     from simlab.cli._output import emit, print_table
@@ -33,13 +35,13 @@ def _num(v) -> str:
 
 def register(subparsers, bench_subparsers) -> None:
     p = bench_subparsers.add_parser("all", help="every benchmark once; one table (simlab vs reference, same run)")
-    p.add_argument("--scale", type=float, default=1.0,
+    p.add_argument("--scale", type=checked(float, lambda v: 0 < v <= 1, "in (0, 1]"), default=1.0,
                    help="fraction of every benchmark's default size, in (0, 1] (default %(default)s)")
     p.add_argument("--limit-kernel", help="limit_bench.py to time as the fused reference "
                                           "(default: ../shared/bench/limit_bench.py when present)")
-    p.add_argument("--n-jobs", type=int, help="cores for the all-cores study rows (default: all available)")
+    p.add_argument("--n-jobs", type=n_jobs, help="cores for the all-cores study rows (default: all available)")
     p.add_argument("--out", default="results/bench", help="folder of the JSON table, one file per machine "
                                                           "(default %(default)s)")
     p.add_argument("--no-save", action="store_true", help="print only; write no file")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_json(p)
     p.set_defaults(func=cmd_bench_all)

@@ -180,14 +180,14 @@ def run_show(args: argparse.Namespace) -> None:
 
 
 def open_sequential(path: str):
-    from studies.results import open_dataset
+    from studies.datasets import dataset_kind, open_dataset
 
     try:
         ds = open_dataset(path)
     except OSError as exc:
         raise UsageError(f"{path}: not a readable netCDF file ({exc.strerror or exc.__class__.__name__})",
                          "path") from None
-    if ds.attrs.get("study_kind") != "sequential":
+    if dataset_kind(ds) != "sequential":
         raise UsageError(f"{path}: not a sequential study dataset (written by simlab sequential run --out?)", "path")
     return ds
 

@@ -81,14 +81,14 @@ def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
 
 def open_study(path: str, allow_sequential: bool = False):
     """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
-    from studies.results import open_dataset
+    from studies.datasets import dataset_kind, open_dataset
 
     try:
         ds = open_dataset(path)
     except OSError as exc:
         raise UsageError(f"{path}: not a readable netCDF file ({exc.strerror or exc.__class__.__name__})",
                          "file") from None
-    if allow_sequential and ds.attrs.get("study_kind") == "sequential":
+    if allow_sequential and dataset_kind(ds) == "sequential":
         return ds
     if "pass_rate" not in ds.data_vars or "method" not in ds.dims:
         raise UsageError(f"{path}: not a study dataset (no pass_rate by method; written by simlab study run?)",

@@ -23,12 +23,12 @@ def test_backend_and_output_errors_come_before_any_work(tmp_path, capsys):
     spec = tmp_path / "s.json"
     spec.write_text(json.dumps(SPEC))
     rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "2", "--n-jobs", "2", "--json"])
-    assert rc == 2 and "not both" in p["error"]
+    assert rc == 2 and "not both" in p["error"]["message"]
     rc, p = _json(capsys, ["study", "run", str(spec), "--dask-workers", "0", "--json"])
     assert rc == 2 and "--dask-workers" in json.dumps(p["error"])
     (tmp_path / "file").write_text("x")
     rc, p = _json(capsys, ["study", "run", str(spec), "--out", str(tmp_path / "file" / "x.nc"), "--json"])
-    assert rc == 2 and "is not a directory" in p["error"]
+    assert rc == 2 and "is not a directory" in p["error"]["message"]
     rc, p = _json(capsys, ["qualify", "--method", "paired_wald", "--policy", "reduced-small",
                            "--out", str(tmp_path / "file"), "--json"])
-    assert rc == 2 and "is not a directory" in p["error"]
+    assert rc == 2 and "is not a directory" in p["error"]["message"]

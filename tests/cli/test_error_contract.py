@@ -140,6 +140,7 @@ CASES = [
     (["bench", "methods", "--reps", "-5"], "--reps", ">= 1"),
     (["bench", "study", "--n-jobs", "0"], "--n-jobs", "-1"),
     (["bench", "sequential", "--repeats", "0"], "--repeats", ">= 1"),
+    (["bench", "all", "--scale", "0"], "--scale", "in (0, 1]"),
     (["bench", "qualify", "--n-jobs", "0"], "--n-jobs", "-1"),
     (["bench", "gpu", "--reps", "0"], "--reps", ">= 1"),
     (["bench", "speedups", "--repeat", "0"], "--repeat", ">= 1"),
