@@ -27,7 +27,6 @@ Engines, picked in this order (``engine="auto"``):
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -214,13 +213,9 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
 
 def write_certificate(cert: Certificate, out_dir: str | Path) -> Path:
     """Write ``cert`` as ``<method>.K<K>.M<M>.m<margin>.<hash>.cert.json`` (atomic)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / cert.file_name()
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(cert.to_json())
-    os.replace(tmp, path)
-    return path
+    from .datasets import save_json
+
+    return save_json(cert.to_json(), Path(out_dir) / cert.file_name())
 
 
 def certificate_payload(cert: Certificate, path: Path | None = None) -> dict[str, Any]:

@@ -87,16 +87,15 @@ def cmd_verify(args: argparse.Namespace) -> None:
 
 def cmd_sign(args: argparse.Namespace) -> None:
     import json
-    import os
+
+    from studies.datasets import save_json
 
     key = private_key(args.key, "--key")
     d = _records_dir(args)
     signed = []
     for path, load in _files(args.method, d):
         obj = load(path).signed(key)       # verified first: never sign a tampered or stale record
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(obj.to_json())
-        os.replace(tmp, path)
+        save_json(obj.to_json(), path)
         signed.append({"file": path.name, "key_id": json.loads(obj.to_json())["signature"]["key_id"]})
     emit(args, {"directory": str(d), "signed": signed},
          lambda p: print("\n".join(f"signed {s['file']} ({s['key_id']})" for s in p["signed"])))
