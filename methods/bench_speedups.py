@@ -50,13 +50,13 @@ def bench_bootstrap(designs=((30, 3), (100, 10)), reps: int = 2000, seed: int = 
                     resamples: int = 999) -> list[dict]:
     """Rows per design ``(K, M)`` (rho 0.1, the standard cells)."""
     from methods import registry
-    from simlab.benchmarks import STANDARD_CELLS
+    from simlab.standard import STANDARD_CELLS
     from simlab.generate import simulate_tables
     from simlab.scenario import FixedSize, PairedScenario
 
-    from .bench import _numba_threads
+    from simlab.threads import numba_threads
 
-    before = _numba_threads(1)
+    before = numba_threads(1)
     rows = []
     try:
         for K, M in designs:
@@ -75,7 +75,7 @@ def bench_bootstrap(designs=((30, 3), (100, 10)), reps: int = 2000, seed: int = 
                 row[f"{name}_decisions_per_s"] = reps / t
             rows.append(row)
     finally:
-        _numba_threads(before)
+        numba_threads(before)
     return rows
 
 
@@ -86,13 +86,13 @@ def bench_bayes_hierarchical(designs=((100, 10), (30, 3)), reps: int = 6, seed: 
     same tables (rho 0.1, the standard cells), with the largest bound difference."""
     from methods import registry
     from methods.reference.hierarchical_v1 import intervals_v1
-    from simlab.benchmarks import STANDARD_CELLS
+    from simlab.standard import STANDARD_CELLS
     from simlab.generate import simulate_tables
     from simlab.scenario import FixedSize, PairedScenario
 
-    from .bench import _numba_threads
+    from simlab.threads import numba_threads
 
-    before = _numba_threads(1)
+    before = numba_threads(1)
     method = registry.get("bayes_hierarchical")
     rows = []
     try:
@@ -108,7 +108,7 @@ def bench_bayes_hierarchical(designs=((100, 10), (30, 3)), reps: int = 6, seed: 
                                                                np.max(np.abs(new.upper - old[:, 1])))),
                          "max_abs_estimate_difference": float(np.max(np.abs(new.estimate - old[:, 2])))})
     finally:
-        _numba_threads(before)
+        numba_threads(before)
     return rows
 
 

@@ -1,6 +1,6 @@
 """The composition sampler's moment draws on a GPU: ``int64[R, 3]`` rows ``(k_used,
 S1, S2)`` equal, bit for bit, to what the CPU's ``_fill_group_moments``
-(``studies.sampling``) writes for the same key and replications.
+(``simlab.sampling``) writes for the same key and replications.
 
 The caller hands over the sampler's arrays (keys, alias pack, group offsets and sizes), so
 this module knows nothing of scenarios or studies.  One thread per replication: for each
@@ -26,7 +26,7 @@ def _kernels():
 
     @cuda.jit(device=True)
     def alias_slot(k1, k2, rep, h, n):
-        # studies.sampling._alias_slot with the product and difference rounded separately
+        # simlab.sampling._alias_slot with the product and difference rounded separately
         x = mul_rn(d_uniform(k1, k2, rep, h), np.float64(n))
         j = int(x)
         if j >= n:

@@ -5,13 +5,15 @@ implementation in the same run:
 * ``methods``    -- every fixed method's batch kernel against its slow reference;
 * ``study``      -- the study runner end to end against numpy and a fused limit kernel;
 * ``sequential`` -- exact sequential enumeration and simulated sequential studies;
+* ``gpu``        -- the study runner's moment path on a CUDA device against the CPU runner;
 * ``summary``    -- ``bench_all``: every one of them, ending in one table written under
   ``results/bench/``.
 """
 import importlib
 
 _HOME = {"bench_methods": "methods", "bench_sequential": "sequential", "bench_simulate": "simulate",
-         "standard_scenario": "simulate", "bench_study": "study", "bench_all": "summary"}
+         "standard_scenario": "simulate", "bench_study": "study", "bench_all": "summary",
+         "bench_gpu": "gpu"}
 
 
 def __getattr__(name: str):

@@ -21,6 +21,7 @@ import numpy as np
 
 from methods import registry
 from methods.protocol import STATUS_NAMES
+from simlab.threads import numba_threads
 
 # Speed targets per core from the issue (decisions / s), by kind of computation.
 TARGETS = {"closed_form": 2e6, "root_found": 2e5, "bootstrap": 2e3}
@@ -58,15 +59,6 @@ def reference_functions() -> dict[str, Callable]:
             if callable(fn) and name not in found:
                 found[name] = fn
     return found
-
-
-def _numba_threads(n: int | None = None) -> int:
-    """Set numba's thread count (when ``n`` is given) and return the previous one."""
-    import numba
-    before = int(numba.get_num_threads())
-    if n is not None:
-        numba.set_num_threads(n)
-    return before
 
 
 def _time_kernel(method, gen, n: int, margin: float, alpha: float, chunk_size: int) -> tuple[float, int]:
@@ -116,12 +108,12 @@ def bench_methods(reps: int = 1_000_000, bootstrap_reps: int = 20_000, reference
     ``reference_seconds``).  Runs with one numba thread and restores the previous count."""
     if reps < 1 or bootstrap_reps < 1 or reference_reps < 0:
         raise ValueError("reps and bootstrap_reps must be >= 1 and reference_reps >= 0")
-    threads_before = _numba_threads(1)
+    threads_before = numba_threads(1)
     try:
         return _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
                       max_seconds, reference_seconds, progress)
     finally:
-        _numba_threads(threads_before)
+        numba_threads(threads_before)
 
 
 def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
@@ -129,7 +121,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
     from .simulate import standard_scenario
     from simlab.generate import TableGenerator
 
-    threads = _numba_threads()
+    threads = numba_threads()
     scenario = standard_scenario()
     gen = TableGenerator(scenario, seed)
     all_fixed = registry.names("fixed")

@@ -9,15 +9,8 @@ import numpy as np
 
 from simlab.generate import TableGenerator
 from simlab.progress import progress_bar
-from simlab.scenario import FixedSize, PairedScenario
-
-STANDARD_CELLS = (0.90, 0.04, 0.03, 0.03)
-
-
-def standard_scenario() -> PairedScenario:
-    """The issue's standard workload: K = 30, M = 3, rho = 0.1, p = (0.90, 0.04, 0.03, 0.03)."""
-    return PairedScenario(cells=STANDARD_CELLS, clusters=30, cluster_size=FixedSize(trials=3), rho=0.1)
-
+from simlab.scenario import PairedScenario
+from simlab.standard import STANDARD_CELLS, standard_scenario  # noqa: F401  (re-exported for the benches)
 
 def numpy_reference(scenario: PairedScenario, seed: int, n_reps: int, chunk: int = 20_000) -> np.ndarray:
     """The same Dirichlet-multinomial DGM the textbook way: Dirichlet cluster probabilities,

@@ -4,7 +4,7 @@ import pytest
 
 from simlab import gpu
 from simlab.scenario import PairedScenario
-from studies.sampling import table_source
+from simlab.sampling import table_source
 
 pytestmark = [pytest.mark.skipif(not gpu.available(), reason=f"no GPU and no CUDA simulator: {gpu.why_unavailable()}"),
               pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")]  # simulator's uint64 math

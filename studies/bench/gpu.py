@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .bench import ALPHA, MARGIN, _best, _cores, _same_measures, bench_spec
+from .study import ALPHA, MARGIN, _best, _cores, _same_measures, bench_spec
 
 
 def _limit_cupy(path: str | Path, reps: int) -> dict:
@@ -53,7 +53,7 @@ def _kernel_split(source, reps: int, repeat: int) -> dict:
     from simlab.gpu import launch_shape, simulated
     from simlab.gpu.moments import GpuMomentSampler, ptx_of_fill_kernel
 
-    from .gpu import GPU_BATCH, ITEMS_PER_THREAD, _kernel
+    from ..gpu import GPU_BATCH, ITEMS_PER_THREAD, _kernel
 
     sampler = GpuMomentSampler(source.k1, source.k2, *source.moment_tables())
     n = min(reps, GPU_BATCH)
@@ -101,10 +101,11 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
     from methods import registry
     from simlab.gpu import require
 
-    from .exact import exact_measures
-    from .runner import evaluate_scenario, run_study
-    from .sampling import table_source
-    from .spec import parse_spec
+    from simlab.sampling import table_source
+
+    from ..exact import exact_measures
+    from ..runner import evaluate_scenario, run_study
+    from ..spec import parse_spec
 
     require()
     cores = n_jobs or _cores()
