@@ -55,7 +55,7 @@ class PowerFrame:
 
     def __init__(self, method, scenario, seed: int, margin: float, alpha: float, looks: int | None = None,
                  sampler: str = "auto"):
-        from studies.sampling import table_source
+        from simlab.sampling import table_source
 
         self.method, self.scenario, self.seed = method, scenario, seed
         self.margin, self.alpha, self.looks = margin, alpha, looks

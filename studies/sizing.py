@@ -50,144 +50,10 @@ from .sizing_curve import curve_dataset, plot_curve, save_sizing
 from .sizing_gate import FalsePassGate, cert_payload, undetermined_text
 
 MAX_CLUSTERS = 200_000
-<<<<<<< HEAD
 FRAME_LIMIT = 64          # refuse when power misses the target at FRAME_LIMIT x the analytic start
 STRETCH_ALL = 16          # every K in [K, K + 16] is verified ...
 STRETCH_FRACTION = 20     # ... and a grid up to K + K / 20
 MAX_RAISE = 16            # the false-pass limit may raise K up to 16x the power answer, then: refused
-=======
-_MAX_CELLS_PER_CHUNK = 1 << 22
-
-
-# ---------------------------------------------------------------- analytic approximation
-
-
-def restricted_p10(p10: float, p01: float, delta0: float) -> float:
-    """Large-sample limit of the restricted MLE of p10 under ``p01 - p10 = delta0``: Tango's
-    (1998) closed-form quadratic (as in methods/fixed/tango_score.py) with the expected cell
-    probabilities in place of the counts (n = 1)."""
-    B = -(p01 + p10) + (2.0 - p01 + p10) * delta0
-    C = -p10 * delta0 * (1.0 - delta0)
-    return (math.sqrt(max(B * B - 8.0 * C, 0.0)) - B) / 4.0
-
-
-def analytic_pairs(margin: float, difference: float, discordance: float, alpha: float, power: float,
-                   variance: str = "score") -> dict[str, float]:
-    """Independent trial pairs needed (real-valued) and the variances used."""
-    if not 0.0 < margin < 1.0:
-        raise ValueError(f"margin must lie in (0, 1), got {margin!r}")
-    if difference <= -margin:
-        raise ValueError(f"true difference {difference!r} must exceed -margin ({-margin}): power is only "
-                         "defined under the alternative")
-    if abs(difference) > discordance + 1e-12:
-        raise ValueError(f"|difference| ({abs(difference)}) cannot exceed the discordance ({discordance})")
-    if not 0.0 < alpha < 0.5 or not 0.0 < power < 1.0:
-        raise ValueError(f"need 0 < alpha < 0.5 and 0 < power < 1, got alpha={alpha!r}, power={power!r}")
-    if variance not in ("score", "wald"):
-        raise ValueError(f"variance must be 'score' or 'wald', got {variance!r}")
-    p10 = (discordance - difference) / 2.0
-    p01 = (discordance + difference) / 2.0
-    d0 = -margin
-    s1 = discordance - difference ** 2
-    if variance == "score":
-        pt = restricted_p10(p10, p01, d0)
-        s0 = 2.0 * pt + d0 * (1.0 - d0)
-    else:
-        pt, s0 = p10, s1
-    za, zb = stats.norm.ppf(1.0 - alpha), stats.norm.ppf(power)
-    n = ((za * math.sqrt(max(s0, 0.0)) + zb * math.sqrt(max(s1, 0.0))) / (difference + margin)) ** 2
-    return {"pairs": n, "sigma0_sq": s0, "sigma1_sq": s1, "restricted_p10": pt, "z_alpha": za, "z_beta": zb}
-
-
-def design_effect(trials: float, rho: float) -> float:
-    return 1.0 + (trials - 1.0) * rho
-
-
-def analytic_clusters(margin: float, difference: float, discordance: float, alpha: float, power: float,
-                      trials: int = 1, rho: float = 0.0, variance: str = "score") -> dict[str, float]:
-    a = analytic_pairs(margin, difference, discordance, alpha, power, variance)
-    deff = design_effect(trials, rho)
-    k = a["pairs"] * deff / trials
-    return {**a, "design_effect": deff, "clusters_real": k, "clusters": max(2, int(math.ceil(k - 1e-9))),
-            "trials": trials, "variance": variance}
-
-
-def variance_kind(method) -> str:
-    """Score variance for score / likelihood-type methods, Wald otherwise."""
-    name = getattr(method, "name", "")
-    return "score" if name in ("tango_score", "newcombe_hybrid", "exact_discordant") else "wald"
-
-
-# ---------------------------------------------------------------- simulation on a frame
-
-
-def _ci(x: int, n: int, level: float) -> tuple[float, float]:
-    """Two-sided Clopper-Pearson interval at ``level``."""
-    c = 1.0 - (1.0 - level) / 2.0
-    return cp_lower(x, n, c), cp_upper(x, n, c)
-
-
-class PowerFrame:
-    """Pass counts of a method on prefixes of one K_frame-cluster scenario."""
-
-    def __init__(self, method, scenario: PairedScenario, seed: int, margin: float, alpha: float,
-                 looks: int | None = None, sampler: str = "auto"):
-        from simlab.sampling import table_source
-
-        self.method, self.scenario, self.seed = method, scenario, seed
-        self.margin, self.alpha, self.looks = margin, alpha, looks
-        self.source = table_source(scenario, seed, sampler)
-        self.sampler = self.source.name
-        self.k_frame = scenario.clusters
-        self.counts: dict[int, list[int]] = {}  # K -> [n_reps, n_pass]
-        self.replications_generated = 0
-
-    def _passes(self, tables: np.ndarray, k: int) -> int:
-        sub = tables[:, :k, :]
-        if self.method.sequential:
-            from methods.sequential.base import PROMOTE
-            sched = look_schedule(k, self.looks)
-            r = self.method.batch(np.ascontiguousarray(sub), sched, self.margin, self.alpha)
-            return int(np.count_nonzero(r.decision == PROMOTE))
-        r = self.method.batch(np.ascontiguousarray(sub), self.margin, self.alpha)
-        return int(np.count_nonzero(r.status == PASS))
-
-    def evaluate(self, ks: list[int], n_reps: int) -> None:
-        """Bring every K in ``ks`` to ``n_reps`` replications (one pass over the frame)."""
-        ks = sorted({int(k) for k in ks})
-        for k in ks:
-            if not 1 <= k <= self.k_frame:
-                raise ValueError(f"K={k} outside the frame 1..{self.k_frame}")
-            self.counts.setdefault(k, [0, 0])
-        start = min(self.counts[k][0] for k in ks)
-        if start >= n_reps:
-            return
-        chunk = max(1, _MAX_CELLS_PER_CHUNK // self.k_frame)
-        buf = np.empty((min(chunk, n_reps - start), self.k_frame, 4), np.int32)
-        for s in range(start, n_reps, chunk):
-            e = min(s + chunk, n_reps)
-            tables = self.source.fill(buf[:e - s], s)
-            self.replications_generated += e - s
-            for k in ks:
-                c = self.counts[k]
-                if c[0] >= e:
-                    continue
-                lo = max(c[0], s) - s
-                c[1] += self._passes(tables[lo:], k)
-                c[0] = e
-
-    def power(self, k: int) -> float:
-        n, x = self.counts[k]
-        return x / n
-
-
-def look_schedule(k: int, looks: int | None):
-    from methods.sequential.base import LookSchedule
-    n = looks or 1
-    if n > k:
-        raise ValueError(f"{n} looks need at least {n} clusters, got K={k}")
-    return LookSchedule(looks=tuple(int(math.ceil(j * k / n)) for j in range(1, n + 1)))
->>>>>>> 2714e83 (infra: one dataset/provenance module (studies/datasets.py: make_attrs, atomic save_dataset/save_json, CF long_name/units) used by every writer; sampler in simlab/sampling (moment statistics as data); benchmarks in studies/bench/; one MethodRef (methods/ref.py); FrozenModel everywhere; one executor (serial/joblib/dask) for runner, sequential and qualify; checked chunk files and locks; tests/test_layers.py)
 
 
 @dataclass
@@ -441,27 +307,18 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
     curve = curve_dataset(f, curve_ks, ci_level)
     inputs = {"method": method.name, "margin": margin, "difference": difference, "power": power, "alpha": alpha,
               "trials_per_cluster": trials, "baseline": baseline, "discordance": discordance, "rho": rho,
-<<<<<<< HEAD
               "rho_max": rho_max, "looks": looks, "seed": seed, "ci_level": ci_level, "initial_reps": initial_reps,
               "max_reps": max_reps, "sampler": f.sampler}
-    curve.attrs.update({"inputs": _json(inputs), "analytic": _json(an), "chosen_clusters": k_final,
-                        "power_clusters": k_power, "method_identity": _json(method.identity.as_dict()),
-                        "k_frame": f.k_frame})
-    ks = stretch_of(k_final, f.k_frame)
-    stretch = {"from": ks[0], "to": ks[-1], "evaluated": len(ks),
-               "min_power_bound": min(f.lower(j, ci_level) for j in ks if j in f.counts)}
-=======
-              "looks": looks, "seed": seed, "ci_level": ci_level, "initial_reps": initial_reps,
-              "max_reps": max_reps, "sampler": frame.sampler}
     from .datasets import make_attrs, method_identity
 
     curve.attrs.update(make_attrs(
         "sizing", title=f"power curve of {method.name} (common random numbers: prefixes of one frame)",
         spec_json=_json(inputs), methods=[method_identity(method)], seed=seed, ci_level=ci_level,
         inputs=_json(inputs), analytic=_json(an), chosen_clusters=k_final, power_clusters=k_power,
-        k_frame=k_frame, sampler=frame.sampler))
-    generated = sum(f.replications_generated for f in {id(frame): frame, id(final_frame): final_frame}.values())
->>>>>>> 2714e83 (infra: one dataset/provenance module (studies/datasets.py: make_attrs, atomic save_dataset/save_json, CF long_name/units) used by every writer; sampler in simlab/sampling (moment statistics as data); benchmarks in studies/bench/; one MethodRef (methods/ref.py); FrozenModel everywhere; one executor (serial/joblib/dask) for runner, sequential and qualify; checked chunk files and locks; tests/test_layers.py)
+        k_frame=f.k_frame, sampler=f.sampler))
+    ks = stretch_of(k_final, f.k_frame)
+    stretch = {"from": ks[0], "to": ks[-1], "evaluated": len(ks),
+               "min_power_bound": min(f.lower(j, ci_level) for j in ks if j in f.counts)}
     return SizingResult(inputs=inputs, analytic=an, clusters=k_final, power_clusters=k_power,
                         trials_total=k_final * trials, power_at_k=power_at, power_at_k_minus_1=below,
                         resolved=resolved, binding=binding, false_pass=fp, search_log=log, curve=curve,
@@ -488,78 +345,5 @@ def _json(x) -> str:
     return json.dumps(x, default=float)
 
 
-<<<<<<< HEAD
 __all__ = ["analytic_pairs", "analytic_clusters", "analytic_start", "restricted_p10", "design_effect", "variance_kind",
            "size", "SizingResult", "PowerFrame", "look_schedule", "plot_curve", "save_sizing", "stretch_of", "EXCEEDS"]
-=======
-def curve_dataset(frame: PowerFrame, ks: list[int], ci_level: float):
-    import xarray as xr
-
-    from .datasets import describe
-
-    pts = [_point(frame, k, ci_level) for k in ks]
-    return describe(xr.Dataset(
-        {"power": ("clusters", [p["power"] for p in pts]), "power_mcse": ("clusters", [p["mcse"] for p in pts]),
-         "n_reps": ("clusters", np.array([p["n_reps"] for p in pts], np.int64)),
-         "n_pass": ("clusters", np.array([p["n_pass"] for p in pts], np.int64)),
-         "ci_lower": ("clusters", [p["ci_lower"] for p in pts]), "ci_upper": ("clusters", [p["ci_upper"] for p in pts])},
-        coords={"clusters": np.asarray(ks, np.int64)},
-        attrs={"title": "power curve (common random numbers: prefixes of one frame)", "ci_level": ci_level}))
-
-
-def plot_curve(result: SizingResult, path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ds = result.curve
-    k = ds["clusters"].values
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.fill_between(k, ds["ci_lower"].values, ds["ci_upper"].values, alpha=0.25, label=f"{ds.attrs['ci_level']:.0%} CI")
-    ax.plot(k, ds["power"].values, marker=".", label="simulated power")
-    ax.axhline(result.inputs["power"], color="k", lw=0.8, ls="--", label=f"target {result.inputs['power']}")
-    ax.axvline(result.clusters, color="tab:red", lw=1.0, label=f"chosen K = {result.clusters}")
-    ax.axvline(result.analytic["clusters"], color="tab:green", lw=1.0, ls=":",
-               label=f"analytic K = {result.analytic['clusters']}")
-    inp = result.inputs
-    ax.set_xscale("log")
-    ax.set_xlabel("independent clusters K")
-    ax.set_ylabel("P(pass)")
-    ax.set_title(f"{inp['method']}: margin {inp['margin']}, difference {inp['difference']}, M={inp['trials_per_cluster']}, "
-                 f"rho={inp['rho']}", fontsize=9)
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-__all__ = ["analytic_pairs", "analytic_clusters", "restricted_p10", "design_effect", "size", "SizingResult",
-           "PowerFrame", "false_pass_at", "plot_curve", "EXCEEDS"]
-
-
-def save_sizing(result: SizingResult, out_dir) -> dict[str, str]:
-    """Write the power curve (netCDF) and its plot (PNG) into ``out_dir``, each atomically
-    (a temporary file renamed into place), named after the inputs; sets and returns
-    ``result.files``."""
-    import os
-    from pathlib import Path
-
-    from .datasets import check_output_dir, save_dataset
-
-    inp = result.inputs
-    out = check_output_dir(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / (f"size-{inp['method']}-m{inp['margin']:g}-d{inp['difference']:g}-M{inp['trials_per_cluster']}"
-                  f"-rho{inp['rho']:g}-seed{inp['seed']}")
-    nc, png = Path(f"{stem}.nc"), Path(f"{stem}.png")
-    save_dataset(result.curve, nc)
-    tmp = png.with_name(f".{png.name}.{os.getpid()}.tmp.png")
-    try:
-        plot_curve(result, tmp)
-        os.replace(tmp, png)
-    finally:
-        tmp.unlink(missing_ok=True)
-    result.files = {"curve": str(nc), "png": str(png)}
-    return result.files
->>>>>>> 2714e83 (infra: one dataset/provenance module (studies/datasets.py: make_attrs, atomic save_dataset/save_json, CF long_name/units) used by every writer; sampler in simlab/sampling (moment statistics as data); benchmarks in studies/bench/; one MethodRef (methods/ref.py); FrozenModel everywhere; one executor (serial/joblib/dask) for runner, sequential and qualify; checked chunk files and locks; tests/test_layers.py)

@@ -11,13 +11,15 @@ def curve_dataset(frame: PowerFrame, ks: list[int], ci_level: float):
     import xarray as xr
 
     pts = [frame.point(k, ci_level) for k in ks]
-    return xr.Dataset(
+    from .datasets import describe
+
+    return describe(xr.Dataset(
         {"power": ("clusters", [p["power"] for p in pts]), "power_mcse": ("clusters", [p["mcse"] for p in pts]),
          "n_reps": ("clusters", np.array([p["n_reps"] for p in pts], np.int64)),
          "n_pass": ("clusters", np.array([p["n_pass"] for p in pts], np.int64)),
          "ci_lower": ("clusters", [p["ci_lower"] for p in pts]), "ci_upper": ("clusters", [p["ci_upper"] for p in pts])},
         coords={"clusters": np.asarray(ks, np.int64)},
-        attrs={"title": "power curve (common random numbers: prefixes of one frame)", "ci_level": ci_level})
+        attrs={"title": "power curve (common random numbers: prefixes of one frame)", "ci_level": ci_level}))
 
 
 def plot_curve(result, path) -> None:
@@ -55,10 +57,10 @@ def save_sizing(result, out_dir) -> dict[str, str]:
     import os
     from pathlib import Path
 
-    from .results import save_dataset
+    from .datasets import check_output_dir, save_dataset
 
     inp = result.inputs
-    out = Path(out_dir)
+    out = check_output_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / (f"size-{inp['method']}-m{inp['margin']:g}-d{inp['difference']:g}-M{inp['trials_per_cluster']}"
                   f"-rho{inp['rho']:g}-seed{inp['seed']}")
