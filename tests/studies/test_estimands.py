@@ -17,7 +17,7 @@ from methods.qualification import QualificationPolicy, standard_domain
 from simlab.scenario import ExplicitSizes, PairedScenario
 from studies.qualify import Spec, scenario_of
 from studies.runner import estimand_value, evaluate_scenario, target_value
-from studies.sampling import scenario_tables
+from simlab.sampling import scenario_tables
 
 K = 100
 R = 400
