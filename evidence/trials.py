@@ -1,0 +1,367 @@
+"""Trial records: ingest JSONL or CSV strictly, into columns.
+
+One row per executed trial: case id, trial index, cluster id (the independent unit, e.g.
+the customer), arm, passed, failed checks, latency, cost with its provenance, and the
+manifest hash the trial ran under.  Strict: unknown or missing fields, wrong types,
+non-finite numbers, and a missing label (a missing label is never a pass or a fail) are
+errors; every bad row is reported with its line number and field; nothing is dropped.
+
+Fast path: pyarrow's multithreaded JSON/CSV readers with an explicit schema
+(``unexpected_field_behavior="error"``: an unknown field fails the read) and vectorised
+checks.  Whenever the fast path sees any problem -- or the file has blank lines, so rows
+and lines could disagree -- the file is re-read line by line with the pydantic row model,
+which names every bad line and field.  Clean files never pay for the slow path."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import numpy as np
+from pydantic import ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from typing_extensions import Annotated
+
+from simlab.models import FrozenModel
+
+from .manifest import Sha256
+
+ARMS = ("baseline", "candidate")
+PROVENANCE = ("absent", "synthetic", "measured")
+FIELDS = ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks", "latency_ms",
+          "cost", "cost_provenance", "manifest_sha256")
+MAX_REPORTED = 50  # errors spelled out in the exception message; all are kept on the exception
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+
+
+class TrialRecord(FrozenModel):
+    """One trial, as a row model (the slow path and the record-by-record adapters)."""
+    model_config = ConfigDict(strict=True)
+    case_id: _Id
+    trial_index: int = Field(ge=0, lt=2**31)
+    cluster_id: _Id
+    arm: Literal["baseline", "candidate"]
+    passed: bool
+    failed_checks: tuple[_Id, ...] = Field(strict=False)
+    latency_ms: float | None = Field(default=None, ge=0.0)
+    cost: float | None = Field(default=None, ge=0.0)
+    cost_provenance: Literal["absent", "synthetic", "measured"]
+    manifest_sha256: Sha256
+
+    @model_validator(mode="after")
+    def _provenance(self):
+        if (self.cost is None) != (self.cost_provenance == "absent"):
+            raise ValueError("cost_provenance must be 'absent' exactly when cost is null")
+        return self
+
+
+class TrialsError(ValueError):
+    """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``."""
+
+    def __init__(self, source: str, errors: list[str]):
+        self.source, self.errors = source, errors
+        shown = "; ".join(errors[:MAX_REPORTED])
+        more = f"; ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        super().__init__(f"{source}: {len(errors)} bad trial row(s): {shown}{more}")
+
+
+@dataclass(frozen=True)
+class TrialColumns:
+    """Validated trials as arrays (row i came from line ``lines[i]`` of ``source``)."""
+    source: str
+    case: np.ndarray          # int32 codes into case_names
+    case_names: np.ndarray    # object array of str
+    trial: np.ndarray         # int64
+    cluster: np.ndarray       # int32 codes into cluster_names
+    cluster_names: np.ndarray
+    candidate: np.ndarray     # bool: arm == candidate
+    passed: np.ndarray        # bool
+    n_failed: np.ndarray      # int32 failed checks per trial
+    latency: np.ndarray       # float64, NaN = not recorded
+    cost: np.ndarray          # float64, NaN = absent
+    provenance: np.ndarray    # int8 index into PROVENANCE
+    manifest_hashes: dict[str, int]  # manifest hash -> row count
+    first_row_of_hash: dict[str, int]
+    lines: np.ndarray         # int64 line number of each row
+    failed_names: Any = field(repr=False, default=None)  # row -> tuple of failed check names (lazy)
+
+    def __len__(self) -> int:
+        return len(self.trial)
+
+    def failed_checks_of(self, row: int) -> tuple[str, ...]:
+        return tuple(self.failed_names(row)) if self.failed_names else ()
+
+
+# ---------------------------------------------------------------- row validation (slow path)
+
+
+def _pydantic_errors(exc: ValidationError, where: str) -> list[str]:
+    out = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "missing" and loc == "passed":
+            out.append(f"{where}, field passed: missing label (a missing label is never a pass or a fail)")
+        elif e["type"] == "missing":
+            out.append(f"{where}, field {loc}: required field is missing")
+        elif e["type"] == "extra_forbidden":
+            out.append(f"{where}, field {loc}: unknown field")
+        elif loc:
+            out.append(f"{where}, field {loc}: {e['msg']}")
+        else:
+            out.append(f"{where}: {e['msg'].removeprefix('Value error, ')}")
+    return out
+
+
+def validate_rows(rows: Iterable[tuple[int, Any]], source: str, label: str = "line") -> list[TrialRecord]:
+    """Validate ``(line number, parsed row or exception)`` pairs; raise one TrialsError with all errors."""
+    records, errors = [], []
+    for number, row in rows:
+        where = f"{label} {number}"
+        if isinstance(row, Exception):
+            errors.append(f"{where}: {row}")
+            continue
+        if not isinstance(row, dict):
+            errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")
+            continue
+        if row.get("passed", 0) is None:
+            errors.append(f"{where}, field passed: missing label (a missing label is never a pass or a fail)")
+            row = {k: v for k, v in row.items() if k != "passed"}
+            try:
+                TrialRecord.model_validate({**row, "passed": False})
+            except ValidationError as exc:
+                errors.extend(_pydantic_errors(exc, where))
+            continue
+        try:
+            records.append(TrialRecord.model_validate(row))
+        except ValidationError as exc:
+            errors.extend(_pydantic_errors(exc, where))
+    if errors:
+        raise TrialsError(source, errors)
+    return records
+
+
+def _json_lines(data: bytes) -> Iterable[tuple[int, Any]]:
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            if i == data.count(b"\n") + 1:  # the final newline's empty tail
+                continue
+            yield i, ValueError("empty line (one trial per line; nothing is skipped silently)")
+            continue
+        try:
+            yield i, json.loads(line, parse_constant=lambda c: float(c))
+        except json.JSONDecodeError as exc:
+            yield i, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
+
+
+def _csv_value(name: str, text: str) -> Any:
+    if name == "trial_index":
+        return int(text) if text.strip().lstrip("-").isdigit() else text
+    if name == "passed":
+        return {"true": True, "false": False, "1": True, "0": False, "": None}.get(text.strip().lower(), text)
+    if name == "failed_checks":
+        return [c for c in text.split(";")] if text else []
+    if name in ("latency_ms", "cost"):
+        if text == "":
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:
+    reader = csv.reader(io.StringIO(data.decode("utf-8")))
+    header = next(reader, None)
+    if header is None:
+        return
+    missing = [f for f in FIELDS if f not in header]
+    unknown = [h for h in header if h not in FIELDS]
+    if missing or unknown:
+        yield 1, ValueError(f"header: missing column(s) {missing}, unknown column(s) {unknown}")
+        return
+    for number, values in enumerate(reader, start=2):
+        if len(values) != len(header):
+            yield number, ValueError(f"expected {len(header)} columns, got {len(values)}")
+            continue
+        yield number, {h: _csv_value(h, v) for h, v in zip(header, values)}
+
+
+# ---------------------------------------------------------------- fast path
+
+
+def _arrow_schema():
+    import pyarrow as pa
+    return pa.schema([("case_id", pa.string()), ("trial_index", pa.int64()), ("cluster_id", pa.string()),
+                      ("arm", pa.string()), ("passed", pa.bool_()), ("failed_checks", pa.list_(pa.string())),
+                      ("latency_ms", pa.float64()), ("cost", pa.float64()), ("cost_provenance", pa.string()),
+                      ("manifest_sha256", pa.string())])
+
+
+def _read_arrow(data: bytes, fmt: str):
+    """The whole file through pyarrow, or None when anything is off (then the slow path reports)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pj
+
+    schema = _arrow_schema()
+    try:
+        if fmt == "jsonl":
+            opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+            return pj.read_json(pa.BufferReader(data), parse_options=opts,
+                                read_options=pj.ReadOptions(block_size=1 << 24))
+        csv_schema = pa.schema([(f.name, pa.string() if f.name == "failed_checks" else f.type) for f in schema])
+        table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(block_size=1 << 24),
+                              convert_options=pcsv.ConvertOptions(
+                                  column_types=csv_schema, strings_can_be_null=False, include_columns=list(FIELDS),
+                                  true_values=["true", "True", "1"], false_values=["false", "False", "0"]))
+        import pyarrow.compute as pc
+        checks = table.column("failed_checks")
+        lists = pc.if_else(pc.equal(checks, ""), pa.scalar([], pa.list_(pa.string())),
+                           pc.split_pattern(checks, ";"))
+        return table.set_column(FIELDS.index("failed_checks"), "failed_checks", lists)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError):
+        return None
+
+
+def _columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | None:
+    """Vectorised checks; None when any row is bad (the slow path then names them all)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = table.combine_chunks()
+    n = table.num_rows
+    for name in ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks",
+                 "cost_provenance", "manifest_sha256"):
+        if table.column(name).null_count:
+            return None
+    for name in ("case_id", "cluster_id"):
+        lengths = pc.utf8_length(table.column(name))
+        if n and (pc.min(lengths).as_py() < 1 or pc.max(lengths).as_py() > 1000):
+            return None
+    checks = table.column("failed_checks").chunk(0) if n else pa.array([], pa.list_(pa.string()))
+    if checks.flatten().null_count or (len(checks.flatten()) and pc.min(pc.utf8_length(checks.flatten())).as_py() < 1):
+        return None
+    trial = table.column("trial_index").to_numpy()
+    if n and (trial.min() < 0 or trial.max() >= 2**31):
+        return None
+    arm_col = pc.index_in(table.column("arm"), value_set=pa.array(ARMS))
+    prov_col = pc.index_in(table.column("cost_provenance"), value_set=pa.array(PROVENANCE))
+    if arm_col.null_count or prov_col.null_count:
+        return None
+    arm_codes = arm_col.to_numpy(zero_copy_only=False)
+    prov = prov_col.to_numpy(zero_copy_only=False).astype(np.int8)
+    latency = table.column("latency_ms").to_numpy(zero_copy_only=False).astype(np.float64)
+    cost = table.column("cost").to_numpy(zero_copy_only=False).astype(np.float64)
+    lat_null = np.asarray(table.column("latency_ms").is_null())
+    cost_null = np.asarray(table.column("cost").is_null())
+    with np.errstate(invalid="ignore"):
+        if np.any(~lat_null & ~(np.isfinite(latency) & (latency >= 0))) or \
+                np.any(~cost_null & ~(np.isfinite(cost) & (cost >= 0))):
+            return None
+    if np.any(cost_null != (prov == 0)):
+        return None
+    hashes = pc.value_counts(table.column("manifest_sha256")).to_pylist()
+    manifest_hashes = {h["values"]: int(h["counts"]) for h in hashes}
+    import re
+    if any(not re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in manifest_hashes):
+        return None
+    first_row = {}
+    if len(manifest_hashes) > 1:
+        col = table.column("manifest_sha256")
+        for h in manifest_hashes:
+            first_row[h] = int(pc.index(col, h).as_py())
+    case = table.column("case_id").dictionary_encode().combine_chunks()
+    cluster = table.column("cluster_id").dictionary_encode().combine_chunks()
+    latency[lat_null] = np.nan
+    cost[cost_null] = np.nan
+    offsets = checks.offsets.to_numpy()
+    n_failed = np.diff(offsets).astype(np.int32)
+
+    def failed_names(row: int) -> list[str]:
+        return checks[row].as_py()
+
+    return TrialColumns(
+        source=source, case=case.indices.to_numpy().astype(np.int32),
+        case_names=np.asarray(case.dictionary.to_pylist(), dtype=object), trial=trial.astype(np.int64),
+        cluster=cluster.indices.to_numpy().astype(np.int32),
+        cluster_names=np.asarray(cluster.dictionary.to_pylist(), dtype=object),
+        candidate=arm_codes.astype(np.int8) == 1, passed=np.asarray(table.column("passed").to_numpy(
+            zero_copy_only=False), dtype=bool), n_failed=n_failed, latency=latency, cost=cost, provenance=prov,
+        manifest_hashes=manifest_hashes, first_row_of_hash=first_row,
+        lines=np.arange(first_line, first_line + n, dtype=np.int64), failed_names=failed_names)
+
+
+def _codes_by_first_appearance(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes in order of first appearance (as pyarrow's dictionary_encode), so both
+    read paths give clusters the same (arrival) order."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int32, count=len(values))
+    return np.asarray(list(index), dtype=object), codes
+
+
+def columns_from_records(records: list[TrialRecord], source: str, lines: Iterable[int] | None = None) -> TrialColumns:
+    """Columns from validated row models (slow path and adapters)."""
+    case_names, case = _codes_by_first_appearance([r.case_id for r in records])
+    cluster_names, cluster = _codes_by_first_appearance([r.cluster_id for r in records])
+    hashes: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, r in enumerate(records):
+        hashes[r.manifest_sha256] = hashes.get(r.manifest_sha256, 0) + 1
+        first.setdefault(r.manifest_sha256, i)
+    nan = float("nan")
+    return TrialColumns(
+        source=source, case=case, case_names=case_names,
+        trial=np.asarray([r.trial_index for r in records], dtype=np.int64),
+        cluster=cluster, cluster_names=cluster_names,
+        candidate=np.asarray([r.arm == "candidate" for r in records], dtype=bool),
+        passed=np.asarray([r.passed for r in records], dtype=bool),
+        n_failed=np.asarray([len(r.failed_checks) for r in records], dtype=np.int32),
+        latency=np.asarray([nan if r.latency_ms is None else r.latency_ms for r in records], dtype=np.float64),
+        cost=np.asarray([nan if r.cost is None else r.cost for r in records], dtype=np.float64),
+        provenance=np.asarray([PROVENANCE.index(r.cost_provenance) for r in records], dtype=np.int8),
+        manifest_hashes=hashes, first_row_of_hash=first if len(hashes) > 1 else {},
+        lines=np.asarray(list(lines) if lines is not None else range(1, len(records) + 1), dtype=np.int64),
+        failed_names=lambda row: list(records[row].failed_checks))
+
+
+def trial_format(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    raise ValueError(f"{path}: trial records must be .jsonl/.ndjson or .csv, got {suffix or 'no suffix'!r}")
+
+
+def parse_trials(data: bytes, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumns:
+    """Validate raw bytes of a JSONL or CSV trial file into columns (errors: TrialsError)."""
+    if fmt not in ("jsonl", "csv"):
+        raise ValueError(f"unknown trial format {fmt!r}")
+    if not data.strip():
+        raise TrialsError(source, ["file holds no trial rows"])
+    blank = b"\n\n" in data or data.startswith(b"\n") or b"\r\n\r\n" in data
+    if not blank:
+        table = _read_arrow(data, fmt)
+        if table is not None:
+            cols = _columns_from_arrow(table, source, first_line=1 if fmt == "jsonl" else 2)
+            if cols is not None:
+                return cols
+    rows = list(_json_lines(data) if fmt == "jsonl" else _csv_rows(data))
+    records = validate_rows(rows, source)
+    if not records:
+        raise TrialsError(source, ["file holds no trial rows"])
+    return columns_from_records(records, source, lines=[n for n, _ in rows])
+
+
+def read_trials(path: str | Path) -> tuple[TrialColumns, bytes]:
+    """Read and validate a trial file; returns the columns and the exact bytes (for hashing)."""
+    path = Path(path)
+    fmt = trial_format(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"no trial file at {path}") from None
+    return parse_trials(data, fmt, str(path)), data
