@@ -5,6 +5,7 @@ before hashing (RFC 8785 has no NaN/inf), so a coherently registered invalid val
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -62,3 +63,13 @@ def self_hash_ok(payload: dict, field: str) -> bool:
         return isinstance(stated, str) and stated == content_hash(body)
     except (ValueError, TypeError):
         return False
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file; a missing or malformed file is a ValueError naming it."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"no file at {path}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None

@@ -114,11 +114,12 @@ def _pydantic_errors(exc: ValidationError, where: str) -> list[str]:
     return out
 
 
-def validate_rows(rows: Iterable[tuple[int, Any]], source: str, label: str = "line") -> list[TrialRecord]:
-    """Validate ``(line number, parsed row or exception)`` pairs; raise one TrialsError with all errors."""
+def validate_rows(rows: Iterable[tuple[int | str, Any]], source: str, label: str = "line") -> list[TrialRecord]:
+    """Validate ``(line number or place, parsed row or exception)`` pairs; raise one
+    TrialsError with all errors."""
     records, errors = [], []
     for number, row in rows:
-        where = f"{label} {number}"
+        where = f"{label} {number}" if label else str(number)
         if isinstance(row, Exception):
             errors.append(f"{where}: {row}")
             continue
