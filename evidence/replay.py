@@ -64,17 +64,23 @@ def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
 
 
 def replay(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
-           trusted: dict | None = None, artifact_paths: dict[str, str] | None = None) -> dict:
+           trusted: dict | None = None, artifact_paths: dict[str, str] | None = None,
+           anchor: str | None = None) -> dict:
     """Recompute ``packet``'s receipt from its raw artifacts; accept only an identical receipt.
 
     ``artifact_paths`` (role -> path) lets the operator select the files instead of the
-    packet's recorded paths."""
+    packet's recorded paths.  ``anchor`` is the receipt hash the operator retained out of
+    band (e.g. from the ledger): without it, a writer who consistently rewrites the raw
+    files *and* the packet cannot be told from an honest one -- a hash proves equality to
+    an anchor, not who produced it."""
     if not isinstance(packet, dict) or packet.get("kind") != PACKET_KIND:
         return _blocked(["not an evidence packet"])
     stored = packet.get("receipt")
     if not isinstance(stored, dict):
         return _blocked(["packet has no receipt"])
     reasons = []
+    if anchor is not None and stored.get("receipt_sha256") != anchor:
+        reasons.append(f"receipt {stored.get('receipt_sha256')} is not the anchored receipt {anchor}")
     if not self_hash_ok(stored, "receipt_sha256"):
         reasons.append("receipt content hash does not match its contents (edited after issue)")
     try:

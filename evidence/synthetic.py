@@ -79,5 +79,6 @@ def write_trials(path: str | Path, manifest: Manifest, *, clusters: int, cases_p
                                  f'"latency_ms":{100 + 7 * t + k % 13},"cost":{cost},'
                                  f'"cost_provenance":"{cost_provenance}","manifest_sha256":"{h}"}}')
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -142,7 +142,8 @@ def run_replay(args) -> int:
     from evidence.replay import replay
     packet = read_json(args.packet)
     result = replay(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
-                    trusted=_trusted(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"))
+                    trusted=_trusted(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
+                    anchor=args.anchor)
 
     def render(p):
         verdict = "replayed: identical receipt" if p["ok"] else "REJECTED"
@@ -259,6 +260,7 @@ def register(sub, bench_sub) -> None:
     p = es.add_parser("replay", help="recompute a packet from its raw records (exit 1 unless it replays to a pass)")
     p.add_argument("packet")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
+    p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
     p.add_argument("--qualification-dir")
     p.add_argument("--trusted", action="append")
     _add_json(p)

@@ -1,0 +1,177 @@
+"""The receipt's asymmetric rules, each asserting the reason, not just the outcome."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from evidence.receipt import PrerequisiteReceipt, TestReceipt, action_strength
+
+from evidence.manifest import Manifest
+
+NOW = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.timezone.utc)
+REVISION = "0123456789abcdef0123456789abcdef01234567"  # the world's pinned revision (conftest)
+
+
+def reasons(packet) -> str:
+    return " | ".join(packet["receipt"]["reasons"])
+
+
+def findings(packet) -> str:
+    """Every finding, also those a more restrictive one outranked."""
+    return " | ".join(packet["receipt"]["reasons"] + packet["receipt"]["other_findings"])
+
+
+def test_qualified_pass_reaches_canary_eligible_and_never_more(good):
+    _, packet = good
+    r = packet["receipt"]
+    assert (r["state"], r["action"], r["authority"], r["authority_ceiling"]) == \
+        ("qualified", "canary_eligible", "canary", "canary")
+    assert r["comparison"]["status"] == "pass"
+    assert r["comparison"]["method"]["name"] == "binomial_loss"
+    assert r["qualification"]["covered"] and r["qualification"]["signature"]["signed_by"]
+    assert action_strength("canary_eligible") == max(action_strength(a) for a in
+                                                     ("block", "hold", "lab_pass", "canary_eligible"))
+
+
+def test_receipt_binds_every_component(good, world):
+    folder, packet = good
+    c = packet["receipt"]["components"]
+    assert c["manifest"] == Manifest.parse(packet["manifest"]).sha256
+    assert c["qualification"] == world.pin
+    assert set(c["raw_artifacts"]) == {"trials"} and c["raw_artifacts"]["trials"].startswith("sha256:")
+    assert c["comparison"].startswith("sha256:") and c["method"]["source_sha256"]
+    assert packet["receipt"]["receipt_sha256"].startswith("sha256:")
+
+
+def test_synthetic_evidence_cannot_claim_canary(world, tmp_path):
+    packet = world.run(tmp_path, world.manifest(measurement_kind="synthetic", code_revision=REVISION))
+    assert packet["receipt"]["action"] == "lab_pass" and packet["receipt"]["authority"] == "lab_only"
+    assert "synthetic evidence authorises lab work only" in reasons(packet)
+
+
+def test_unsigned_qualification_cannot_reach_canary(world, tmp_path):
+    packet = world.run(tmp_path, trusted=None)
+    assert packet["receipt"]["action"] == "lab_pass"
+    assert "not signed by a trusted key" in reasons(packet)
+
+
+def test_signature_from_untrusted_key_cannot_reach_canary(world, tmp_path):
+    from simlab import signing
+    stranger = signing.generate_key()
+    _, pub = signing.save_keypair(stranger, tmp_path / "k", "stranger")
+    packet = world.run(tmp_path, trusted=signing.trusted_keys([pub]))
+    assert packet["receipt"]["action"] == "lab_pass"
+    assert "not in the trusted key set" in reasons(packet)
+
+
+def test_too_few_clusters_disguised_as_repeated_trials_holds(world, tmp_path):
+    m = world.manifest(repetitions=3)
+    packet = world.run(tmp_path, m, clusters=10, cases=10)
+    r = packet["receipt"]
+    assert r["evidence"]["pairs"] == 300 and r["evidence"]["clusters"] == 10
+    assert r["action"] == "hold" and r["authority"] == "none"
+    assert "10 independent clusters < the registered minimum 30" in reasons(packet)
+
+
+def test_hard_failure_hidden_by_favourable_average_blocks(world, tmp_path):
+    packet = world.run(tmp_path, draw={"candidate_failed": 1})
+    r = packet["receipt"]
+    assert r["comparison"]["status"] == "pass"
+    assert r["action"] == "block" and r["hard_failures"]["candidate_trials_with_failed_checks"] == 1
+    assert "candidate trial(s) with failed checks" in reasons(packet)
+    assert r["hard_failures"]["examples"][0]["failed_checks"] == ["refund_over_limit"]
+
+
+def test_statistical_fail_blocks(world, tmp_path):
+    packet = world.run(tmp_path, draw={"difference": -0.08, "discordance": 0.1})
+    assert packet["receipt"]["comparison"]["status"] == "fail"
+    assert packet["receipt"]["action"] == "block" and "statistical fail" in reasons(packet)
+
+
+@pytest.mark.parametrize("kind,provenance", [("measured", "synthetic"), ("synthetic", "measured")])
+def test_fabricated_cost_provenance_blocks(world, tmp_path, kind, provenance):
+    m = world.manifest(measurement_kind=kind)
+    packet = world.run(tmp_path, m, draw={"cost_provenance": provenance})
+    assert packet["receipt"]["action"] == "block"
+    assert "fabricated cost provenance" in reasons(packet)
+
+
+def test_qualification_for_another_method_is_lab_only(world, tmp_path):
+    m = world.manifest(method="exact_discordant")
+    packet = world.run(tmp_path, m, draw={"discordance": 0.1})
+    assert packet["receipt"]["action"] in ("lab_pass", "hold", "block")
+    assert "record is for method 'binomial_loss', not the registered 'exact_discordant'" in findings(packet)
+
+
+def test_qualification_for_another_design_is_lab_only(world, tmp_path):
+    m = world.manifest(margin=0.05)  # the record qualified margin 0.03 only
+    packet = world.run(tmp_path, m)
+    assert packet["receipt"]["action"] == "lab_pass"
+    assert "margin=0.05 lies outside the qualified domain" in reasons(packet)
+
+
+def test_design_with_rho_beyond_qualified_cells_is_lab_only(world, tmp_path):
+    # 3 trial pairs per cluster: the record's M=3, rho=0.5 cells are not qualified
+    m = world.manifest(repetitions=3, rho_max=0.5)
+    packet = world.run(tmp_path, m, clusters=300)
+    assert packet["receipt"]["action"] in ("lab_pass", "hold")
+    assert "design not covered at rho=0.5" in findings(packet)
+
+
+def test_observed_icc_above_rho_max_holds(world, tmp_path):
+    m = world.manifest(repetitions=3, rho_max=0.0)
+    packet = world.run(tmp_path, m, clusters=300, draw={"rho": 0.5, "discordance": 0.01})
+    r = packet["receipt"]
+    assert r["comparison"]["icc"]["upper"] > 0.0
+    assert r["action"] == "hold" and "exceeds the registered rho_max 0" in reasons(packet)
+
+
+def test_missing_prerequisite_locks(world, tmp_path):
+    m = world.manifest(required_prerequisites=("rollback_plan",))
+    packet = world.run(tmp_path, m)
+    assert (packet["receipt"]["state"], packet["receipt"]["action"]) == ("locked", "block")
+    assert "prerequisite 'rollback_plan' is missing" in reasons(packet)
+
+
+def test_unsatisfied_prerequisite_locks(world, tmp_path):
+    m = world.manifest(required_prerequisites=("rollback_plan",))
+    packet = world.run(tmp_path, m, prerequisites=(PrerequisiteReceipt(name="rollback_plan", satisfied=False),))
+    assert packet["receipt"]["state"] == "locked" and "not satisfied" in reasons(packet)
+
+
+def test_failed_deterministic_test_is_buildable_block(world, tmp_path):
+    m = world.manifest(required_tests=("unit",))
+    t = TestReceipt(name="unit", code_revision=REVISION, passed=False, ran_at=NOW)
+    packet = world.run(tmp_path, m, tests=(t,))
+    assert (packet["receipt"]["state"], packet["receipt"]["action"]) == ("buildable", "block")
+    assert "deterministic test 'unit' failed" in reasons(packet)
+
+
+def test_test_receipt_from_another_revision_blocks(world, tmp_path):
+    m = world.manifest(required_tests=("unit",))
+    t = TestReceipt(name="unit", code_revision="f" * 40, passed=True, ran_at=NOW)
+    packet = world.run(tmp_path, m, tests=(t,))
+    assert packet["receipt"]["action"] == "block"
+    assert f"from code revision {'f' * 40}, not the manifest's {REVISION}" in reasons(packet)
+
+
+def test_passing_prerequisites_and_tests_keep_canary(world, tmp_path):
+    m = world.manifest(required_tests=("unit",), required_prerequisites=("rollback_plan",))
+    packet = world.run(tmp_path, m, tests=(TestReceipt(name="unit", code_revision=REVISION, passed=True, ran_at=NOW),),
+                       prerequisites=(PrerequisiteReceipt(name="rollback_plan", satisfied=True),))
+    assert packet["receipt"]["action"] == "canary_eligible"
+    assert set(packet["receipt"]["components"]["tests"]) == {"unit"}
+
+
+def test_packet_is_never_overwritten(world, tmp_path):
+    world.run(tmp_path)
+    with pytest.raises(ValueError, match="never overwritten"):
+        world.run(tmp_path)
+
+
+def test_receipt_is_deterministic(world, tmp_path):
+    a = world.run(tmp_path / "a")
+    b = world.run(tmp_path / "b")
+    assert json.dumps(a["receipt"], sort_keys=True) == json.dumps(b["receipt"], sort_keys=True)
