@@ -103,8 +103,12 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
 
 
 def write_json(path: str | Path, payload: Any, overwrite: bool = False) -> None:
+    """Write JSON; an existing file is refused unless ``overwrite`` (evidence is never replaced)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w" if overwrite else "x") as f:
-        json.dump(payload, f, indent=1, allow_nan=False)
-        f.write("\n")
+    text = json.dumps(payload, indent=1, allow_nan=False) + "\n"
+    try:
+        with open(path, "w" if overwrite else "x") as f:
+            f.write(text)
+    except FileExistsError:
+        raise ValueError(f"{path} exists; it is never overwritten (choose a new path)") from None
