@@ -42,8 +42,7 @@ def load_trials(artifacts: list[dict], adapter: dict | None, base: Path) -> tupl
             raise ValueError(f"artifact {role}: no file at {paths[role]}")
     roles = sorted(paths)
     if roles == ["trials"]:
-        cols, _ = read_trials(paths["trials"])
-        return cols, hashes
+        return read_trials(paths["trials"]), hashes
     if roles == ["inspect_baseline", "inspect_candidate"]:
         from .adapters.inspect import read_inspect_pair
         if not adapter or adapter.get("name") != "inspect":

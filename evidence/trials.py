@@ -211,10 +211,10 @@ def _read_arrow(data: bytes, fmt: str):
     try:
         if fmt == "jsonl":
             opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-            return pj.read_json(pa.BufferReader(data), parse_options=opts,
+            return pj.read_json(pa.BufferReader(pa.py_buffer(data)), parse_options=opts,
                                 read_options=pj.ReadOptions(block_size=1 << 24))
         csv_schema = pa.schema([(f.name, pa.string() if f.name == "failed_checks" else f.type) for f in schema])
-        table = pcsv.read_csv(pa.BufferReader(data), read_options=pcsv.ReadOptions(block_size=1 << 24),
+        table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=pcsv.ReadOptions(block_size=1 << 24),
                               convert_options=pcsv.ConvertOptions(
                                   column_types=csv_schema, strings_can_be_null=False, include_columns=list(FIELDS),
                                   true_values=["true", "True", "1"], false_values=["false", "False", "0"]))
@@ -337,19 +337,22 @@ def trial_format(path: str | Path) -> str:
     raise ValueError(f"{path}: trial records must be .jsonl/.ndjson or .csv, got {suffix or 'no suffix'!r}")
 
 
-def parse_trials(data: bytes, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumns:
-    """Validate raw bytes of a JSONL or CSV trial file into columns (errors: TrialsError)."""
+def _has_blank_line(data) -> bool:
+    return data[:1] == b"\n" or data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0
+
+
+def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumns:
+    """Validate the raw bytes (``bytes`` or a read-only ``mmap``) of a JSONL or CSV trial
+    file into columns (errors: TrialsError)."""
     if fmt not in ("jsonl", "csv"):
         raise ValueError(f"unknown trial format {fmt!r}")
-    if not data.strip():
-        raise TrialsError(source, ["file holds no trial rows"])
-    blank = b"\n\n" in data or data.startswith(b"\n") or b"\r\n\r\n" in data
-    if not blank:
+    if not _has_blank_line(data):
         table = _read_arrow(data, fmt)
-        if table is not None:
+        if table is not None and table.num_rows:
             cols = _columns_from_arrow(table, source, first_line=1 if fmt == "jsonl" else 2)
             if cols is not None:
                 return cols
+    data = bytes(data)
     rows = list(_json_lines(data) if fmt == "jsonl" else _csv_rows(data))
     records = validate_rows(rows, source)
     if not records:
@@ -357,12 +360,17 @@ def parse_trials(data: bytes, fmt: Literal["jsonl", "csv"], source: str) -> Tria
     return columns_from_records(records, source, lines=[n for n, _ in rows])
 
 
-def read_trials(path: str | Path) -> tuple[TrialColumns, bytes]:
-    """Read and validate a trial file; returns the columns and the exact bytes (for hashing)."""
+def read_trials(path: str | Path) -> TrialColumns:
+    """Read and validate a trial file (memory-mapped: the bytes are not copied on the fast path)."""
+    import mmap
+
     path = Path(path)
     fmt = trial_format(path)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            if f.seek(0, 2) == 0:
+                raise TrialsError(str(path), ["file holds no trial rows"])
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return parse_trials(data, fmt, str(path))
     except FileNotFoundError:
         raise ValueError(f"no trial file at {path}") from None
-    return parse_trials(data, fmt, str(path)), data
