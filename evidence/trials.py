@@ -201,20 +201,21 @@ def _arrow_schema():
                       ("manifest_sha256", pa.string())])
 
 
-def _read_arrow(data: bytes, fmt: str):
-    """The whole file through pyarrow, or None when anything is off (then the slow path reports)."""
+def _read_arrow(source, fmt: str):
+    """The whole file (a path, or bytes) through pyarrow, or None when anything is off (then
+    the slow path reports)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
     import pyarrow.json as pj
 
     schema = _arrow_schema()
+    src = str(source) if isinstance(source, (str, Path)) else pa.BufferReader(pa.py_buffer(source))
     try:
         if fmt == "jsonl":
             opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-            return pj.read_json(pa.BufferReader(pa.py_buffer(data)), parse_options=opts,
-                                read_options=pj.ReadOptions(block_size=1 << 24))
+            return pj.read_json(src, parse_options=opts, read_options=pj.ReadOptions(block_size=1 << 24))
         csv_schema = pa.schema([(f.name, pa.string() if f.name == "failed_checks" else f.type) for f in schema])
-        table = pcsv.read_csv(pa.BufferReader(pa.py_buffer(data)), read_options=pcsv.ReadOptions(block_size=1 << 24),
+        table = pcsv.read_csv(src, read_options=pcsv.ReadOptions(block_size=1 << 24),
                               convert_options=pcsv.ConvertOptions(
                                   column_types=csv_schema, strings_can_be_null=False, include_columns=list(FIELDS),
                                   true_values=["true", "True", "1"], false_values=["false", "False", "0"]))
@@ -227,72 +228,84 @@ def _read_arrow(data: bytes, fmt: str):
         return None
 
 
-def _columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | None:
-    """Vectorised checks; None when any row is bad (the slow path then names them all)."""
-    import pyarrow as pa
+def _codes(column) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes of a (chunked) string column in order of first appearance."""
     import pyarrow.compute as pc
+    names = pc.unique(column)
+    codes = pc.index_in(column, value_set=names).to_numpy().astype(np.int32)
+    return np.asarray(names.to_pylist(), dtype=object), codes
 
-    table = table.combine_chunks()
-    n = table.num_rows
+
+def _strings_ok(table) -> bool:
+    import pyarrow.compute as pc
     for name in ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks",
                  "cost_provenance", "manifest_sha256"):
         if table.column(name).null_count:
-            return None
-    for name in ("case_id", "cluster_id"):
-        lengths = pc.utf8_length(table.column(name))
-        if n and (pc.min(lengths).as_py() < 1 or pc.max(lengths).as_py() > 1000):
-            return None
-    checks = table.column("failed_checks").chunk(0) if n else pa.array([], pa.list_(pa.string()))
-    if checks.flatten().null_count or (len(checks.flatten()) and pc.min(pc.utf8_length(checks.flatten())).as_py() < 1):
-        return None
+            return False
+    flat = pc.list_flatten(table.column("failed_checks"))
+    for col in (table.column("case_id"), table.column("cluster_id"), flat):
+        if len(col) and col.null_count:
+            return False
+        if len(col):
+            lo_hi = pc.min_max(pc.utf8_length(col)).as_py()
+            if lo_hi["min"] < 1 or lo_hi["max"] > 1000:
+                return False
+    return True
+
+
+def _numbers(table) -> dict | None:
+    """Numeric columns, or None when a value is out of range (NaN marks a null number)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     trial = table.column("trial_index").to_numpy()
-    if n and (trial.min() < 0 or trial.max() >= 2**31):
+    if len(trial) and (trial.min() < 0 or trial.max() >= 2**31):
         return None
-    arm_col = pc.index_in(table.column("arm"), value_set=pa.array(ARMS))
-    prov_col = pc.index_in(table.column("cost_provenance"), value_set=pa.array(PROVENANCE))
-    if arm_col.null_count or prov_col.null_count:
+    arm = pc.index_in(table.column("arm"), value_set=pa.array(ARMS))
+    prov = pc.index_in(table.column("cost_provenance"), value_set=pa.array(PROVENANCE))
+    if arm.null_count or prov.null_count:
         return None
-    arm_codes = arm_col.to_numpy(zero_copy_only=False)
-    prov = prov_col.to_numpy(zero_copy_only=False).astype(np.int8)
-    latency = table.column("latency_ms").to_numpy(zero_copy_only=False).astype(np.float64)
-    cost = table.column("cost").to_numpy(zero_copy_only=False).astype(np.float64)
-    lat_null = np.asarray(table.column("latency_ms").is_null())
-    cost_null = np.asarray(table.column("cost").is_null())
-    with np.errstate(invalid="ignore"):
-        if np.any(~lat_null & ~(np.isfinite(latency) & (latency >= 0))) or \
-                np.any(~cost_null & ~(np.isfinite(cost) & (cost >= 0))):
+    out = {"trial": trial.astype(np.int64), "candidate": arm.to_numpy() == 1,
+           "provenance": prov.to_numpy().astype(np.int8),
+           "passed": table.column("passed").to_numpy().astype(bool),
+           "n_failed": pc.list_value_length(table.column("failed_checks")).to_numpy().astype(np.int32)}
+    for key, name in (("latency", "latency_ms"), ("cost", "cost")):
+        col = table.column(name)
+        values = col.to_numpy().astype(np.float64)  # nulls become NaN
+        present = ~col.is_null().to_numpy()
+        with np.errstate(invalid="ignore"):
+            if np.any(present & ~(np.isfinite(values) & (values >= 0))):
+                return None
+        out[key] = values
+        if key == "cost" and np.any(present != (out["provenance"] != 0)):
             return None
-    if np.any(cost_null != (prov == 0)):
-        return None
-    hashes = pc.value_counts(table.column("manifest_sha256")).to_pylist()
-    manifest_hashes = {h["values"]: int(h["counts"]) for h in hashes}
+    return out
+
+
+def _columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | None:
+    """Vectorised checks; None when any row is bad (the slow path then names them all)."""
     import re
+
+    import pyarrow.compute as pc
+
+    if not _strings_ok(table):
+        return None
+    numbers = _numbers(table)
+    if numbers is None:
+        return None
+    hash_col = table.column("manifest_sha256")
+    manifest_hashes = {h["values"]: int(h["counts"]) for h in pc.value_counts(hash_col).to_pylist()}
     if any(not re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in manifest_hashes):
         return None
-    first_row = {}
-    if len(manifest_hashes) > 1:
-        col = table.column("manifest_sha256")
-        for h in manifest_hashes:
-            first_row[h] = int(pc.index(col, h).as_py())
-    case = table.column("case_id").dictionary_encode().combine_chunks()
-    cluster = table.column("cluster_id").dictionary_encode().combine_chunks()
-    latency[lat_null] = np.nan
-    cost[cost_null] = np.nan
-    offsets = checks.offsets.to_numpy()
-    n_failed = np.diff(offsets).astype(np.int32)
-
-    def failed_names(row: int) -> list[str]:
-        return checks[row].as_py()
-
+    first_row = {h: int(pc.index(hash_col, h).as_py()) for h in manifest_hashes} if len(manifest_hashes) > 1 else {}
+    case_names, case = _codes(table.column("case_id"))
+    cluster_names, cluster = _codes(table.column("cluster_id"))
+    checks = table.column("failed_checks")  # kept (list offsets only, when checks are rare) for examples
     return TrialColumns(
-        source=source, case=case.indices.to_numpy().astype(np.int32),
-        case_names=np.asarray(case.dictionary.to_pylist(), dtype=object), trial=trial.astype(np.int64),
-        cluster=cluster.indices.to_numpy().astype(np.int32),
-        cluster_names=np.asarray(cluster.dictionary.to_pylist(), dtype=object),
-        candidate=arm_codes.astype(np.int8) == 1, passed=np.asarray(table.column("passed").to_numpy(
-            zero_copy_only=False), dtype=bool), n_failed=n_failed, latency=latency, cost=cost, provenance=prov,
+        source=source, case=case, case_names=case_names, cluster=cluster, cluster_names=cluster_names,
         manifest_hashes=manifest_hashes, first_row_of_hash=first_row,
-        lines=np.arange(first_line, first_line + n, dtype=np.int64), failed_names=failed_names)
+        lines=np.arange(first_line, first_line + table.num_rows, dtype=np.int64),
+        failed_names=lambda row: checks[row].as_py(), **numbers)
 
 
 def _codes_by_first_appearance(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -360,17 +373,27 @@ def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumn
     return columns_from_records(records, source, lines=[n for n, _ in rows])
 
 
-def read_trials(path: str | Path) -> TrialColumns:
-    """Read and validate a trial file (memory-mapped: the bytes are not copied on the fast path)."""
-    import mmap
+def _file_has_blank_line(path: Path) -> bool:
+    with open(path, "rb") as f:
+        prev = None
+        for block in iter(lambda: f.read(1 << 24), b""):
+            data = block if prev is None else prev + block  # a blank line may straddle two blocks
+            if (prev is None and data[:1] == b"\n") or data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0:
+                return True
+            prev = block[-2:]
+    return False
 
+
+def read_trials(path: str | Path) -> TrialColumns:
+    """Read and validate a trial file; the fast path streams it through pyarrow."""
     path = Path(path)
     fmt = trial_format(path)
-    try:
-        with open(path, "rb") as f:
-            if f.seek(0, 2) == 0:
-                raise TrialsError(str(path), ["file holds no trial rows"])
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return parse_trials(data, fmt, str(path))
-    except FileNotFoundError:
-        raise ValueError(f"no trial file at {path}") from None
+    if not path.is_file():
+        raise ValueError(f"no trial file at {path}")
+    if path.stat().st_size and not _file_has_blank_line(path):
+        table = _read_arrow(path, fmt)
+        if table is not None and table.num_rows:
+            cols = _columns_from_arrow(table, str(path), first_line=1 if fmt == "jsonl" else 2)
+            if cols is not None:
+                return cols
+    return parse_trials(path.read_bytes(), fmt, str(path))

@@ -130,3 +130,16 @@ def test_manifest_hash_is_canonical_and_changes_with_any_field():
 def test_manifest_rejects(field, value, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         Manifest.parse({**template(), field: value})
+
+
+def test_file_reader_equals_bytes_reader_and_reports_blank_lines(tmp_path):
+    from evidence.trials import read_trials
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(jsonl(good_rows(5)))
+    a, b = read_trials(path), parse_trials(path.read_bytes(), "jsonl", str(path))
+    for name in ("case", "trial", "cluster", "candidate", "passed", "n_failed", "provenance", "lines"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    path.write_bytes(jsonl(good_rows(5)).replace(b"\n", b"\n\n", 3))
+    with pytest.raises(TrialsError) as exc:
+        read_trials(path)
+    assert [e.split(":")[0] for e in exc.value.errors] == ["line 2", "line 4", "line 6"]
