@@ -43,7 +43,7 @@ def one_sided_alpha(confidence: float) -> float:
 
 def run_fixed(method, tables: np.ndarray, margin: float, confidence: float):
     """The one call into a fixed method's single analysis (level convention lives here)."""
-    return method.analyze(tables, margin, confidence=confidence)
+    return method.analyze(tables, margin, alpha=one_sided_alpha(confidence))
 
 
 def _num(x: Any) -> Any:
@@ -67,7 +67,8 @@ def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
     else:
         result = run_fixed(method, tables, manifest.margin, manifest.confidence)
         detail = result.as_dict()
-        status, lower, upper, estimate = result.status, detail["lower"], detail["upper"], detail["estimate"]
+        status = "fail" if result.status == "stop_for_harm" else result.status
+        lower, upper, estimate = detail["lower"], detail["upper"], detail["estimate"]
     icc = icc_upper_bound(tables, level=1.0 - one_sided_alpha(manifest.confidence))
     return {
         "method": method.identity.as_dict(), "kind": method.kind, "estimand": method.estimand.value,
