@@ -9,6 +9,8 @@ import pytest
 from evidence.receipt import PrerequisiteReceipt, TestReceipt, action_strength
 
 from evidence.manifest import Manifest
+from evidence.packet import run_experiment, trial_artifacts
+from evidence.synthetic import write_trials
 
 NOW = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.timezone.utc)
 REVISION = "0123456789abcdef0123456789abcdef01234567"  # the world's pinned revision (conftest)
@@ -175,3 +177,59 @@ def test_receipt_is_deterministic(world, tmp_path):
     a = world.run(tmp_path / "a")
     b = world.run(tmp_path / "b")
     assert json.dumps(a["receipt"], sort_keys=True) == json.dumps(b["receipt"], sort_keys=True)
+
+
+def test_sequential_method_runs_its_registered_look_schedule(world, tmp_path):
+    m = world.manifest(method="likelihood_ratio", margin=0.03,
+                       sequential_policy={"kind": "group_sequential", "looks": [60, 120, 180, 240, 300]})
+    packet = world.run(tmp_path, m)
+    c = packet["receipt"]["comparison"]
+    assert c["kind"] == "sequential" and c["detail"]["looks"] == [60, 120, 180, 240, 300]
+    assert c["status"] in ("pass", "fail", "inconclusive")
+    assert "record is for method 'binomial_loss', not the registered 'likelihood_ratio'" in findings(packet)
+    assert packet["receipt"]["action"] != "canary_eligible"
+
+
+def test_fixed_method_with_interim_looks_is_refused(world, tmp_path):
+    m = world.manifest(sequential_policy={"kind": "group_sequential", "looks": [150, 300]})
+    with pytest.raises(ValueError, match="fixed-sample method: the manifest registers interim looks"):
+        world.run(tmp_path, m)
+
+
+def test_records_cannot_be_shopped(world, tmp_path):
+    """A second record of the same method, whose domain holds the design and finds it
+    unqualified, makes the design not covered, whichever record was pinned."""
+    import hashlib
+    import shutil
+
+    from methods import registry
+    from methods.qualification import (ScenarioTable, build_record, cp_lower, cp_upper, load_record,
+                                       nuisance_grid, verdict_of)
+
+    qdir = tmp_path / "q"
+    shutil.copytree(world.qdir, qdir)
+    policy = load_record(world.record).policy.model_copy(update={"min_replications": 999})
+    rows = [(cell, b, d) for cell in policy.domain.cells() for b, d in nuisance_grid(policy.domain, cell[3])]
+    n, x = 1000, 300  # a 30% false-pass rate everywhere: every cell exceeds
+    lo, up = cp_lower(x, n, policy.mc_confidence), cp_upper(x, n, policy.mc_confidence)
+    k = len(rows)
+    scen = ScenarioTable(clusters=tuple(c[0] for c, *_ in rows), size=tuple(c[1] for c, *_ in rows),
+                         rho=tuple(c[2] for c, *_ in rows), margin=tuple(c[3] for c, *_ in rows),
+                         noise=tuple(c[4] for c, *_ in rows), baseline=tuple(r[1] for r in rows),
+                         discordance=tuple(r[2] for r in rows), stage=("grid",) * k, n_reps=(n,) * k,
+                         n_pass=(x,) * k, n_inconclusive=(0,) * k, lower=(lo,) * k, upper=(up,) * k,
+                         verdict=(verdict_of(lo, up, policy.threshold),) * k)
+    (qdir / "other.nc").write_bytes(b"dataset")
+    m = registry.get("binomial_loss")
+    rec = build_record(m.identity.as_dict(), "fixed", m.estimand.value, policy, scen, "other.nc",
+                       hashlib.sha256(b"dataset").hexdigest(), {"test": "1"},
+                       method_key=(m.name, tuple(sorted(m.options.items())), None))
+    (qdir / "binomial_loss.other.json").write_text(rec.model_dump_json())
+    load_record(qdir / "binomial_loss.other.json")  # a valid record
+    manifest = world.manifest()
+    trials = write_trials(tmp_path / "t.jsonl", manifest, clusters=300, baseline=0.9, discordance=0.01, seed=7,
+                          cost_provenance="measured")
+    packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=tmp_path / "p.json",
+                            qualification_dir=qdir, trusted=world.trusted, now=NOW)
+    assert packet["receipt"]["action"] == "lab_pass"
+    assert "another record of binomial_loss disagrees" in reasons(packet)
