@@ -13,17 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .manifest import Manifest
-from .trials import MAX_REPORTED, PROVENANCE, TrialColumns
+from .trials import MAX_REPORTED, PROVENANCE, EvidenceErrors, TrialColumns
 
 
-class PairingError(ValueError):
+class PairingError(EvidenceErrors):
     """The trials do not form the registered paired experiment; ``errors`` names every key."""
-
-    def __init__(self, source: str, errors: list[str]):
-        self.source, self.errors = source, errors
-        shown = "; ".join(errors[:MAX_REPORTED])
-        more = f"; ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
-        super().__init__(f"{source}: {shown}{more}")
 
 
 @dataclass(frozen=True)

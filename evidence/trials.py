@@ -57,14 +57,21 @@ class TrialRecord(FrozenModel):
         return self
 
 
-class TrialsError(ValueError):
-    """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``."""
+class EvidenceErrors(ValueError):
+    """Every problem found in one input (``errors``); the message spells out the first ones."""
+    title = ""
 
     def __init__(self, source: str, errors: list[str]):
         self.source, self.errors = source, errors
         shown = "; ".join(errors[:MAX_REPORTED])
         more = f"; ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
-        super().__init__(f"{source}: {len(errors)} bad trial row(s): {shown}{more}")
+        title = self.title.format(n=len(errors))
+        super().__init__(f"{source}: {title}{shown}{more}")
+
+
+class TrialsError(EvidenceErrors):
+    """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``."""
+    title = "{n} bad trial row(s): "
 
 
 @dataclass(frozen=True)
