@@ -44,8 +44,11 @@ def _parse_time(text: str) -> dt.datetime:
 
 
 def resolve(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = None,
-            check_method: bool = True) -> dict:
-    """``{"state", "action", "authority", "reasons", ...}`` of ``receipt`` at ``as_of``."""
+            check_method: bool = True, signature: dict | None = None) -> dict:
+    """``{"state", "action", "authority", "reasons", ...}`` of ``receipt`` at ``as_of``.
+
+    ``signature``: the outcome of checking the receipt's signature against a trusted key
+    set (``evidence.signatures.file_signature``); when given, an unverified signature blocks."""
     if as_of.tzinfo is None:
         raise ValueError("as_of needs a time zone")
     reasons = []
@@ -61,6 +64,8 @@ def resolve(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = 
                        f"{as_of.astimezone(dt.timezone.utc).isoformat().replace('+00:00', 'Z')}")
     if issued is not None and as_of < issued:
         reasons.append(f"resolution time precedes the receipt's issue time {receipt['issued_at']}")
+    if signature is not None and not signature.get("signed_by"):
+        reasons.append(f"receipt signature not verified: {signature.get('reason')}")
     bound = bound_components(receipt)
     for name, h in sorted((current or {}).items()):
         if name not in bound:

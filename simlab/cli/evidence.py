@@ -165,7 +165,11 @@ def run_resolve(args) -> int:
     for name, path in _pairs(args.current_file, "--current-file").items():
         current[name] = file_hash(path)
     as_of = _time(args.as_of) or dt.datetime.now(dt.timezone.utc)
-    result = resolve(receipt, as_of, current)
+    signature = None
+    if args.trusted:
+        from evidence.signatures import file_signature
+        signature = file_signature(args.receipt, _trusted(args.trusted))
+    result = resolve(receipt, as_of, current, signature=signature)
 
     def render(p):
         print(f"as of {p['as_of']}: {p['state']} -> {p['action']} (authority {p['authority']})")
@@ -271,6 +275,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--as-of", help="ISO 8601 time with zone (default: now)")
     p.add_argument("--current", action="append", help="NAME=sha256:... current component hash (repeatable)")
     p.add_argument("--current-file", action="append", help="NAME=PATH: hash this file as the current NAME")
+    p.add_argument("--trusted", action="append", help="require RECEIPT.sig by one of these keys (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_resolve)
 

@@ -115,3 +115,18 @@ def test_keygen_sign_verify(tmp_path, capsys):
     doc.write_text(json.dumps({"kind": "simlab.evidence.receipt", "action": "canary_eligible"}))
     rc, text = invoke(["evidence", "verify", str(doc), "--trusted", key["public"], "--json"], capsys)
     assert rc == 1 and "another document" in json.loads(text)["reason"]
+
+
+def test_resolve_with_trusted_keys_requires_a_signed_receipt(tmp_path, capsys, experiment):
+    m, t = experiment("many", clusters=300, cases=1, reps=1)
+    packet = tmp_path / "many.packet.json"
+    invoke(["evidence", "run", "--manifest", str(m), "--trials", str(t), "--out", str(packet),
+            "--now", "2026-11-30T13:00:00Z"], capsys)
+    _, text = invoke(["evidence", "keygen", "--out", str(tmp_path / "keys"), "--json"], capsys)
+    key = json.loads(text)
+    when = ["--as-of", "2026-11-30T14:00:00Z", "--trusted", key["public"], "--json"]
+    rc, text = invoke(["evidence", "resolve", str(packet), *when], capsys)
+    assert rc == 1 and json.loads(text)["reasons"] == ["receipt signature not verified: unsigned: no signature file"]
+    invoke(["evidence", "sign", str(packet), "--key", key["private"]], capsys)
+    rc, text = invoke(["evidence", "resolve", str(packet), *when], capsys)
+    assert rc == 0 and json.loads(text)["action"] == "lab_pass"
