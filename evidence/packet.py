@@ -19,7 +19,7 @@ from .hashing import file_hash, read_json
 from .manifest import Manifest
 from .receipt import PrerequisiteReceipt, TestReceipt, build_receipt
 from .signatures import file_signature
-from .trials import TrialColumns, read_trials, trial_format
+from .trials import TrialColumns, read_trials, scan_file, trial_format
 
 PACKET_KIND = "simlab.evidence.packet"
 
@@ -36,13 +36,14 @@ def inspect_artifacts(baseline: str | Path, candidate: str | Path) -> list[dict]
 def load_trials(artifacts: list[dict], adapter: dict | None, base: Path) -> tuple[TrialColumns, dict[str, str]]:
     """Read the raw artifacts into validated columns; returns them and each file's sha256."""
     paths = {a["role"]: (base / a["path"]) for a in artifacts}
-    hashes = {role: file_hash(p) if p.is_file() else "missing" for role, p in paths.items()}
-    for role, h in hashes.items():
-        if h == "missing":
-            raise ValueError(f"artifact {role}: no file at {paths[role]}")
+    for role, p in paths.items():
+        if not p.is_file():
+            raise ValueError(f"artifact {role}: no file at {p}")
     roles = sorted(paths)
     if roles == ["trials"]:
-        return read_trials(paths["trials"]), hashes
+        digest, blank = scan_file(paths["trials"])  # one pass: hash and blank-line check
+        return read_trials(paths["trials"], has_blank_line=blank), {"trials": digest}
+    hashes = {role: file_hash(p) for role, p in paths.items()}
     if roles == ["inspect_baseline", "inspect_candidate"]:
         from .adapters.inspect import read_inspect_pair
         if not adapter or adapter.get("name") != "inspect":

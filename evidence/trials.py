@@ -248,8 +248,12 @@ def _fast(source, fmt: str, source_name: str) -> "TrialColumns | None":
     return columns_from_arrow(table, source_name, first_line=1 if fmt == "jsonl" else 2)
 
 
+def _blank_inside(data) -> bool:
+    return data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0
+
+
 def _has_blank_line(data) -> bool:
-    return data[:1] == b"\n" or data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0
+    return data[:1] == b"\n" or data[:2] == b"\r\n" or _blank_inside(data)
 
 
 def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumns:
@@ -269,24 +273,30 @@ def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumn
     return columns_from_records(records, source, lines=[n for n, _ in rows])
 
 
-def _file_has_blank_line(path: Path) -> bool:
+def scan_file(path: str | Path) -> tuple[str, bool]:
+    """One pass over a trial file: its ``sha256:`` and whether it has a blank line."""
+    import hashlib
+
+    h, blank, tail = hashlib.sha256(), False, None
     with open(path, "rb") as f:
-        prev = None
         for block in iter(lambda: f.read(1 << 24), b""):
-            data = block if prev is None else prev + block  # a blank line may straddle two blocks
-            if (prev is None and data[:1] == b"\n") or data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0:
-                return True
-            prev = block[-2:]
-    return False
+            h.update(block)
+            if not blank:  # a blank line may straddle two blocks: look across the seam
+                blank = _has_blank_line(block) if tail is None else _blank_inside(tail + block[:2]) or _blank_inside(block)
+            tail = block[-2:]
+    return "sha256:" + h.hexdigest(), blank
 
 
-def read_trials(path: str | Path) -> TrialColumns:
-    """Read and validate a trial file; the fast path streams it through pyarrow."""
+def read_trials(path: str | Path, has_blank_line: bool | None = None) -> TrialColumns:
+    """Read and validate a trial file; the fast path streams it through pyarrow.
+    ``has_blank_line`` may come from a :func:`scan_file` already made (hashing the file)."""
     path = Path(path)
     fmt = trial_format(path)
     if not path.is_file():
         raise ValueError(f"no trial file at {path}")
-    if path.stat().st_size and not _file_has_blank_line(path):
+    if has_blank_line is None:
+        has_blank_line = scan_file(path)[1]
+    if path.stat().st_size and not has_blank_line:
         cols = _fast(path, fmt, str(path))
         if cols is not None:
             return cols

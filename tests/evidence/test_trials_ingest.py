@@ -143,3 +143,21 @@ def test_file_reader_equals_bytes_reader_and_reports_blank_lines(tmp_path):
     with pytest.raises(TrialsError) as exc:
         read_trials(path)
     assert [e.split(":")[0] for e in exc.value.errors] == ["line 2", "line 4", "line 6"]
+
+
+def test_scan_file_finds_blank_lines_across_block_seams(tmp_path):
+    import hashlib
+
+    from evidence.trials import scan_file
+    block = 1 << 24
+    for at in (block - 1, block, block + 1):  # the two newlines around the seam
+        data = bytearray(b"x" * (block + 10))
+        data[at - 1:at + 1] = b"\n\n"
+        path = tmp_path / f"s{at}.jsonl"
+        path.write_bytes(bytes(data))
+        digest, blank = scan_file(path)
+        assert blank and digest == "sha256:" + hashlib.sha256(bytes(data)).hexdigest()
+    path.write_bytes(b"x" * (block + 10))
+    assert not scan_file(path)[1]
+    path.write_bytes(b"\nx")
+    assert scan_file(path)[1]
