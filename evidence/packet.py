@@ -19,7 +19,7 @@ from .hashing import file_hash, read_json
 from .manifest import Manifest
 from .receipt import PrerequisiteReceipt, TestReceipt, build_receipt
 from .signatures import file_signature
-from .trials import TrialColumns, read_trials, scan_file, trial_format
+from .trials import TrialColumns, read_trial_file, trial_format
 
 PACKET_KIND = "simlab.evidence.packet"
 
@@ -41,8 +41,8 @@ def load_trials(artifacts: list[dict], adapter: dict | None, base: Path) -> tupl
             raise ValueError(f"artifact {role}: no file at {p}")
     roles = sorted(paths)
     if roles == ["trials"]:
-        digest, blank = scan_file(paths["trials"])  # one pass: hash and blank-line check
-        return read_trials(paths["trials"], has_blank_line=blank), {"trials": digest}
+        cols, digest = read_trial_file(paths["trials"])
+        return cols, {"trials": digest}
     hashes = {role: file_hash(p) for role, p in paths.items()}
     if roles == ["inspect_baseline", "inspect_candidate"]:
         from .adapters.inspect import read_inspect_pair

@@ -287,17 +287,27 @@ def scan_file(path: str | Path) -> tuple[str, bool]:
     return "sha256:" + h.hexdigest(), blank
 
 
-def read_trials(path: str | Path, has_blank_line: bool | None = None) -> TrialColumns:
-    """Read and validate a trial file; the fast path streams it through pyarrow.
-    ``has_blank_line`` may come from a :func:`scan_file` already made (hashing the file)."""
+def read_trial_file(path: str | Path) -> tuple[TrialColumns, str]:
+    """Read and validate a trial file; returns the columns and the file's ``sha256:``.
+
+    The hash (and blank-line scan) runs in a second thread while pyarrow parses: hashlib
+    releases the GIL, so the two passes over the file overlap.  A blank line found by the
+    scan discards the fast result for the line-by-line path (rows and lines must agree)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     path = Path(path)
     fmt = trial_format(path)
     if not path.is_file():
         raise ValueError(f"no trial file at {path}")
-    if has_blank_line is None:
-        has_blank_line = scan_file(path)[1]
-    if path.stat().st_size and not has_blank_line:
-        cols = _fast(path, fmt, str(path))
-        if cols is not None:
-            return cols
-    return parse_trials(path.read_bytes(), fmt, str(path))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        scan = pool.submit(scan_file, path)
+        cols = _fast(path, fmt, str(path)) if path.stat().st_size else None
+        digest, blank = scan.result()
+    if cols is None or blank:
+        cols = parse_trials(path.read_bytes(), fmt, str(path))
+    return cols, digest
+
+
+def read_trials(path: str | Path) -> TrialColumns:
+    """Read and validate a trial file (see :func:`read_trial_file`)."""
+    return read_trial_file(path)[0]
