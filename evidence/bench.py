@@ -145,6 +145,7 @@ def _stages(kind: str, path: str, manifest_json: str, packet_dir: str, queue) ->
     counted = [k for k in clock.wall if "not in total" not in k]
     queue.put({"stages": clock.wall, "cpu_stages": clock.cpu, "total": sum(clock.wall[k] for k in counted),
                "cpu_total": sum(clock.cpu[k] for k in counted), "action": receipt["action"],
+               "comparison_sha256": receipt["components"]["comparison"],
                "pairs": experiment.pairs, "clusters": experiment.clusters,
                "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
 
