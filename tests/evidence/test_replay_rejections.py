@@ -6,6 +6,8 @@ import datetime as dt
 import json
 import shutil
 
+import pytest
+
 from evidence.hashing import content_hash, file_hash, with_self_hash
 from evidence.replay import replay
 from evidence.resolve import resolve
@@ -221,3 +223,31 @@ def test_method_source_drift_resolves_expired(good):
     t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00"))
     out = resolve(r, t)
     assert out["action"] == "block" and out["reasons"][0].startswith("drift: method source is now")
+
+
+CLAIMS = {  # scenario -> (manifest overrides, run options, phrase the recomputed receipt must give)
+    "synthetic_claims_canary": (dict(measurement_kind="synthetic"), {}, "synthetic evidence authorises lab work only"),
+    "few_clusters_many_trials": (dict(repetitions=3), dict(clusters=10, cases=10),
+                                 "10 independent clusters < the registered minimum 30"),
+    "record_for_another_method": (dict(method="exact_discordant"), dict(draw={"discordance": 0.1}),
+                                  "record is for method 'binomial_loss', not the registered 'exact_discordant'"),
+    "record_for_another_design": (dict(margin=0.05), {}, "margin=0.05 lies outside the qualified domain"),
+    "icc_above_rho_max": (dict(repetitions=3, rho_max=0.0), dict(draw={"rho": 0.5}),
+                          "exceeds the registered rho_max 0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_forged_canary_claim_is_rejected_with_the_recomputed_reason(world, tmp_path, name):
+    overrides, run, phrase = CLAIMS[name]
+    folder = tmp_path / name
+    packet = world.run(folder, world.manifest(**overrides), **run)
+    honest = packet["receipt"]["action"]
+    assert honest != "canary_eligible"
+    packet["receipt"].update(state="qualified", action="canary_eligible", authority="canary")
+    _reseal_receipt(packet)
+    out = _replay(world, folder, packet)
+    assert out["action"] == "block" and not out["ok"]
+    assert f"stored action 'canary_eligible' differs from the recomputed {honest!r}" in out["reasons"]
+    recomputed = out["receipt"]["reasons"] + out["receipt"]["other_findings"]
+    assert any(phrase in r for r in recomputed), recomputed
