@@ -112,8 +112,9 @@ def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str,
                                                f"checks (e.g. case {ex['case_id']!r} trial {ex['trial_index']}: "
                                                f"{', '.join(ex['failed_checks'])}); an average cannot hide them"))
     if comparison["status"] == "fail":
-        out.append(("evidence_ready", "block", f"statistical fail: lower bound {comparison['lower']} < "
-                                               f"-margin {-manifest.margin:g}"))
+        out.append(("evidence_ready", "block", f"statistical fail: {comparison['method']['name']} does not establish "
+                                               f"non-inferiority (lower bound {comparison['lower']}, margin "
+                                               f"{manifest.margin:g})"))
     if experiment.clusters < manifest.minimum_independent_clusters:
         out.append(("evidence_ready", "hold", f"{experiment.clusters} independent clusters < the registered "
                                               f"minimum {manifest.minimum_independent_clusters} ({experiment.pairs} "

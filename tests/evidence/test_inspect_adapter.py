@@ -92,3 +92,18 @@ def test_log_without_manifest_hash_is_refused(logs, tmp_path):
     write_eval_log(data, str(tmp_path / "stripped.eval"))
     with pytest.raises(ValueError, match="eval metadata has no simlab_manifest_sha256"):
         read_inspect_pair(tmp_path / "stripped.eval", log, cluster_field="customer", score="says_yes")
+
+
+def test_cli_runs_inspect_logs(logs, tmp_path, capsys):
+    from simlab.cli import build_parser
+    manifest, base, cand = logs
+    (tmp_path / "m.json").write_text(json.dumps(manifest.canonical()))
+    args = build_parser().parse_args(["evidence", "run", "--manifest", str(tmp_path / "m.json"), "--inspect",
+                                      str(base), str(cand), "--cluster-field", "customer", "--score", "says_yes",
+                                      "--out", str(tmp_path / "p.json"), "--json"])
+    rc = args.func(args)
+    receipt = json.loads(capsys.readouterr().out)["receipt"]
+    assert receipt["evidence"]["pairs"] == 24
+    assert rc == (1 if receipt["action"] in ("block", "hold") else 0)
+    # 24 pairs cannot show a loss rate below 0.03: the exact binomial bound is far below -0.03
+    assert receipt["action"] == "block" and receipt["reasons"][0].startswith("statistical fail: binomial_loss")
