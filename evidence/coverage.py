@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .experiment import PairedExperiment
 from .manifest import Manifest
+from .signatures import file_signature
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,17 @@ class QualificationCheck:
     valid_until: str | None
     covered: bool
     reasons: tuple[str, ...] = field(default=())
+    signature: dict = field(default_factory=lambda: {"signed_by": None, "reason": "not checked: not covered"})
+
+    @property
+    def signed_by(self) -> str | None:
+        """The trusted key that signed the covering record, if any."""
+        return self.signature.get("signed_by")
 
     def as_dict(self) -> dict:
         return {"pinned": self.pinned, "record_file": self.record_file, "method": self.method,
-                "valid_until": self.valid_until, "covered": self.covered, "reasons": list(self.reasons)}
+                "valid_until": self.valid_until, "covered": self.covered, "reasons": list(self.reasons),
+                "signature": self.signature}
 
 
 def default_directory() -> Path:
@@ -92,8 +100,9 @@ def design_points(manifest: Manifest, experiment: PairedExperiment, record) -> l
 
 
 def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, directory: str | Path | None = None,
-                        now: dt.datetime) -> QualificationCheck:
-    """Verify the pinned record and its coverage of this design (never raises for a bad record)."""
+                        now: dt.datetime, trusted: dict | None = None) -> QualificationCheck:
+    """Verify the pinned record, its coverage of this design and, when it covers, its
+    signature against the ``trusted`` key set (never raises for a bad record)."""
     from methods import qualification as q
 
     directory = Path(directory) if directory is not None else default_directory()
@@ -130,6 +139,6 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
         if not other.covered:
             return QualificationCheck(**out, covered=False, reasons=(
                 f"another record of {record.method.name} disagrees at rho={point['rho']:g}: {other.reason}",))
-    return QualificationCheck(**out, covered=True, reasons=(
+    return QualificationCheck(**out, covered=True, signature=file_signature(path, trusted), reasons=(
         f"{path.name} covers K={experiment.clusters}, {points[0]['cluster_size']['trials']} pair(s) per cluster, "
         f"margin {manifest.margin:g}, confidence {manifest.confidence:g}, rho <= {manifest.rho_max:g}",))

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from .comparison import compare
-from .coverage import check_qualification, default_directory, find_pinned
+from .coverage import check_qualification, default_directory
 from .experiment import pair_trials
 from .hashing import file_hash, read_json
 from .manifest import Manifest
 from .receipt import PrerequisiteReceipt, TestReceipt, build_receipt
-from .signatures import file_signature
 from .trials import TrialColumns, read_trial_file, trial_format
 
 PACKET_KIND = "simlab.evidence.packet"
@@ -62,12 +61,9 @@ def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None,
     experiment = pair_trials(cols, manifest)
     comparison = compare(experiment, manifest)
     qdir = Path(qualification_dir) if qualification_dir else default_directory()
-    qualification = check_qualification(manifest, experiment, directory=qdir, now=issued_at)
-    record_path = find_pinned(qdir, manifest.qualification_sha256) if qualification.covered else None
-    signature = file_signature(record_path, trusted) if qualification.covered else {
-        "signed_by": None, "reason": "not checked: the qualification does not cover this design"}
+    qualification = check_qualification(manifest, experiment, directory=qdir, now=issued_at, trusted=trusted)
     return build_receipt(manifest=manifest, experiment=experiment, comparison=comparison,
-                         qualification=qualification, signature=signature, tests=tests,
+                         qualification=qualification, tests=tests,
                          prerequisites=prerequisites, raw_artifacts=hashes, issued_at=issued_at)
 
 

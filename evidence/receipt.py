@@ -128,12 +128,12 @@ def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str,
     return out
 
 
-def _authority_gaps(manifest, qualification: QualificationCheck, signature: dict) -> list[str]:
+def _authority_gaps(manifest, qualification: QualificationCheck) -> list[str]:
     gaps = []
     if not qualification.covered:
         gaps.extend(f"unqualified: {r}" for r in qualification.reasons)
-    elif not signature.get("signed_by"):
-        gaps.append(f"qualification record not signed by a trusted key: {signature.get('reason')}")
+    elif not qualification.signed_by:
+        gaps.append(f"qualification record not signed by a trusted key: {qualification.signature.get('reason')}")
     if manifest.measurement_kind != "measured":
         gaps.append("synthetic evidence authorises lab work only")
     if not manifest.pinned:
@@ -142,7 +142,7 @@ def _authority_gaps(manifest, qualification: QualificationCheck, signature: dict
 
 
 def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, comparison: dict,
-                  qualification: QualificationCheck, signature: dict, tests: tuple[TestReceipt, ...] = (),
+                  qualification: QualificationCheck, tests: tuple[TestReceipt, ...] = (),
                   prerequisites: tuple[PrerequisiteReceipt, ...] = (), raw_artifacts: dict[str, str],
                   issued_at: dt.datetime) -> dict:
     """The receipt (JSON-ready, with its own ``receipt_sha256``)."""
@@ -152,7 +152,7 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
     if issued_at < manifest.created_at:
         findings.append(("expired", "block", "receipt would predate the manifest (chronology)"))
     findings += _evidence_findings(manifest, experiment, comparison)
-    gaps = _authority_gaps(manifest, qualification, signature)
+    gaps = _authority_gaps(manifest, qualification)
     if gaps:
         findings += [("evidence_ready", "lab_pass", g) for g in gaps]
     outcome = min((_RANK.index((s, a)) for s, a, _ in findings), default=len(_RANK) - 1)
@@ -182,6 +182,6 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
         "evidence": {"clusters": experiment.clusters, "pairs": experiment.pairs, "cases": experiment.cases,
                      "minimum_independent_clusters": manifest.minimum_independent_clusters,
                      "cost_provenance": experiment.provenance_counts},
-        "qualification": {**qualification.as_dict(), "signature": signature},
+        "qualification": qualification.as_dict(),
     }
     return with_self_hash(body, "receipt_sha256")
