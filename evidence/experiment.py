@@ -55,8 +55,9 @@ def _check_manifest(cols: TrialColumns, manifest: Manifest) -> list[str]:
 
 def _sorted_keys(cols: TrialColumns, rows: np.ndarray, arm: str, errors: list[str]):
     keys = (cols.case[rows].astype(np.int64) << 32) | cols.trial[rows]
-    order = np.argsort(keys, kind="stable")
-    keys, rows = keys[order], rows[order]
+    if not np.all(keys[1:] > keys[:-1]):  # files written case by case are already in order
+        order = np.argsort(keys, kind="stable")
+        keys, rows = keys[order], rows[order]
     dup = np.flatnonzero(keys[1:] == keys[:-1])
     for i in dup[:MAX_REPORTED]:
         errors.append(f"duplicated {arm} trial {_key(cols, rows[i])} at lines {int(cols.lines[rows[i]])} "
