@@ -75,6 +75,10 @@ def iso(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+def _fmt(x) -> str:
+    return "none" if x is None else f"{x:.4g}"
+
+
 def _prerequisite_findings(manifest, tests, prerequisites) -> list[tuple[str, str, str]]:
     out = []
     by_pre = {p.name: p for p in prerequisites}
@@ -113,7 +117,7 @@ def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str,
                                                f"{', '.join(ex['failed_checks'])}); an average cannot hide them"))
     if comparison["status"] == "fail":
         out.append(("evidence_ready", "block", f"statistical fail: {comparison['method']['name']} does not establish "
-                                               f"non-inferiority (lower bound {comparison['lower']}, margin "
+                                               f"non-inferiority (lower bound {_fmt(comparison['lower'])}, margin "
                                                f"{manifest.margin:g})"))
     if experiment.clusters < manifest.minimum_independent_clusters:
         out.append(("evidence_ready", "hold", f"{experiment.clusters} independent clusters < the registered "
@@ -123,7 +127,7 @@ def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str,
         out.append(("evidence_ready", "hold", "statistical comparison inconclusive"))
     icc = comparison["icc"]
     if icc["applicable"] and (icc["upper"] is None or icc["upper"] > manifest.rho_max):
-        out.append(("evidence_ready", "hold", f"observed ICC upper bound {icc['upper']} exceeds the registered "
+        out.append(("evidence_ready", "hold", f"observed ICC upper bound {_fmt(icc['upper'])} exceeds the registered "
                                               f"rho_max {manifest.rho_max:g} ({icc['note']})"))
     return out
 

@@ -83,12 +83,16 @@ def _decision_code(action: str) -> int:
     return EXIT_BLOCKED if action in ("block", "hold") else 0
 
 
+def _g(x) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
 def render_receipt(r: dict) -> None:
     c = r["comparison"]
     print(f"experiment {r['experiment_id']}: {r['state']} -> {r['action']} (authority {r['authority']}, "
           f"ceiling {r['authority_ceiling']})")
-    print(f"  {c['method']['name']}: {c['status']}, estimate {c['estimate']}, lower {c['lower']} vs -margin "
-          f"{-c['margin']:g}; {c['clusters']} clusters, {c['pairs']} pairs; ICC upper {c['icc']['upper']}")
+    print(f"  {c['method']['name']}: {c['status']}, estimate {_g(c['estimate'])}, lower {_g(c['lower'])} vs -margin "
+          f"{-c['margin']:g}; {c['clusters']} clusters, {c['pairs']} pairs; ICC upper bound {_g(c['icc']['upper'])}")
     for reason in r["reasons"]:
         print(f"  - {reason}")
     for other in r.get("other_findings", []):
