@@ -4,7 +4,7 @@ Scenarios, all under ``binomial_loss`` (margin 0.03) and the shipped qualificati
 of that method, copied and signed with a fresh demo key:
 
 1. the seed's exercise: 300 paired trials from 10 customers, 30 required -> hold;
-2. 300 one-trial customers, synthetic evidence -> lab_pass (authority lab_only);
+2. 500 one-trial customers, synthetic evidence -> lab_pass (authority lab_only);
 3. the same draws declared measured at a pinned revision, qualification signed by a
    trusted key -> qualified, canary_eligible (the ceiling; the draws are still synthetic:
    this shows the rule, it is not evidence about any agent);
@@ -29,15 +29,14 @@ from .resolve import resolve
 from .synthetic import demo_manifest, write_trials
 
 METHOD = "binomial_loss"
-NOW = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.timezone.utc)
 
 
 def _qualification(out: Path) -> tuple[Path, str, dict]:
-    """Copy the shipped record of METHOD (and its dataset) and sign it with a new demo key."""
-    from methods.qualification import record_paths
+    """Copy the shipped record of METHOD (and its dataset) and sign the copy with a new demo
+    key (a record that no longer verifies -- e.g. stale -- is copied unsigned: the receipts
+    then say why it does not qualify)."""
+    from methods.qualification import RecordError, load_record, record_paths
     from simlab import signing
-
-    from .signatures import sign_file
 
     src = record_paths(METHOD)[0]
     qdir = out / "qualification"
@@ -46,32 +45,38 @@ def _qualification(out: Path) -> tuple[Path, str, dict]:
     shutil.copy2(src, qdir / src.name)
     shutil.copy2(src.parent / record["dataset"]["file"], qdir / record["dataset"]["file"])
     key = signing.generate_key()
-    private, public = signing.save_keypair(key, out / "keys", "demo")
-    sign_file(qdir / src.name, private)
+    _, public = signing.save_keypair(key, out / "keys", "demo")
+    try:
+        (qdir / src.name).write_text(load_record(qdir / src.name).signed(key).to_json())
+    except RecordError:
+        pass
     return qdir, "sha256:" + record["record_sha256"], signing.trusted_keys([public])
 
 
-def _scenario(out: Path, name: str, qdir: Path, trusted, *, clusters: int, cases: int, reps: int, **kw) -> dict:
+def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, clusters: int, cases: int, reps: int,
+              **kw) -> dict:
     draw = {k: kw.pop(k) for k in ("candidate_failed", "cost_provenance") if k in kw}
-    manifest = demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps, **kw)
+    manifest = demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps,
+                             created=now - dt.timedelta(minutes=5), **kw)
     trials = write_trials(out / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases,
                           baseline=0.9, discordance=0.01, seed=20261130, **draw)
     return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=out / f"{name}.packet.json",
-                          qualification_dir=qdir, trusted=trusted, now=NOW)
+                          qualification_dir=qdir, trusted=trusted, now=now)
 
 
 def run_demo(out: str | Path | None = None) -> dict:
     out = Path(out) if out else Path(tempfile.mkdtemp(prefix="simlab-evidence-demo-"))
     out.mkdir(parents=True, exist_ok=True)
     qdir, pin, trusted = _qualification(out)
-    common = dict(qdir=qdir, trusted=trusted, qualification_sha256=pin, margin=0.03)
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    common = dict(qdir=qdir, trusted=trusted, now=now, qualification_sha256=pin, margin=0.03)
     measured = dict(measurement_kind="measured", code_revision="0123456789abcdef0123456789abcdef01234567",
                     cost_provenance="measured")
     packets = {
         "seed_ten_customers": _scenario(out, "seed_ten_customers", clusters=10, cases=10, reps=3, **common),
-        "synthetic": _scenario(out, "synthetic", clusters=300, cases=1, reps=1, **common),
-        "measured_signed": _scenario(out, "measured_signed", clusters=300, cases=1, reps=1, **common, **measured),
-        "hidden_hard_failure": _scenario(out, "hidden_hard_failure", clusters=300, cases=1, reps=1,
+        "synthetic": _scenario(out, "synthetic", clusters=500, cases=1, reps=1, **common),
+        "measured_signed": _scenario(out, "measured_signed", clusters=500, cases=1, reps=1, **common, **measured),
+        "hidden_hard_failure": _scenario(out, "hidden_hard_failure", clusters=500, cases=1, reps=1,
                                          candidate_failed=1, **common, **measured),
     }
     rows = [{"scenario": k, "state": p["receipt"]["state"], "action": p["receipt"]["action"],
@@ -87,7 +92,7 @@ def run_demo(out: str | Path | None = None) -> dict:
     rejected = replay(forged, base=out, qualification_dir=qdir, trusted=trusted)
     ledger = out / "ledger.sqlite"
     for p in packets.values():
-        append(ledger, p["receipt"], now=NOW)
+        append(ledger, p["receipt"], now=now)
     expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))
     later = resolve(good["receipt"], expiry + dt.timedelta(days=1))
     (out / "demo.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")

@@ -12,7 +12,6 @@ import pytest
 from evidence.packet import run_experiment, trial_artifacts
 from evidence.synthetic import demo_manifest, write_trials
 
-NOW = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.timezone.utc)
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -23,11 +22,13 @@ class World:
     record: Path
     key: Path
     trusted: dict
+    now: dt.datetime  # after the record was made (a record created "in the future" is refused)
 
     def manifest(self, **kw):
         """A measured, pinned manifest that qualifies (override any field)."""
         base = dict(method="binomial_loss", margin=0.03, rho_max=0.5, repetitions=1, minimum_clusters=30,
-                    measurement_kind="measured", code_revision=REVISION, qualification_sha256=self.pin)
+                    measurement_kind="measured", code_revision=REVISION, qualification_sha256=self.pin,
+                    created=self.now - dt.timedelta(hours=1))
         base.update(kw)
         return demo_manifest(**base)
 
@@ -41,22 +42,20 @@ class World:
         trials = write_trials(folder / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases, **draw)
         return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=folder / f"{name}.packet.json",
                               qualification_dir=self.qdir, trusted=self.trusted if trusted == "default" else trusted,
-                              now=NOW, **kw)
+                              now=self.now, **kw)
 
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory) -> World:
     from methods import registry
-    from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
+    from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, load_record
     from simlab import signing
     from simlab.scenario import FixedSize
     from studies.qualify import qualify
 
-    from evidence.signatures import sign_file
-
     root = tmp_path_factory.mktemp("evidence-world")
     dom = QualificationDomain(
-        clusters=IntAxis(lo=200, hi=500, grid=(200, 500)),
+        clusters=IntAxis(lo=300, hi=500, grid=(300, 500)),
         cluster_sizes=(FixedSize(trials=1), FixedSize(trials=3)),
         rho=Axis(lo=0.0, hi=0.5, grid=(0.0, 0.5)), margin=Axis(lo=0.03, hi=0.03, grid=(0.03,)),
         baseline=Axis(lo=0.9, hi=0.9, grid=(0.9,)), discordance=Axis(lo=0.03, hi=0.03, grid=(0.03,)))
@@ -69,9 +68,10 @@ def world(tmp_path_factory) -> World:
     record = run.outcomes[0].record_path
     key = signing.generate_key()
     private, public = signing.save_keypair(key, root / "keys", "test")
-    sign_file(record, private)
+    record.write_text(load_record(record).signed(key).to_json())  # the embedded signature
     pin = "sha256:" + json.loads(record.read_text())["record_sha256"]
-    return World(qdir=qdir, pin=pin, record=record, key=private, trusted=signing.trusted_keys([public]))
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
+    return World(qdir=qdir, pin=pin, record=record, key=private, trusted=signing.trusted_keys([public]), now=now)
 
 
 @pytest.fixture(scope="session")

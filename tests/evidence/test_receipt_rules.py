@@ -12,7 +12,6 @@ from evidence.manifest import Manifest
 from evidence.packet import run_experiment, trial_artifacts
 from evidence.synthetic import write_trials
 
-NOW = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.timezone.utc)
 REVISION = "0123456789abcdef0123456789abcdef01234567"  # the world's pinned revision (conftest)
 
 
@@ -111,15 +110,16 @@ def test_qualification_for_another_design_is_lab_only(world, tmp_path):
     m = world.manifest(margin=0.05)  # the record qualified margin 0.03 only
     packet = world.run(tmp_path, m)
     assert packet["receipt"]["action"] == "lab_pass"
-    assert "margin=0.05 lies outside the qualified domain" in reasons(packet)
+    assert "margin=0.05 is not on the record's grid" in reasons(packet)
 
 
 def test_design_with_rho_beyond_qualified_cells_is_lab_only(world, tmp_path):
-    # 3 trial pairs per cluster: the record's M=3, rho=0.5 cells are not qualified
+    # 3 trial pairs per cluster and rho only bounded by rho_max: a grid record covers rho grid
+    # values only, so the design needs a certificate
     m = world.manifest(repetitions=3, rho_max=0.5)
     packet = world.run(tmp_path, m, clusters=300)
     assert packet["receipt"]["action"] in ("lab_pass", "hold")
-    assert "design not covered at rho=0.5" in findings(packet)
+    assert "design not covered: rho is unknown: a grid record covers rho grid values only" in findings(packet)
 
 
 def test_observed_icc_above_rho_max_holds(world, tmp_path):
@@ -145,7 +145,7 @@ def test_unsatisfied_prerequisite_locks(world, tmp_path):
 
 def test_failed_deterministic_test_is_buildable_block(world, tmp_path):
     m = world.manifest(required_tests=("unit",))
-    t = TestReceipt(name="unit", code_revision=REVISION, passed=False, ran_at=NOW)
+    t = TestReceipt(name="unit", code_revision=REVISION, passed=False, ran_at=world.now)
     packet = world.run(tmp_path, m, tests=(t,))
     assert (packet["receipt"]["state"], packet["receipt"]["action"]) == ("buildable", "block")
     assert "deterministic test 'unit' failed" in reasons(packet)
@@ -153,7 +153,7 @@ def test_failed_deterministic_test_is_buildable_block(world, tmp_path):
 
 def test_test_receipt_from_another_revision_blocks(world, tmp_path):
     m = world.manifest(required_tests=("unit",))
-    t = TestReceipt(name="unit", code_revision="f" * 40, passed=True, ran_at=NOW)
+    t = TestReceipt(name="unit", code_revision="f" * 40, passed=True, ran_at=world.now)
     packet = world.run(tmp_path, m, tests=(t,))
     assert packet["receipt"]["action"] == "block"
     assert f"from code revision {'f' * 40}, not the manifest's {REVISION}" in reasons(packet)
@@ -161,7 +161,8 @@ def test_test_receipt_from_another_revision_blocks(world, tmp_path):
 
 def test_passing_prerequisites_and_tests_keep_canary(world, tmp_path):
     m = world.manifest(required_tests=("unit",), required_prerequisites=("rollback_plan",))
-    packet = world.run(tmp_path, m, tests=(TestReceipt(name="unit", code_revision=REVISION, passed=True, ran_at=NOW),),
+    unit = TestReceipt(name="unit", code_revision=REVISION, passed=True, ran_at=world.now)
+    packet = world.run(tmp_path, m, tests=(unit,),
                        prerequisites=(PrerequisiteReceipt(name="rollback_plan", satisfied=True),))
     assert packet["receipt"]["action"] == "canary_eligible"
     assert set(packet["receipt"]["components"]["tests"]) == {"unit"}
@@ -197,39 +198,26 @@ def test_fixed_method_with_interim_looks_is_refused(world, tmp_path):
 
 
 def test_records_cannot_be_shopped(world, tmp_path):
-    """A second record of the same method, whose domain holds the design and finds it
-    unqualified, makes the design not covered, whichever record was pinned."""
-    import hashlib
+    """A second record of the same method, whose grid holds the design and which could not
+    qualify it, makes the design not covered, whichever record was pinned."""
     import shutil
 
     from methods import registry
-    from methods.qualification import (ScenarioTable, build_record, cp_lower, cp_upper, load_record,
-                                       nuisance_grid, verdict_of)
+    from methods.qualification import load_record
+    from studies.qualify import qualify
 
     qdir = tmp_path / "q"
     shutil.copytree(world.qdir, qdir)
-    policy = load_record(world.record).policy.model_copy(update={"min_replications": 999})
-    rows = [(cell, b, d) for cell in policy.domain.cells() for b, d in nuisance_grid(policy.domain, cell[3])]
-    n, x = 1000, 300  # a 30% false-pass rate everywhere: every cell exceeds
-    lo, up = cp_lower(x, n, policy.mc_confidence), cp_upper(x, n, policy.mc_confidence)
-    k = len(rows)
-    scen = ScenarioTable(clusters=tuple(c[0] for c, *_ in rows), size=tuple(c[1] for c, *_ in rows),
-                         rho=tuple(c[2] for c, *_ in rows), margin=tuple(c[3] for c, *_ in rows),
-                         noise=tuple(c[4] for c, *_ in rows), baseline=tuple(r[1] for r in rows),
-                         discordance=tuple(r[2] for r in rows), stage=("grid",) * k, n_reps=(n,) * k,
-                         n_pass=(x,) * k, n_inconclusive=(0,) * k, lower=(lo,) * k, upper=(up,) * k,
-                         verdict=(verdict_of(lo, up, policy.threshold),) * k)
-    (qdir / "other.nc").write_bytes(b"dataset")
-    m = registry.get("binomial_loss")
-    rec = build_record(m.identity.as_dict(), "fixed", m.estimand.value, policy, scen, "other.nc",
-                       hashlib.sha256(b"dataset").hexdigest(), {"test": "1"},
-                       method_key=(m.name, tuple(sorted(m.options.items())), None))
-    (qdir / "binomial_loss.other.json").write_text(rec.model_dump_json())
-    load_record(qdir / "binomial_loss.other.json")  # a valid record
+    # 200 replications against a 0.025 threshold: no cell can be shown qualified (undetermined)
+    thin = load_record(world.record).policy.model_copy(update={"min_replications": 200, "max_replications": 200,
+                                                                "allowed_excess": 1.0})
+    other = qualify([registry.get("binomial_loss")], thin, out_dir=qdir).outcomes[0].record
+    assert other.cell_map()[(300, 0, 0.0, 0.03, 0)].verdict != "qualified"
     manifest = world.manifest()
     trials = write_trials(tmp_path / "t.jsonl", manifest, clusters=300, baseline=0.9, discordance=0.01, seed=7,
                           cost_provenance="measured")
+    later = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)  # after both records
     packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=tmp_path / "p.json",
-                            qualification_dir=qdir, trusted=world.trusted, now=NOW)
+                            qualification_dir=qdir, trusted=world.trusted, now=later)
     assert packet["receipt"]["action"] == "lab_pass"
-    assert "another record of binomial_loss disagrees" in reasons(packet)
+    assert "another record of binomial_loss disagrees: sources disagree" in reasons(packet)

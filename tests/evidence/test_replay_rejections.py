@@ -231,7 +231,7 @@ CLAIMS = {  # scenario -> (manifest overrides, run options, phrase the recompute
                                  "10 independent clusters < the registered minimum 30"),
     "record_for_another_method": (dict(method="exact_discordant"), dict(draw={"discordance": 0.1}),
                                   "record is for method 'binomial_loss', not the registered 'exact_discordant'"),
-    "record_for_another_design": (dict(margin=0.05), {}, "margin=0.05 lies outside the qualified domain"),
+    "record_for_another_design": (dict(margin=0.05), {}, "margin=0.05 is not on the record's grid"),
     "icc_above_rho_max": (dict(repetitions=3, rho_max=0.0), dict(draw={"rho": 0.5}),
                           "exceeds the registered rho_max 0"),
 }
