@@ -221,3 +221,27 @@ def test_records_cannot_be_shopped(world, tmp_path):
                             qualification_dir=qdir, trusted=world.trusted, now=later)
     assert packet["receipt"]["action"] == "lab_pass"
     assert "another record of binomial_loss disagrees: sources disagree" in reasons(packet)
+
+
+def test_pinned_certificate_covers_an_off_grid_design(world, tmp_path):
+    """K = 250 is off the record's grid: only a certificate at exactly that design covers it."""
+    from simlab import signing
+    from studies.certify import certify, write_certificate
+
+    grid_only = world.run(tmp_path / "grid", clusters=250)
+    assert "clusters=250 is not on the record's grid" in findings(grid_only)
+    key = signing.load_private_key(world.key)
+    cert = certify("binomial_loss", 250, 1, 0.03, rho_max=0.0, baseline=(0.9, 1.0), discordance=(0.01, 0.1),
+                   sign_key=key, engine="exact")
+    qdir = tmp_path / "q"
+    path = write_certificate(cert, qdir)
+    later = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
+    manifest = world.manifest(qualification_sha256="sha256:" + cert.certificate_sha256)
+    trials = write_trials(tmp_path / "t.jsonl", manifest, clusters=250, baseline=0.9, discordance=0.01, seed=7,
+                          cost_provenance="measured")
+    packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=tmp_path / "p.json",
+                            qualification_dir=qdir, trusted=world.trusted, now=later)
+    r = packet["receipt"]
+    assert r["qualification"]["record_file"] == path.name and r["qualification"]["covered"]
+    assert r["qualification"]["signature"]["signed_by"] == signing.key_id(key)
+    assert r["comparison"]["status"] == "pass" and r["action"] == "canary_eligible"
