@@ -43,8 +43,12 @@ def verify_document(document: Any, envelope: Mapping | None, trusted: Mapping) -
 
 
 
-def sign_file(path: str | Path, key_path: str | Path, out: str | Path | None = None) -> Path:
-    envelope = sign_document(read_json(path), signing.load_private_key(key_path))
+def sign_file(path: str | Path, key, out: str | Path | None = None) -> Path:
+    """Write ``<path>.sig`` (or ``out``) signing the JSON document at ``path`` with ``key``
+    (a private key, or the path of one)."""
+    if isinstance(key, (str, Path)):
+        key = signing.load_private_key(key)
+    envelope = sign_document(read_json(path), key)
     out = Path(out) if out else signature_path(path)
     out.write_text(json.dumps(envelope, indent=2) + "\n")
     return out

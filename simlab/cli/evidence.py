@@ -9,35 +9,25 @@ signatures; ``demo`` runs the whole path on a built-in synthetic experiment.  Ex
 input.  ``simlab bench evidence`` times the path on 1,000,000 trials per arm."""
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
-import sys
 from pathlib import Path
 
-EXIT_BLOCKED = 1
+from simlab.cli._args import add_json as _add_json
+from simlab.cli._args import positive_int
+from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
+from simlab.cli._output import emit as _emit
 
 
-def _add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-
-
-def _emit(args, payload: dict, render) -> None:
-    if getattr(args, "json", False):
-        sys.stdout.write(json.dumps(payload, allow_nan=False, default=str) + "\n")
-    else:
-        render(payload)
-
-
-def _time(text: str | None) -> dt.datetime | None:
+def _time(text: str | None, flag: str) -> dt.datetime | None:
     if text is None:
         return None
     try:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"--as-of/--now: not an ISO 8601 time: {text!r}") from None
+        raise UsageError(f"{flag}: not an ISO 8601 time: {text!r}", flag) from None
     if t.tzinfo is None:
-        raise ValueError(f"--as-of/--now: {text!r} needs a time zone, e.g. 2026-12-01T12:00:00Z")
+        raise UsageError(f"{flag}: {text!r} needs a time zone, e.g. 2026-12-01T12:00:00Z", flag)
     return t
 
 
@@ -48,7 +38,7 @@ def _trusted(paths: list[str] | None) -> dict | None:
     try:
         return signing.trusted_keys(paths)
     except (OSError, ValueError) as exc:
-        raise ValueError(f"--trusted: {exc}") from None
+        raise UsageError(f"--trusted: {exc}", "--trusted") from None
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -56,7 +46,7 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise ValueError(f"{flag}: expected NAME=VALUE, got {item!r}")
+            raise UsageError(f"{flag}: expected NAME=VALUE, got {item!r}", flag)
         out[name] = value
     return out
 
@@ -71,16 +61,16 @@ def _components(paths: list[str] | None):
             kind = item.get("kind") if isinstance(item, dict) else None
             model = {"test": TestReceipt, "prerequisite": PrerequisiteReceipt}.get(kind)
             if model is None:
-                raise ValueError(f"--component {path}: each entry needs kind 'test' or 'prerequisite'")
+                raise UsageError(f"--component {path}: each entry needs kind 'test' or 'prerequisite'", "--component")
             try:
                 (tests if kind == "test" else pres).append(model.model_validate_json(json.dumps(item)))
-            except Exception as exc:  # pydantic ValidationError: name the file
-                raise ValueError(f"--component {path}: {exc}".splitlines()[0]) from None
+            except ValueError as exc:  # pydantic ValidationError: name the file
+                raise UsageError(f"--component {path}: {exc}".splitlines()[0], "--component") from None
     return tuple(tests), tuple(pres)
 
 
 def _decision_code(action: str) -> int:
-    return EXIT_BLOCKED if action in ("block", "hold") else 0
+    return EXIT_BLOCKED if action in ("block", "hold") else EXIT_OK
 
 
 def _g(x) -> str:
@@ -107,7 +97,10 @@ def run_init(args) -> int:
     from evidence.manifest import Manifest, template
     from evidence.packet import write_json
     data = template()
-    write_json(args.out, data)
+    try:
+        write_json(args.out, data)
+    except ValueError as exc:
+        raise UsageError(str(exc), "--out") from None
     _emit(args, {"manifest": str(args.out), "sha256": Manifest.parse(data).sha256},
           lambda p: print(f"wrote manifest template {p['manifest']} ({p['sha256']}); fill in every field, "
                           "pin the qualification record's hash, then `simlab evidence run`"))
@@ -119,20 +112,25 @@ def run_run(args) -> int:
     from evidence.manifest import load_manifest
     from evidence.packet import inspect_artifacts, run_experiment, trial_artifacts
     if bool(args.trials) == bool(args.inspect):
-        raise ValueError("give exactly one of --trials FILE or --inspect BASELINE CANDIDATE")
+        raise UsageError("give exactly one of --trials FILE or --inspect BASELINE CANDIDATE", "--trials")
+    try:
+        manifest = load_manifest(args.manifest)
+    except ValueError as exc:
+        raise UsageError(str(exc), "--manifest") from None
+    now, trusted = _time(args.now, "--now"), _trusted(args.trusted)
     adapter = None
     if args.inspect:
         if not args.cluster_field or not args.score:
-            raise ValueError("--inspect needs --cluster-field (sample metadata) and --score (scorer name)")
+            raise UsageError("--inspect needs --cluster-field (sample metadata) and --score (scorer name)",
+                             "--cluster-field")
         artifacts = inspect_artifacts(*args.inspect)
         adapter = {"name": "inspect", "cluster_field": args.cluster_field, "score": args.score}
     else:
         artifacts = trial_artifacts(args.trials)
     tests, pres = _components(args.component)
-    packet = run_experiment(manifest=load_manifest(args.manifest), artifacts=artifacts, out=args.out,
+    packet = run_experiment(manifest=manifest, artifacts=artifacts, out=args.out,
                             adapter=adapter, tests=tests, prerequisites=pres,
-                            qualification_dir=args.qualification_dir, trusted=_trusted(args.trusted),
-                            now=_time(args.now))
+                            qualification_dir=args.qualification_dir, trusted=trusted, now=now)
     receipt = packet["receipt"]
     payload = {"packet": str(args.out), "receipt": receipt}
     if args.ledger:
@@ -141,10 +139,17 @@ def run_run(args) -> int:
     return _decision_code(receipt["action"])
 
 
-def run_replay(args) -> int:
+def _read(path: str, field: str):
     from evidence.hashing import read_json
+    try:
+        return read_json(path)
+    except ValueError as exc:
+        raise UsageError(str(exc), field) from None
+
+
+def run_replay(args) -> int:
     from evidence.replay import replay
-    packet = read_json(args.packet)
+    packet = _read(args.packet, "packet")
     result = replay(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
                     trusted=_trusted(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
                     anchor=args.anchor)
@@ -159,16 +164,16 @@ def run_replay(args) -> int:
 
 
 def run_resolve(args) -> int:
-    from evidence.hashing import file_hash, read_json
+    from evidence.hashing import file_hash
     from evidence.resolve import resolve
-    data = read_json(args.receipt)
+    as_of = _time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
+    data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
     if not isinstance(receipt, dict) or "receipt_sha256" not in receipt:
-        raise ValueError(f"{args.receipt}: not a receipt or packet")
+        raise UsageError(f"{args.receipt}: not a receipt or packet", "receipt")
     current = _pairs(args.current, "--current")
     for name, path in _pairs(args.current_file, "--current-file").items():
         current[name] = file_hash(path)
-    as_of = _time(args.as_of) or dt.datetime.now(dt.timezone.utc)
     signature = None
     if args.trusted:
         from evidence.signatures import file_signature
@@ -198,7 +203,7 @@ def run_keygen(args) -> int:
     try:
         private, public = signing.save_keypair(key, args.out, args.name)
     except FileExistsError as exc:
-        raise ValueError(str(exc)) from None
+        raise UsageError(str(exc), "--out") from None
     _emit(args, {"key_id": signing.key_id(key), "private": str(private), "public": str(public)},
           lambda p: print(f"key {p['key_id']}: private {p['private']} (keep secret), public {p['public']} "
                           "(give to verifiers as --trusted)"))
@@ -209,9 +214,10 @@ def run_sign(args) -> int:
     from evidence.signatures import sign_file
     from simlab import signing
     try:
-        out = sign_file(args.file, args.key, args.out)
-    except (signing.SignatureError, OSError) as exc:
-        raise ValueError(f"sign: {exc}") from None
+        key = signing.load_private_key(args.key)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
+    out = sign_file(args.file, key, args.out)
     _emit(args, {"file": args.file, "signature": str(out)}, lambda p: print(f"signed {p['file']} -> {p['signature']}"))
     return 0
 
@@ -225,7 +231,7 @@ def run_verify(args) -> int:
         result = {"ok": False, "signed_by": None, "reason": str(exc)}
     _emit(args, result, lambda p: print(f"verified: signed by trusted key {p['signed_by']}" if p["ok"]
                                         else f"NOT verified: {p['reason']}"))
-    return 0 if result["ok"] else EXIT_BLOCKED
+    return EXIT_OK if result["ok"] else EXIT_BLOCKED
 
 
 def run_demo(args) -> int:
@@ -314,9 +320,9 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_demo)
 
     p = bench_sub.add_parser("evidence", help="evidence path on 1,000,000 trials per arm vs a json+dict reference")
-    p.add_argument("--trials", type=int, default=1_000_000, help="trial records per arm (default %(default)s)")
-    p.add_argument("--clusters", type=int, default=20_000, help="independent clusters (default %(default)s)")
-    p.add_argument("--reference-trials", type=int, default=None,
+    p.add_argument("--trials", type=positive_int, default=1_000_000, help="trial records per arm (default %(default)s)")
+    p.add_argument("--clusters", type=positive_int, default=20_000, help="independent clusters (default %(default)s)")
+    p.add_argument("--reference-trials", type=positive_int, default=None,
                    help="trials per arm for the reference (default: the same)")
     _add_json(p)
     p.set_defaults(func=run_bench)

@@ -47,6 +47,11 @@ def test_run_hold_exits_1_and_lab_pass_exits_0(tmp_path, capsys, experiment):
     assert rc == 1 and receipt["action"] == "hold"
     assert "10 independent clusters < the registered minimum 30" in receipt["reasons"][0]
 
+    # the front door returns the command's code: 1 for a decision that holds
+    assert main(["evidence", "run", "--manifest", str(m), "--trials", str(t), "--out",
+                 str(tmp_path / "few2.packet.json"), "--json"]) == 1
+    capsys.readouterr()
+
     m, t = experiment("many", clusters=300, cases=1, reps=1)
     ledger = tmp_path / "ledger.sqlite"
     rc, text = invoke(["evidence", "run", "--manifest", str(m), "--trials", str(t), "--out",
