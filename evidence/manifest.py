@@ -60,7 +60,7 @@ class Manifest(FrozenModel):
     population_hash: Sha256
     repetitions: int = Field(ge=1, le=100_000)
     measurement_kind: Literal["synthetic", "measured"]
-    estimand: Literal["trial_weighted", "cluster_weighted"]
+    estimand: Name                      # a methods.protocol.Estimand value, e.g. trial_weighted
     statistical_method: Name
     margin: float = Field(gt=0.0, lt=1.0)
     confidence: float = Field(ge=0.5, lt=1.0)
@@ -75,6 +75,10 @@ class Manifest(FrozenModel):
 
     @model_validator(mode="after")
     def _consistent(self):
+        from methods.protocol import Estimand
+        known = [e.value for e in Estimand]
+        if self.estimand not in known:
+            raise ValueError(f"estimand must be one of {known}, got {self.estimand!r}")
         if self.valid_until <= self.created_at:
             raise ValueError("valid_until must be after created_at")
         pinned = bool(_REVISION.match(self.code_revision))
@@ -132,7 +136,7 @@ def template(now: dt.datetime | None = None) -> dict:
         "prompt_version": "prompt-v1", "tool_version": "tools-v1", "dataset_version": "cases-v1",
         "evaluator_version": "evaluator-v1", "policy_version": "release-policy-v1",
         "environment_version": "python-3.12-container-v1", "population_hash": "sha256:" + "0" * 64,
-        "repetitions": 3, "measurement_kind": "synthetic", "estimand": "trial_weighted",
+        "repetitions": 3, "measurement_kind": "synthetic", "estimand": "loss_rate",
         "statistical_method": "binomial_loss", "margin": 0.03, "confidence": 0.95,
         "minimum_independent_clusters": 30, "sequential_policy": {"kind": "fixed_sample", "looks": []},
         "rho_max": 0.05, "qualification_sha256": "sha256:" + "0" * 64,

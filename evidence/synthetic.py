@@ -22,8 +22,11 @@ def demo_manifest(*, experiment_id: str = "demo-agent-rc1-vs-baseline", method: 
                   measurement_kind: str = "synthetic", code_revision: str | None = None,
                   qualification_sha256: str = "sha256:" + "0" * 64, created: dt.datetime | None = None,
                   **extra) -> Manifest:
+    from methods import registry
+
     created = created or dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
     data = template(created)
+    extra.setdefault("estimand", registry.get(method).estimand.value)  # the method's own estimand
     data.update(experiment_id=experiment_id, statistical_method=method, repetitions=repetitions,
                 minimum_independent_clusters=minimum_clusters, margin=margin, rho_max=rho_max,
                 measurement_kind=measurement_kind, qualification_sha256=qualification_sha256,
