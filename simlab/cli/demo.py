@@ -50,12 +50,15 @@ def _render(p: dict) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> None:
+    from evidence.demo import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
     from studies.demo import run_demo as demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
     payload = demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))
-    emit(args, payload, _render)
+    payload["evidence"] = evidence_demo()  # last section; in a temporary folder (it holds a demo signing key)
+    emit(args, payload, lambda p: (_render(p), print("\n4. The evidence path on built-in synthetic experiments:"),
+                                   render_demo(p["evidence"])))
 
 
 def register(sub, bench_sub) -> None:

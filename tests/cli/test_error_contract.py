@@ -145,6 +145,18 @@ CASES = [
     (["bench", "gpu", "--reps", "0"], "--reps", ">= 1"),
     (["bench", "speedups", "--repeat", "0"], "--repeat", ">= 1"),
     (["bench", "study", "--limit-kernel", "{dir}/missing.py"], "--limit-kernel", "no such file"),
+    (["bench", "evidence", "--trials", "0"], "--trials", ">= 1"),
+    (["evidence", "init", "--out", "{text}"], "--out", "never overwritten"),
+    (["evidence", "run", "--manifest", "{text}", "--trials", "{text}", "--out", "{dir}/p.json"], "--manifest",
+     "invalid manifest"),
+    (["evidence", "run", "--manifest", "{text}", "--out", "{dir}/p.json"], "--trials", "exactly one of"),
+    (["evidence", "replay", "{text}"], "packet", "not valid JSON"),
+    (["evidence", "resolve", "{text}", "--as-of", "yesterday"], "--as-of", "ISO 8601"),
+    (["evidence", "verify-ledger", "{text}"], "ledger", "not a ledger"),
+    (["evidence", "keygen", "--out", "{under_file}"], "--out", None),
+    (["evidence", "sign", "{text}", "--key", "{text}"], "--key", "not an Ed25519 private key"),
+    (["evidence", "verify", "{text}", "--trusted", "{text}"], "--trusted", None),
+    (["evidence", "demo", "--out", "{under_file}"], "--out", None),
     (["bench"], None, "required"),
 ]
 

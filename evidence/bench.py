@@ -1,0 +1,211 @@
+"""``simlab bench evidence``: the evidence path on a large synthetic experiment, against a
+plain line-by-line ``json`` + Python-dict reference measured in the same run.
+
+The experiment (default 1,000,000 trial records per arm: 20,000 customers x 10 cases x 5
+repetitions) is written as JSONL, then each stage is timed in a fresh process so its peak
+resident memory is the path's own: ingestion (strict validation), pairing, comparison
+(registered method + ICC bound), receipt (qualification check, raw-artifact hash,
+receipt) and replay (everything again from the raw file).  The reference does ingestion
+and pairing with ``json.loads`` and dicts (checking the same fields) and shares the
+comparison and receipt code, so the ratio isolates what the columnar reader buys.
+
+Columnar reader: pyarrow -- its JSON reader takes an explicit schema and fails on an
+unexpected field (``unexpected_field_behavior="error"``), so strictness costs nothing on
+the fast path, and it parses in parallel blocks while a second thread hashes the file."""
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing as mp
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .synthetic import demo_manifest, draw_categories
+
+NOW = dt.datetime(2026, 11, 30, 13, 0, tzinfo=dt.timezone.utc)
+
+
+def write_experiment(path: Path, manifest, *, clusters: int, cases: int, seed: int = 11) -> None:
+    """JSONL for ``clusters x cases x manifest.repetitions`` pairs, written cluster block by block."""
+    reps = manifest.repetitions
+    cats = draw_categories(clusters=clusters, pairs_per_cluster=cases * reps, baseline=0.9, discordance=0.01, seed=seed)
+    tail = f',"failed_checks":[],"latency_ms":120.5,"cost":0.002,"cost_provenance":"synthetic","manifest_sha256":"{manifest.sha256}"}}'
+    with open(path, "w") as f:
+        for k in range(clusters):
+            lines = []
+            for j in range(cases):
+                for t in range(reps):
+                    c = cats[k, j * reps + t]
+                    head = f'{{"case_id":"c{k}-{j}","trial_index":{t},"cluster_id":"u{k}"'
+                    lines.append(f'{head},"arm":"baseline","passed":{"true" if c < 2 else "false"}{tail}')
+                    lines.append(f'{head},"arm":"candidate","passed":{"true" if c in (0, 2) else "false"}{tail}')
+            f.write("\n".join(lines) + "\n")
+
+
+def reference_pairs(path: Path, manifest):
+    """Line-by-line json + dicts: validate, pair by (case, trial), per-cluster tables."""
+    from .experiment import PairedExperiment
+
+    arms = {"baseline": {}, "candidate": {}}
+    expected = manifest.sha256
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            r = __import__("json").loads(line)
+            if not (isinstance(r.get("case_id"), str) and type(r.get("trial_index")) is int
+                    and isinstance(r.get("cluster_id"), str) and r.get("arm") in arms
+                    and type(r.get("passed")) is bool and isinstance(r.get("failed_checks"), list)
+                    and r.get("cost_provenance") in ("absent", "synthetic", "measured")
+                    and r.get("manifest_sha256") == expected):
+                raise ValueError(f"line {number}: bad row")
+            key = (r["case_id"], r["trial_index"])
+            if key in arms[r["arm"]]:
+                raise ValueError(f"line {number}: duplicated {key}")
+            arms[r["arm"]][key] = r
+    base, cand = arms["baseline"], arms["candidate"]
+    if base.keys() != cand.keys():
+        raise ValueError("missing pairs")
+    tables: dict[str, list[int]] = {}
+    failed = 0
+    for key, b in base.items():
+        c = cand[key]
+        if b["cluster_id"] != c["cluster_id"]:
+            raise ValueError(f"cluster mismatch {key}")
+        failed += bool(c["failed_checks"])
+        cell = (0 if b["passed"] else 2) + (0 if c["passed"] else 1)
+        tables.setdefault(b["cluster_id"], [0, 0, 0, 0])[cell] += 1
+    return PairedExperiment(tables=np.array(list(tables.values()), dtype=np.int64),
+                            cluster_names=np.array(list(tables), dtype=object), pairs=len(base),
+                            cases=len({k[0] for k in base}), candidate_failed_trials=failed, failed_examples=(),
+                            provenance_counts={"absent": 0, "synthetic": 2 * len(base), "measured": 0})
+
+
+def _receipt(manifest, experiment, comparison, digest: str):
+    from .coverage import check_qualification
+    from .receipt import build_receipt
+
+    q = check_qualification(manifest, experiment, now=NOW)
+    return build_receipt(manifest=manifest, experiment=experiment, comparison=comparison, qualification=q,
+                         raw_artifacts={"trials": digest},
+                         issued_at=NOW)
+
+
+class _Clock:
+    """Wall and CPU seconds (all threads of this process) per stage."""
+
+    def __init__(self):
+        self.wall, self.cpu = {}, {}
+        self._t = (time.perf_counter(), time.process_time())
+
+    def lap(self, name: str) -> None:
+        w, c = time.perf_counter(), time.process_time()
+        self.wall[name], self.cpu[name] = w - self._t[0], c - self._t[1]
+        self._t = (time.perf_counter(), time.process_time())
+
+
+def _stages(kind: str, path: str, manifest_json: str, packet_dir: str, queue) -> None:
+    """One path in a fresh process; reports stage times and peak RSS."""
+    from .comparison import compare
+    from .experiment import pair_trials
+    from .hashing import file_hash
+    from .manifest import Manifest
+    from .trials import read_trial_file, read_trials
+
+    manifest = Manifest.parse(manifest_json)
+    compare(pair_trials(read_trials(_warm(path, manifest)), manifest), manifest)  # compile kernels, load records
+    clock = _Clock()
+    if kind == "simlab":
+        cols, digest = read_trial_file(path)
+        clock.lap("ingest")
+        experiment = pair_trials(cols, manifest)
+        del cols
+        clock.lap("pairing")
+    else:
+        experiment = reference_pairs(Path(path), manifest)
+        digest = file_hash(path)
+        clock.lap("ingest+pairing")
+    comparison = compare(experiment, manifest)
+    clock.lap("comparison")
+    receipt = _receipt(manifest, experiment, comparison, digest)
+    clock.lap("receipt")
+    if kind == "simlab":
+        from .packet import run_experiment, trial_artifacts
+        from .replay import replay
+        packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(path), out=Path(packet_dir) / "p.json",
+                                now=NOW, overwrite=True)
+        clock.lap("run (written packet, not in total)")
+        out = replay(packet, base=packet_dir)
+        assert out["ok"], out["reasons"]
+    else:  # the reference's replay: everything again from the raw file
+        e2 = reference_pairs(Path(path), manifest)
+        _receipt(manifest, e2, compare(e2, manifest), file_hash(path))
+    clock.lap("replay")
+    counted = [k for k in clock.wall if "not in total" not in k]
+    queue.put({"stages": clock.wall, "cpu_stages": clock.cpu, "total": sum(clock.wall[k] for k in counted),
+               "cpu_total": sum(clock.cpu[k] for k in counted), "action": receipt["action"],
+               "comparison_sha256": receipt["components"]["comparison"],
+               "pairs": experiment.pairs, "clusters": experiment.clusters,
+               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+
+
+def _warm(path: str, manifest) -> str:
+    """A small file in the same folder to compile and load everything before timing."""
+    small = Path(path).with_name("warm.jsonl")
+    if not small.exists():
+        write_experiment(small, manifest, clusters=20, cases=2)
+    return str(small)
+
+
+def _measure(kind: str, path: Path, manifest, packet_dir: Path) -> dict:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_stages, args=(kind, str(path), manifest.model_dump_json(), str(packet_dir), queue))
+    proc.start()
+    result = queue.get(timeout=1800)
+    proc.join()
+    return result
+
+
+def bench_evidence(trials_per_arm: int = 1_000_000, clusters: int = 20_000, reference_trials: int | None = None,
+                   folder: str | Path | None = None) -> dict:
+    reps = 5
+    if trials_per_arm % (clusters * reps):
+        raise ValueError(f"--trials {trials_per_arm} must be a multiple of clusters x 5 repetitions "
+                         f"({clusters * reps})")
+    cases = trials_per_arm // (clusters * reps)
+    manifest = demo_manifest(experiment_id="bench", repetitions=reps, minimum_clusters=30)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        tmp = Path(tmp)
+        path = tmp / "trials.jsonl"
+        t0 = time.perf_counter()
+        write_experiment(path, manifest, clusters=clusters, cases=cases)
+        build = time.perf_counter() - t0
+        ours = _measure("simlab", path, manifest, tmp)
+        ref_path = path
+        if reference_trials and reference_trials != trials_per_arm:
+            ref_path = tmp / "reference.jsonl"
+            ref_clusters = max(1, reference_trials // (cases * reps))
+            write_experiment(ref_path, manifest, clusters=ref_clusters, cases=cases)
+        ref = _measure("reference", ref_path, manifest, tmp)
+        size = path.stat().st_size
+    scale = ours["pairs"] / ref["pairs"]
+    return {"trials_per_arm": trials_per_arm, "clusters": clusters, "cases": clusters * cases, "repetitions": reps,
+            "file_bytes": size, "build_seconds": build, "simlab": ours, "reference": ref,
+            "reference_scaled_total": ref["total"] * scale, "speedup": ref["total"] * scale / ours["total"],
+            "cpu_speedup": ref["cpu_total"] * scale / ours["cpu_total"],
+            "reader": "pyarrow (explicit schema, unknown fields rejected, parallel blocks; sha256 in a second thread)"}
+
+
+def render_bench(p: dict) -> None:
+    print(f"evidence path: {p['trials_per_arm']:,} trials per arm ({p['cases']:,} cases x {p['repetitions']} "
+          f"repetitions, {p['clusters']:,} clusters; {p['file_bytes'] / 1e6:.0f} MB JSONL, built in "
+          f"{p['build_seconds']:.1f} s)")
+    for name in ("simlab", "reference"):
+        r = p[name]
+        stages = ", ".join(f"{k} {v:.2f} s" for k, v in r["stages"].items())
+        print(f"  {name:<9} total {r['total']:.2f} s wall, {r['cpu_total']:.2f} s CPU; peak RSS "
+              f"{r['peak_rss_bytes'] / 2**30:.2f} GiB: {stages}")
+    print(f"  speedup vs the json + dict reference: {p['speedup']:.1f}x wall, {p['cpu_speedup']:.1f}x CPU; "
+          f"reader: {p['reader']}")

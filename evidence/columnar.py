@@ -1,0 +1,127 @@
+"""The fast path of trial ingest: pyarrow's multithreaded JSON / CSV readers with an
+explicit schema (an unknown field fails the read: ``unexpected_field_behavior="error"``)
+and vectorised checks over the chunked columns (the table is never copied whole).  Any
+problem returns None, and ``evidence.trials`` re-reads the file line by line to name every
+bad line and field."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .trials import ARMS, FIELDS, PROVENANCE, TrialColumns
+
+
+def _arrow_schema():
+    import pyarrow as pa
+    return pa.schema([("case_id", pa.string()), ("trial_index", pa.int64()), ("cluster_id", pa.string()),
+                      ("arm", pa.string()), ("passed", pa.bool_()), ("failed_checks", pa.list_(pa.string())),
+                      ("latency_ms", pa.float64()), ("cost", pa.float64()), ("cost_provenance", pa.string()),
+                      ("manifest_sha256", pa.string())])
+
+
+def read_arrow(source, fmt: str):
+    """The whole file (a path, or bytes) through pyarrow, or None when anything is off (then
+    the slow path reports)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pj
+
+    schema = _arrow_schema()
+    src = str(source) if isinstance(source, (str, Path)) else pa.BufferReader(pa.py_buffer(source))
+    try:
+        if fmt == "jsonl":
+            opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+            return pj.read_json(src, parse_options=opts, read_options=pj.ReadOptions(block_size=1 << 24))
+        csv_schema = pa.schema([(f.name, pa.string() if f.name == "failed_checks" else f.type) for f in schema])
+        table = pcsv.read_csv(src, read_options=pcsv.ReadOptions(block_size=1 << 24),
+                              convert_options=pcsv.ConvertOptions(
+                                  column_types=csv_schema, strings_can_be_null=False, include_columns=list(FIELDS),
+                                  true_values=["true", "True", "1"], false_values=["false", "False", "0"]))
+        import pyarrow.compute as pc
+        checks = table.column("failed_checks")
+        lists = pc.if_else(pc.equal(checks, ""), pa.scalar([], pa.list_(pa.string())),
+                           pc.split_pattern(checks, ";"))
+        return table.set_column(FIELDS.index("failed_checks"), "failed_checks", lists)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError):
+        return None
+
+
+def _codes(column) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes of a (chunked) string column in order of first appearance."""
+    import pyarrow.compute as pc
+    names = pc.unique(column)
+    codes = pc.index_in(column, value_set=names).to_numpy().astype(np.int32)
+    return np.asarray(names.to_pylist(), dtype=object), codes
+
+
+def _strings_ok(table) -> bool:
+    import pyarrow.compute as pc
+    for name in ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks",
+                 "cost_provenance", "manifest_sha256"):
+        if table.column(name).null_count:
+            return False
+    flat = pc.list_flatten(table.column("failed_checks"))
+    for col in (table.column("case_id"), table.column("cluster_id"), flat):
+        if len(col) and col.null_count:
+            return False
+        if len(col):
+            lo_hi = pc.min_max(pc.utf8_length(col)).as_py()
+            if lo_hi["min"] < 1 or lo_hi["max"] > 1000:
+                return False
+    return True
+
+
+def _numbers(table) -> dict | None:
+    """Numeric columns, or None when a value is out of range (NaN marks a null number)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    trial = table.column("trial_index").to_numpy()
+    if len(trial) and (trial.min() < 0 or trial.max() >= 2**31):
+        return None
+    arm = pc.index_in(table.column("arm"), value_set=pa.array(ARMS))
+    prov = pc.index_in(table.column("cost_provenance"), value_set=pa.array(PROVENANCE))
+    if arm.null_count or prov.null_count:
+        return None
+    out = {"trial": trial.astype(np.int64), "candidate": arm.to_numpy() == 1,
+           "provenance": prov.to_numpy().astype(np.int8),
+           "passed": table.column("passed").to_numpy().astype(bool),
+           "n_failed": pc.list_value_length(table.column("failed_checks")).to_numpy().astype(np.int32)}
+    for key, name in (("latency", "latency_ms"), ("cost", "cost")):
+        col = table.column(name)
+        values = col.to_numpy().astype(np.float64)  # nulls become NaN
+        present = ~col.is_null().to_numpy()
+        with np.errstate(invalid="ignore"):
+            if np.any(present & ~(np.isfinite(values) & (values >= 0))):
+                return None
+        out[key] = values
+        if key == "cost" and np.any(present != (out["provenance"] != 0)):
+            return None
+    return out
+
+
+def columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | None:
+    """Vectorised checks; None when any row is bad (the slow path then names them all)."""
+    import re
+
+    import pyarrow.compute as pc
+
+    if not _strings_ok(table):
+        return None
+    numbers = _numbers(table)
+    if numbers is None:
+        return None
+    hash_col = table.column("manifest_sha256")
+    manifest_hashes = {h["values"]: int(h["counts"]) for h in pc.value_counts(hash_col).to_pylist()}
+    if any(not re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in manifest_hashes):
+        return None
+    first_row = {h: int(pc.index(hash_col, h).as_py()) for h in manifest_hashes} if len(manifest_hashes) > 1 else {}
+    case_names, case = _codes(table.column("case_id"))
+    cluster_names, cluster = _codes(table.column("cluster_id"))
+    checks = table.column("failed_checks")  # kept (list offsets only, when checks are rare) for examples
+    return TrialColumns(
+        source=source, case=case, case_names=case_names, cluster=cluster, cluster_names=cluster_names,
+        manifest_hashes=manifest_hashes, first_row_of_hash=first_row,
+        lines=np.arange(first_line, first_line + table.num_rows, dtype=np.int64),
+        failed_names=lambda row: checks[row].as_py(), **numbers)

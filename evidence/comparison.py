@@ -1,0 +1,88 @@
+"""The statistical comparison: the registered method's single-analysis entry on tables
+rebuilt from the raw trials -- the same kernel the qualification ran (``analyze`` runs the
+batch kernel with R = 1) -- plus the ICC bound the qualification's ``rho_max`` is checked
+against.  Nothing here accepts a caller-supplied result."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .experiment import PairedExperiment
+from .hashing import content_hash
+from .icc import icc_upper_bound
+from .manifest import Manifest
+
+STATUSES = ("pass", "fail", "inconclusive")
+_SEQUENTIAL = {"promote": "pass", "stop_for_harm": "fail", "no_promotion": "fail", "continue": "inconclusive"}
+
+
+def registered_method(manifest: Manifest):
+    """The manifest's method from the registry; its estimand must be the registered one."""
+    from methods import registry
+
+    try:
+        method = registry.get(manifest.statistical_method)
+    except KeyError as exc:
+        raise ValueError(f"manifest statistical_method: {exc.args[0]}") from None
+    if method.estimand.value != manifest.estimand:
+        raise ValueError(f"manifest estimand {manifest.estimand!r} differs from {method.name}'s estimand "
+                         f"{method.estimand.value!r}: the method does not estimate what was registered")
+    if method.kind == "sequential" and manifest.sequential_policy.kind != "group_sequential":
+        raise ValueError(f"{method.name} is sequential: the manifest must register a group_sequential look schedule")
+    if method.kind == "fixed" and manifest.sequential_policy.kind != "fixed_sample":
+        raise ValueError(f"{method.name} is a fixed-sample method: the manifest registers interim looks")
+    return method
+
+
+def one_sided_alpha(confidence: float) -> float:
+    """DESIGN.md: a two-sided interval at confidence c has one-sided level (1 - c) / 2."""
+    return (1.0 - confidence) / 2.0
+
+
+def run_fixed(method, tables: np.ndarray, margin: float, confidence: float):
+    """The one call into a fixed method's single analysis (level convention lives here)."""
+    return method.analyze(tables, margin, alpha=one_sided_alpha(confidence))
+
+
+def _num(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
+    """Comparison summary (JSON-ready, content-hashable) recomputed from the paired tables."""
+    method = registered_method(manifest)
+    tables = experiment.tables
+    if method.kind == "sequential":
+        from methods.sequential.base import LookSchedule
+
+        schedule = LookSchedule(looks=manifest.sequential_policy.looks, unit="clusters")
+        result = method.analyze(tables, schedule, manifest.margin, alpha=one_sided_alpha(manifest.confidence))
+        detail = result.as_dict()
+        status, lower, estimate = _SEQUENTIAL[result.decision], detail["bound"], detail["estimate"]
+        upper = None
+    else:
+        result = run_fixed(method, tables, manifest.margin, manifest.confidence)
+        detail = result.as_dict()
+        status = "fail" if result.status == "stop_for_harm" else result.status
+        lower, upper, estimate = detail["lower"], detail["upper"], detail["estimate"]
+    icc = icc_upper_bound(tables, level=1.0 - one_sided_alpha(manifest.confidence))
+    return {
+        "method": method.identity.as_dict(), "kind": method.kind, "estimand": method.estimand.value,
+        "status": status, "estimate": _num(estimate), "lower": _num(lower), "upper": _num(upper),
+        "margin": manifest.margin, "confidence": manifest.confidence, "clusters": experiment.clusters,
+        "pairs": experiment.pairs, "cases": experiment.cases,
+        "trials_per_cluster": sorted({int(x) for x in experiment.trials_per_cluster()})[:50],
+        "tables_sha256": content_hash(tables.tolist()), "icc": icc.as_dict(), "detail": _clean(detail),
+    }
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return _num(value)

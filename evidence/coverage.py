@@ -1,0 +1,162 @@
+"""Is the registered method qualified for this experiment's design?  (The one place the
+evidence path talks to ``methods.qualification``: :func:`check_qualification`.)
+
+The manifest pins the qualification record or certificate the decision relies on
+(``qualification_sha256`` = ``sha256:`` + its stated content hash, which excludes its
+signature), so deleting or replacing files after the run cannot change the decision.  The
+pinned file must load and verify (content, policy and dataset hashes, counts reproduce its
+verdicts, validity dates, the method's version and source equal the current code), be for
+the registered method and cover the design: the observed number of independent clusters,
+trials per cluster, margin, confidence, look schedule and intra-cluster correlation up to
+the manifest's ``rho_max`` (a grid record covers grid points only -- for several trials per
+cluster an unknown rho needs ``rho_max = 0`` or a certificate; ``methods.qualification``
+decides).  Every other record or certificate of the method must agree (``find_coverage``:
+sources cannot be shopped).  Finally its embedded Ed25519 signature is checked against the
+trusted key set: only a covered *and* trusted-signed qualification can lift a receipt to
+``canary_eligible``."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .experiment import PairedExperiment
+from .manifest import Manifest
+
+_HASH_FIELDS = ("record_sha256", "certificate_sha256")
+
+
+@dataclass(frozen=True)
+class QualificationCheck:
+    pinned: str
+    record_file: str | None
+    method: dict | None
+    valid_until: str | None
+    covered: bool
+    reasons: tuple[str, ...] = field(default=())
+    signature: dict = field(default_factory=lambda: {"signed_by": None, "reason": "not checked: not covered"})
+
+    @property
+    def signed_by(self) -> str | None:
+        """The trusted key that signed the covering record, if any."""
+        return self.signature.get("signed_by")
+
+    def as_dict(self) -> dict:
+        return {"pinned": self.pinned, "record_file": self.record_file, "method": self.method,
+                "valid_until": self.valid_until, "covered": self.covered, "reasons": list(self.reasons),
+                "signature": self.signature}
+
+
+def default_directory() -> Path:
+    from methods.qualification import records_dir
+    return records_dir()
+
+
+_HEADS: dict[tuple, tuple[str | None, str | None]] = {}
+
+
+def _head(path: Path) -> tuple[str | None, str | None]:
+    """(method name, ``sha256:`` content hash) a record or certificate file states, cached on
+    its stat: only a hint for finding files -- the file that is used is verified in full."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _HEADS:
+        try:
+            head = json.loads(path.read_text())
+        except (OSError, ValueError):
+            head = None
+        stated = next((head[f] for f in _HASH_FIELDS if isinstance(head, dict) and isinstance(head.get(f), str)), None)
+        _HEADS[key] = ((head.get("method") or {}).get("name"), f"sha256:{stated}") if stated else (None, None)
+    return _HEADS[key]
+
+
+def find_pinned(directory: Path, pinned: str) -> Path | None:
+    """The record or certificate file in ``directory`` whose stated content hash is ``pinned``."""
+    for path in sorted(Path(directory).glob("*.json")):
+        if _head(path)[1] == pinned:
+            return path
+    return None
+
+
+def _others(directory: Path, name: str, pinned_path: Path) -> bool:
+    return any(_head(p)[0] == name for p in Path(directory).glob("*.json") if p != pinned_path)
+
+
+def design_point(manifest: Manifest, experiment: PairedExperiment) -> dict | str:
+    """The design as ``methods.qualification`` describes it, or why there is none."""
+    sizes = set(int(x) for x in experiment.trials_per_cluster())
+    if len(sizes) != 1:
+        return (f"clusters have unequal numbers of trial pairs ({min(sizes)}..{max(sizes)}); qualification "
+                "covers fixed cluster sizes only")
+    looks = None
+    if manifest.sequential_policy.kind == "group_sequential":
+        looks = len(manifest.sequential_policy.looks)
+        equal = tuple(-(-j * experiment.clusters // looks) for j in range(1, looks + 1))
+        if tuple(manifest.sequential_policy.looks) != equal:
+            return (f"look schedule {list(manifest.sequential_policy.looks)} is not {looks} equally spaced looks "
+                    f"{list(equal)} (the schedule qualification evaluates)")
+    return {"clusters": experiment.clusters, "cluster_size": {"kind": "fixed", "trials": sizes.pop()},
+            "margin": manifest.margin, "confidence": manifest.confidence, "looks": looks,
+            "rho": 0.0 if manifest.rho_max == 0.0 else None, "rho_max": manifest.rho_max}
+
+
+def _load(q, path: Path, now: dt.datetime, trusted: dict | None = None):
+    if path.name.endswith(q.CERT_SUFFIX):
+        return q.load_certificate(path, now=now, trusted_keys=trusted), q.certificate_covers
+    return q.load_record(path, now=now, trusted_keys=trusted), q.covers
+
+
+def _signature(q, path: Path, now: dt.datetime, trusted: dict | None) -> dict:
+    if not trusted:
+        return {"signed_by": None, "reason": "no trusted key set given: the signature cannot be verified"}
+    try:
+        obj, _ = _load(q, path, now, trusted)
+    except q.UntrustedRecordError as exc:
+        return {"signed_by": None, "reason": str(exc)}
+    return {"signed_by": obj.signature.key_id, "reason": "signature verified with a trusted key"}
+
+
+def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, directory: str | Path | None = None,
+                        now: dt.datetime, trusted: dict | None = None) -> QualificationCheck:
+    """Verify the pinned record or certificate, its coverage of this design and, when it
+    covers, its signature against ``trusted`` (never raises for a bad file)."""
+    from methods import qualification as q
+
+    directory = Path(directory) if directory is not None else default_directory()
+    pinned = manifest.qualification_sha256
+    path = find_pinned(directory, pinned)
+    if path is None:
+        return QualificationCheck(pinned, None, None, None, False,
+                                  (f"pinned qualification record {pinned} not found in {directory}",))
+    try:
+        obj, covers = _load(q, path, now)
+    except (q.RecordError, ValueError) as exc:
+        return QualificationCheck(pinned, path.name, None, None, False, (f"qualification record unusable: {exc}",))
+    stated = getattr(obj, "record_sha256", None) or getattr(obj, "certificate_sha256", None)
+    if f"sha256:{stated}" != pinned:
+        return QualificationCheck(pinned, path.name, None, None, False,
+                                  (f"{path.name} no longer hashes to the pinned {pinned}",))
+    out = dict(pinned=pinned, record_file=path.name, method=obj.method.model_dump(mode="json"),
+               valid_until=obj.valid_until)
+    if obj.method.name != manifest.statistical_method:
+        return QualificationCheck(**out, covered=False, reasons=(
+            f"qualification record is for method {obj.method.name!r}, not the registered "
+            f"{manifest.statistical_method!r}",))
+    point = design_point(manifest, experiment)
+    if isinstance(point, str):
+        return QualificationCheck(**out, covered=False, reasons=(point,))
+    c = covers(obj, point, now=now)
+    if not c.covered:
+        return QualificationCheck(**out, covered=False, reasons=(f"design not covered: {c.reason}",))
+    if _others(directory, obj.method.name, path):  # find_coverage over one source is covers() on it
+        try:
+            other = q.find_coverage(obj.method.name, point, directory, now=now)
+        except (q.RecordError, ValueError) as exc:
+            other = q.Coverage(False, f"another record or certificate is unusable: {exc}")
+        if not other.covered:
+            return QualificationCheck(**out, covered=False, reasons=(
+                f"another record of {obj.method.name} disagrees: {other.reason}",))
+    return QualificationCheck(**out, covered=True, signature=_signature(q, path, now, trusted), reasons=(
+        f"{path.name} covers K={experiment.clusters}, {point['cluster_size']['trials']} pair(s) per cluster, "
+        f"margin {manifest.margin:g}, confidence {manifest.confidence:g}, rho <= {manifest.rho_max:g}",))

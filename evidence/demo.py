@@ -1,0 +1,118 @@
+"""The whole evidence path on built-in synthetic experiments (``simlab demo``'s last section).
+
+Scenarios, all under ``binomial_loss`` (margin 0.03) and the shipped qualification record
+of that method, copied and signed with a fresh demo key:
+
+1. the seed's exercise: 300 paired trials from 10 customers, 30 required -> hold;
+2. 500 one-trial customers, synthetic evidence -> lab_pass (authority lab_only);
+3. the same draws declared measured at a pinned revision, qualification signed by a
+   trusted key -> qualified, canary_eligible (the ceiling; the draws are still synthetic:
+   this shows the rule, it is not evidence about any agent);
+4. as 3 with one candidate trial failing a hard check -> block, whatever the average;
+5. replay of 3 (identical receipt), and of a copy whose comparison was forged -> rejected;
+6. every receipt in a hash-chained ledger, verified; 3 resolved after its expiry -> expired.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from .hashing import read_json, with_self_hash
+from .ledger import append, verify
+from .packet import run_experiment, trial_artifacts
+from .replay import replay
+from .resolve import resolve
+from .synthetic import demo_manifest, write_trials
+
+METHOD = "binomial_loss"
+
+
+def _qualification(out: Path) -> tuple[Path, str, dict]:
+    """Copy the shipped record of METHOD (and its dataset) and sign the copy with a new demo
+    key (a record that no longer verifies -- e.g. stale -- is copied unsigned: the receipts
+    then say why it does not qualify)."""
+    from methods.qualification import RecordError, load_record, record_paths
+    from simlab import signing
+
+    src = record_paths(METHOD)[0]
+    qdir = out / "qualification"
+    qdir.mkdir(parents=True, exist_ok=True)
+    record = read_json(src)
+    shutil.copy2(src, qdir / src.name)
+    shutil.copy2(src.parent / record["dataset"]["file"], qdir / record["dataset"]["file"])
+    key = signing.generate_key()
+    _, public = signing.save_keypair(key, out / "keys", "demo")
+    try:
+        (qdir / src.name).write_text(load_record(qdir / src.name).signed(key).to_json())
+    except RecordError:
+        pass
+    return qdir, "sha256:" + record["record_sha256"], signing.trusted_keys([public])
+
+
+def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, clusters: int, cases: int, reps: int,
+              **kw) -> dict:
+    draw = {k: kw.pop(k) for k in ("candidate_failed", "cost_provenance") if k in kw}
+    manifest = demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps,
+                             created=now - dt.timedelta(minutes=5), **kw)
+    trials = write_trials(out / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases,
+                          baseline=0.9, discordance=0.01, seed=20261130, **draw)
+    return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=out / f"{name}.packet.json",
+                          qualification_dir=qdir, trusted=trusted, now=now)
+
+
+def run_demo(out: str | Path | None = None) -> dict:
+    out = Path(out) if out else Path(tempfile.mkdtemp(prefix="simlab-evidence-demo-"))
+    out.mkdir(parents=True, exist_ok=True)
+    qdir, pin, trusted = _qualification(out)
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    common = dict(qdir=qdir, trusted=trusted, now=now, qualification_sha256=pin, margin=0.03)
+    measured = dict(measurement_kind="measured", code_revision="0123456789abcdef0123456789abcdef01234567",
+                    cost_provenance="measured")
+    packets = {
+        "seed_ten_customers": _scenario(out, "seed_ten_customers", clusters=10, cases=10, reps=3, **common),
+        "synthetic": _scenario(out, "synthetic", clusters=500, cases=1, reps=1, **common),
+        "measured_signed": _scenario(out, "measured_signed", clusters=500, cases=1, reps=1, **common, **measured),
+        "hidden_hard_failure": _scenario(out, "hidden_hard_failure", clusters=500, cases=1, reps=1,
+                                         candidate_failed=1, **common, **measured),
+    }
+    rows = [{"scenario": k, "state": p["receipt"]["state"], "action": p["receipt"]["action"],
+             "authority": p["receipt"]["authority"], "clusters": p["receipt"]["evidence"]["clusters"],
+             "pairs": p["receipt"]["evidence"]["pairs"], "status": p["receipt"]["comparison"]["status"],
+             "lower": p["receipt"]["comparison"]["lower"], "why": p["receipt"]["reasons"][0]}
+            for k, p in packets.items()]
+    good = packets["measured_signed"]
+    replayed = replay(good, base=out, qualification_dir=qdir, trusted=trusted)
+    forged = copy.deepcopy(good)
+    forged["receipt"]["comparison"]["lower"] = 0.0
+    forged["receipt"] = with_self_hash(forged["receipt"], "receipt_sha256")
+    rejected = replay(forged, base=out, qualification_dir=qdir, trusted=trusted)
+    ledger = out / "ledger.sqlite"
+    for p in packets.values():
+        append(ledger, p["receipt"], now=now)
+    expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))
+    later = resolve(good["receipt"], expiry + dt.timedelta(days=1))
+    (out / "demo.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    return {"folder": str(out), "method": METHOD, "rows": rows,
+            "replay": {"ok": replayed["ok"], "action": replayed["action"]},
+            "forged_replay": {"ok": rejected["ok"], "action": rejected["action"], "reasons": rejected["reasons"]},
+            "ledger": verify(ledger), "resolved_after_expiry": {k: later[k] for k in ("state", "action", "reasons")}}
+
+
+def render_demo(p: dict) -> None:
+    print(f"Evidence path ({p['method']}, margin 0.03; files in {p['folder']})")
+    for r in p["rows"]:
+        print(f"  {r['scenario']:<20} {r['clusters']:>4} clusters {r['pairs']:>4} pairs  {r['status']:<12} "
+              f"-> {r['state']}, {r['action']} ({r['authority']})")
+        print(f"  {'':<20} why: {r['why']}")
+    print(f"  replay of measured_signed: {'identical receipt' if p['replay']['ok'] else 'REJECTED'} -> "
+          f"{p['replay']['action']}")
+    print(f"  replay of a forged comparison: {'accepted' if p['forged_replay']['ok'] else 'rejected'} -> "
+          f"{p['forged_replay']['action']} ({p['forged_replay']['reasons'][0]})")
+    led = p["ledger"]
+    print(f"  ledger: {led['entries']} receipts, chain {'intact' if led['ok'] else 'BROKEN'}")
+    r = p["resolved_after_expiry"]
+    print(f"  measured_signed resolved a day after expiry: {r['state']}, {r['action']}")

@@ -1,0 +1,111 @@
+"""An append-only SQLite ledger of receipts, each entry hash-chained to the previous one.
+
+Entry ``seq`` (1, 2, ...) stores the receipt's canonical JSON, its hash, the previous
+entry's hash and ``entry_sha256 = sha256(canonical {seq, prev_sha256, payload_sha256,
+appended_at})``.  ``verify`` walks the chain and reports the first break: an edited
+payload (hash mismatch), a deleted entry (gap in seq or broken link) or a reordered one
+(broken link).  Triggers refuse UPDATE and DELETE through SQLite; the chain is what
+detects edits made around them (e.g. by rewriting the file).
+
+Concurrency: an append is one ``BEGIN IMMEDIATE`` transaction (read the head, insert the
+next entry), so concurrent writers -- threads or processes -- serialise on SQLite's write
+lock and none is lost; WAL mode and a busy timeout let them wait instead of failing."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from pathlib import Path
+
+from .hashing import canonical_bytes, content_hash
+
+GENESIS = "sha256:" + "0" * 64
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY,
+    appended_at TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    payload_sha256 TEXT NOT NULL,
+    prev_sha256 TEXT NOT NULL,
+    entry_sha256 TEXT NOT NULL UNIQUE
+);
+CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
+BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS entries_no_delete BEFORE DELETE ON entries
+BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+"""
+
+
+def _connect(path: str | Path) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA busy_timeout=60000")
+    con.executescript(_SCHEMA)
+    return con
+
+
+def _entry_hash(seq: int, prev: str, payload_hash: str, appended_at: str) -> str:
+    return content_hash({"seq": seq, "prev_sha256": prev, "payload_sha256": payload_hash, "appended_at": appended_at})
+
+
+def append(path: str | Path, receipt: dict, now: dt.datetime | None = None) -> dict:
+    """Append one receipt; returns ``{seq, entry_sha256, payload_sha256}``."""
+    payload = canonical_bytes(receipt).decode("utf-8")
+    payload_hash = content_hash(receipt)
+    appended_at = (now or dt.datetime.now(dt.timezone.utc)).isoformat().replace("+00:00", "Z")
+    con = _connect(path)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        row = con.execute("SELECT seq, entry_sha256 FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
+        entry = _entry_hash(seq, prev, payload_hash, appended_at)
+        con.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                    (seq, appended_at, payload, payload_hash, prev, entry))
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    finally:
+        con.close()
+    return {"seq": seq, "entry_sha256": entry, "payload_sha256": payload_hash}
+
+
+def verify(path: str | Path) -> dict:
+    """Walk the chain: ``{"ok", "entries", "head", "problems"}`` (every break is listed)."""
+    if not Path(path).is_file():
+        raise ValueError(f"no ledger at {path}")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT seq, appended_at, payload, payload_sha256, prev_sha256, entry_sha256 "
+                           "FROM entries ORDER BY rowid").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path}: not a ledger ({exc})") from None
+    finally:
+        con.close()
+    problems = []
+    prev, expected_seq = GENESIS, 1
+    for seq, appended_at, payload, payload_hash, stated_prev, entry in rows:
+        if seq != expected_seq:
+            problems.append(f"entry {seq}: expected entry {expected_seq} here (entry deleted or reordered)")
+        try:
+            actual = content_hash(json.loads(payload))
+        except (ValueError, TypeError):
+            actual = "unreadable"
+        if actual != payload_hash:
+            problems.append(f"entry {seq}: receipt edited (payload hashes to {actual}, recorded {payload_hash})")
+        if stated_prev != prev:
+            problems.append(f"entry {seq}: chain broken (links to {stated_prev[:19]}..., previous entry is "
+                            f"{prev[:19]}...): an entry was deleted, inserted or reordered")
+        if _entry_hash(seq, stated_prev, payload_hash, appended_at) != entry:
+            problems.append(f"entry {seq}: entry hash does not match its fields (edited)")
+        prev, expected_seq = entry, seq + 1
+    return {"ok": not problems, "entries": len(rows), "head": prev if rows else None, "problems": problems}
+
+
+def entries(path: str | Path) -> list[dict]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [json.loads(p) for (p,) in con.execute("SELECT payload FROM entries ORDER BY seq")]
+    finally:
+        con.close()

@@ -1,0 +1,146 @@
+"""The experiment manifest: everything a decision depends on, pinned before measurement.
+
+The estimand, method, margin, confidence, minimum independent clusters, look schedule,
+nuisance bound ``rho_max``, population, the qualification record the decision will rely
+on and the validity window are decision inputs, never post-run arguments (evidence-spine
+chapter, "Manifest before measurement").  Its identity is the sha256 of its RFC 8785
+canonical JSON; every trial record carries that hash.  Measured evidence needs a pinned
+(40-hex git) code revision; non-finite numbers and unknown fields are refused."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+
+from simlab.models import FrozenModel
+
+from .hashing import SHA256_PATTERN, content_hash
+
+Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=False)]
+UNPINNED = "working-tree-unpinned"
+_REVISION = re.compile(r"^[0-9a-f]{40}$")
+
+
+class SequentialPolicy(FrozenModel):
+    """``fixed_sample`` (one analysis) or ``group_sequential`` with cumulative cluster looks."""
+    model_config = ConfigDict(strict=True)
+    kind: Literal["fixed_sample", "group_sequential"] = "fixed_sample"
+    looks: tuple[int, ...] = ()
+
+    @model_validator(mode="after")
+    def _looks(self):
+        if self.kind == "fixed_sample" and self.looks:
+            raise ValueError("a fixed_sample policy has no interim looks")
+        if self.kind == "group_sequential":
+            if not self.looks or list(self.looks) != sorted(set(self.looks)) or self.looks[0] < 1:
+                raise ValueError("group_sequential looks must be strictly increasing positive cluster counts")
+        return self
+
+
+class Manifest(FrozenModel):
+    model_config = ConfigDict(strict=True)
+
+    schema_version: Literal["1"] = "1"
+    experiment_id: Name
+    created_at: AwareDatetime
+    valid_until: AwareDatetime
+    code_revision: Name
+    model_id: Name
+    prompt_version: Name
+    tool_version: Name
+    dataset_version: Name
+    evaluator_version: Name
+    policy_version: Name
+    environment_version: Name
+    population_hash: Sha256
+    repetitions: int = Field(ge=1, le=100_000)
+    measurement_kind: Literal["synthetic", "measured"]
+    estimand: Name                      # a methods.protocol.Estimand value, e.g. trial_weighted
+    statistical_method: Name
+    margin: float = Field(gt=0.0, lt=1.0)
+    confidence: float = Field(ge=0.5, lt=1.0)
+    minimum_independent_clusters: int = Field(ge=2)
+    sequential_policy: SequentialPolicy = SequentialPolicy()
+    rho_max: float = Field(ge=0.0, lt=1.0)
+    qualification_sha256: Sha256
+    input_hashes: dict[Name, Sha256] = {}
+    invalidation_rules: tuple[Name, ...] = ()
+    required_tests: tuple[Name, ...] = ()
+    required_prerequisites: tuple[Name, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        from methods.protocol import Estimand
+        known = [e.value for e in Estimand]
+        if self.estimand not in known:
+            raise ValueError(f"estimand must be one of {known}, got {self.estimand!r}")
+        if self.valid_until <= self.created_at:
+            raise ValueError("valid_until must be after created_at")
+        pinned = bool(_REVISION.match(self.code_revision))
+        if not pinned and self.code_revision != UNPINNED:
+            raise ValueError(f"code_revision must be a 40-hex git revision or {UNPINNED!r}, "
+                             f"got {self.code_revision!r}")
+        if self.measurement_kind == "measured" and not pinned:
+            raise ValueError("measured evidence requires a pinned code revision (40-hex git commit); "
+                             f"{self.code_revision!r} is rejected")
+        for group in ("required_tests", "required_prerequisites", "invalidation_rules"):
+            values = getattr(self, group)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{group} lists a name twice")
+        return self
+
+    @property
+    def pinned(self) -> bool:
+        return bool(_REVISION.match(self.code_revision))
+
+    def canonical(self) -> dict:
+        return self.model_dump(mode="json")
+
+    @property
+    def sha256(self) -> str:
+        return content_hash(self.canonical())
+
+    @classmethod
+    def parse(cls, data: dict | str | bytes, source: str = "manifest") -> "Manifest":
+        """Validate JSON text or a JSON-compatible dict (strict types; errors name the field)."""
+        text = data if isinstance(data, (str, bytes)) else json.dumps(data, allow_nan=True)
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            lines = [f"{'.'.join(str(p) for p in e['loc']) or '(manifest)'}: {e['msg']}" for e in exc.errors()]
+            raise ValueError(f"{source}: invalid manifest: " + "; ".join(lines)) from None
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ValueError(f"no manifest at {path}") from None
+    return Manifest.parse(text, source=str(path))
+
+
+def template(now: dt.datetime | None = None) -> dict:
+    """A manifest to fill in (``simlab evidence init``): every field, placeholder hashes."""
+    now = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    iso = lambda t: t.isoformat().replace("+00:00", "Z")  # noqa: E731
+    return {
+        "schema_version": "1", "experiment_id": "my-agent-rc1-vs-baseline",
+        "created_at": iso(now), "valid_until": iso(now + dt.timedelta(days=30)),
+        "code_revision": UNPINNED, "model_id": "provider/model@version",
+        "prompt_version": "prompt-v1", "tool_version": "tools-v1", "dataset_version": "cases-v1",
+        "evaluator_version": "evaluator-v1", "policy_version": "release-policy-v1",
+        "environment_version": "python-3.12-container-v1", "population_hash": "sha256:" + "0" * 64,
+        "repetitions": 3, "measurement_kind": "synthetic", "estimand": "loss_rate",
+        "statistical_method": "binomial_loss", "margin": 0.03, "confidence": 0.95,
+        "minimum_independent_clusters": 30, "sequential_policy": {"kind": "fixed_sample", "looks": []},
+        "rho_max": 0.05, "qualification_sha256": "sha256:" + "0" * 64,
+        "input_hashes": {"dataset": "sha256:" + "0" * 64},
+        "invalidation_rules": ["model_or_prompt_change", "tool_or_evaluator_change", "dataset_or_policy_change"],
+        "required_tests": [], "required_prerequisites": [],
+    }

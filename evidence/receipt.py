@@ -1,0 +1,191 @@
+"""The evidence receipt: what this experiment may authorise, by the seed's asymmetric rules.
+
+The receipt never accepts a caller-supplied comparison, hard-failure count or raw hash:
+``build_receipt`` receives the manifest, the paired experiment (from the raw trials), the
+comparison recomputed from it, the qualification check and the test / prerequisite
+receipts, and derives the decision.  Rules (evidence-spine chapter, "Evidence receipt and
+authority ceiling"), the most restrictive wins:
+
+- a missing or unsatisfied prerequisite, or a missing required test -> locked, block;
+- a failed deterministic test, or one run at another code revision -> buildable, block;
+- contradictory evidence (fabricated cost provenance), any candidate trial with a failed
+  check, or a statistical fail -> evidence_ready, block;
+- fewer independent clusters than registered, an inconclusive comparison, or an ICC upper
+  bound above ``rho_max`` -> evidence_ready, hold;
+- a pass without a covering, verified, trusted-signed qualification, or with synthetic
+  evidence or an unpinned revision -> evidence_ready, lab_pass (authority lab_only);
+- a pass with all of them -> qualified, canary_eligible (authority canary): the ceiling.
+
+A receipt is bound to every component by hash and is valid from ``issued_at`` to the
+earlier of the manifest's and the qualification record's expiry."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import AwareDatetime, ConfigDict, Field
+
+from simlab.models import FrozenModel
+
+from .coverage import QualificationCheck
+from .experiment import PairedExperiment
+from .hashing import content_hash, with_self_hash
+from .manifest import Manifest, Name
+
+ACTIONS = ("block", "hold", "lab_pass", "canary_eligible")  # weakest first
+AUTHORITY = {"block": "none", "hold": "none", "lab_pass": "lab_only", "canary_eligible": "canary"}
+AUTHORITY_CEILING = "canary"
+_RANK = [("locked", "block"), ("buildable", "block"), ("expired", "block"), ("evidence_ready", "block"),
+         ("evidence_ready", "hold"), ("evidence_ready", "lab_pass"), ("qualified", "canary_eligible")]
+
+
+class TestReceipt(FrozenModel):
+    """A deterministic test suite's outcome at one code revision."""
+    __test__ = False  # not a pytest class
+    model_config = ConfigDict(strict=True)
+    kind: Literal["test"] = "test"
+    name: Name
+    code_revision: Name
+    passed: bool
+    ran_at: AwareDatetime
+
+    @property
+    def sha256(self) -> str:
+        return content_hash(self.model_dump(mode="json"))
+
+
+class PrerequisiteReceipt(FrozenModel):
+    """A prerequisite contract or control (e.g. rollback plan, monitoring) and whether it holds."""
+    model_config = ConfigDict(strict=True)
+    kind: Literal["prerequisite"] = "prerequisite"
+    name: Name
+    satisfied: bool
+    evidence: str = Field(default="", max_length=2000)
+
+    @property
+    def sha256(self) -> str:
+        return content_hash(self.model_dump(mode="json"))
+
+
+def action_strength(action: str) -> int:
+    return ACTIONS.index(action)
+
+
+def iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _fmt(x) -> str:
+    return "none" if x is None else f"{x:.4g}"
+
+
+def _prerequisite_findings(manifest, tests, prerequisites) -> list[tuple[str, str, str]]:
+    out = []
+    by_pre = {p.name: p for p in prerequisites}
+    by_test = {t.name: t for t in tests}
+    for name in manifest.required_prerequisites:
+        p = by_pre.get(name)
+        if p is None:
+            out.append(("locked", "block", f"prerequisite {name!r} is missing"))
+        elif not p.satisfied:
+            out.append(("locked", "block", f"prerequisite {name!r} is not satisfied"))
+    for name in manifest.required_tests:
+        t = by_test.get(name)
+        if t is None:
+            out.append(("locked", "block", f"test receipt {name!r} is missing"))
+        elif t.code_revision != manifest.code_revision:
+            out.append(("buildable", "block", f"test receipt {name!r} is from code revision {t.code_revision}, "
+                                              f"not the manifest's {manifest.code_revision}"))
+        elif not t.passed:
+            out.append(("buildable", "block", f"deterministic test {name!r} failed"))
+    return out
+
+
+def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str, str]]:
+    out = []
+    prov = experiment.provenance_counts
+    if manifest.measurement_kind == "synthetic" and prov.get("measured"):
+        out.append(("evidence_ready", "block", f"fabricated cost provenance: {prov['measured']} trial(s) claim "
+                                               "measured cost in a synthetic experiment"))
+    if manifest.measurement_kind == "measured" and prov.get("synthetic"):
+        out.append(("evidence_ready", "block", f"fabricated cost provenance: {prov['synthetic']} trial(s) carry "
+                                               "synthetic cost in an experiment declared measured"))
+    if experiment.candidate_failed_trials:
+        ex = experiment.failed_examples[0]
+        out.append(("evidence_ready", "block", f"{experiment.candidate_failed_trials} candidate trial(s) with failed "
+                                               f"checks (e.g. case {ex['case_id']!r} trial {ex['trial_index']}: "
+                                               f"{', '.join(ex['failed_checks'])}); an average cannot hide them"))
+    if comparison["status"] == "fail":
+        out.append(("evidence_ready", "block", f"statistical fail: {comparison['method']['name']} does not establish "
+                                               f"non-inferiority (lower bound {_fmt(comparison['lower'])}, margin "
+                                               f"{manifest.margin:g})"))
+    if experiment.clusters < manifest.minimum_independent_clusters:
+        out.append(("evidence_ready", "hold", f"{experiment.clusters} independent clusters < the registered "
+                                              f"minimum {manifest.minimum_independent_clusters} ({experiment.pairs} "
+                                              "paired trials do not add independent units)"))
+    if comparison["status"] == "inconclusive":
+        out.append(("evidence_ready", "hold", "statistical comparison inconclusive"))
+    icc = comparison["icc"]
+    if icc["applicable"] and (icc["upper"] is None or icc["upper"] > manifest.rho_max):
+        out.append(("evidence_ready", "hold", f"observed ICC upper bound {_fmt(icc['upper'])} exceeds the registered "
+                                              f"rho_max {manifest.rho_max:g} ({icc['note']})"))
+    return out
+
+
+def _authority_gaps(manifest, qualification: QualificationCheck) -> list[str]:
+    gaps = []
+    if not qualification.covered:
+        gaps.extend(f"unqualified: {r}" for r in qualification.reasons)
+    elif not qualification.signed_by:
+        gaps.append(f"qualification record not signed by a trusted key: {qualification.signature.get('reason')}")
+    if manifest.measurement_kind != "measured":
+        gaps.append("synthetic evidence authorises lab work only")
+    if not manifest.pinned:
+        gaps.append("code revision is not pinned")
+    return gaps
+
+
+def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, comparison: dict,
+                  qualification: QualificationCheck, tests: tuple[TestReceipt, ...] = (),
+                  prerequisites: tuple[PrerequisiteReceipt, ...] = (), raw_artifacts: dict[str, str],
+                  issued_at: dt.datetime) -> dict:
+    """The receipt (JSON-ready, with its own ``receipt_sha256``)."""
+    findings = _prerequisite_findings(manifest, tests, prerequisites)
+    if issued_at > manifest.valid_until:
+        findings.append(("expired", "block", f"manifest expired at {iso(manifest.valid_until)}"))
+    if issued_at < manifest.created_at:
+        findings.append(("expired", "block", "receipt would predate the manifest (chronology)"))
+    findings += _evidence_findings(manifest, experiment, comparison)
+    gaps = _authority_gaps(manifest, qualification)
+    if gaps:
+        findings += [("evidence_ready", "lab_pass", g) for g in gaps]
+    outcome = min((_RANK.index((s, a)) for s, a, _ in findings), default=len(_RANK) - 1)
+    state, action = _RANK[outcome]
+    reasons = [r for s, a, r in findings if _RANK.index((s, a)) == outcome] or [
+        "pass under a verified, trusted-signed qualification covering this design, measured evidence, pinned "
+        "revision, all prerequisites met"]
+    valid_until = manifest.valid_until
+    if qualification.valid_until:
+        valid_until = min(valid_until, dt.datetime.fromisoformat(qualification.valid_until.replace("Z", "+00:00")))
+    body = {
+        "schema_version": "1", "kind": "simlab.evidence.receipt", "experiment_id": manifest.experiment_id,
+        "state": state, "action": action, "authority": AUTHORITY[action], "authority_ceiling": AUTHORITY_CEILING,
+        "reasons": reasons, "other_findings": [r for _, _, r in findings if r not in reasons],
+        "issued_at": iso(issued_at), "valid_until": iso(valid_until),
+        "code_revision": manifest.code_revision, "measurement_kind": manifest.measurement_kind,
+        "components": {
+            "manifest": manifest.sha256, "raw_artifacts": dict(sorted(raw_artifacts.items())),
+            "comparison": content_hash(comparison), "qualification": manifest.qualification_sha256,
+            "method": comparison["method"], "population": manifest.population_hash,
+            "inputs": dict(sorted(manifest.input_hashes.items())),
+            "tests": {t.name: t.sha256 for t in tests}, "prerequisites": {p.name: p.sha256 for p in prerequisites},
+        },
+        "comparison": comparison,
+        "hard_failures": {"candidate_trials_with_failed_checks": experiment.candidate_failed_trials,
+                          "examples": list(experiment.failed_examples)},
+        "evidence": {"clusters": experiment.clusters, "pairs": experiment.pairs, "cases": experiment.cases,
+                     "minimum_independent_clusters": manifest.minimum_independent_clusters,
+                     "cost_provenance": experiment.provenance_counts},
+        "qualification": qualification.as_dict(),
+    }
+    return with_self_hash(body, "receipt_sha256")

@@ -1,0 +1,117 @@
+"""Replay: recompute the receipt from the raw records and accept only an identical one.
+
+Nothing stored in the packet is trusted: the manifest's hash is recomputed, every raw
+artifact is re-hashed and re-read, the pairs, comparison, hard-failure count,
+qualification check and receipt are rebuilt at the receipt's issue time, and every
+difference is a named rejection (forged comparison, forged hard-failure count, forged raw
+hashes, a manifest changed after execution, ...).  A rejected packet replays to ``block``;
+an accepted one replays to exactly its recomputed action, never more."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from .hashing import self_hash_ok
+from .manifest import Manifest
+from .packet import PACKET_KIND, evaluate
+from .receipt import PrerequisiteReceipt, TestReceipt
+
+_FIELD_REASONS = {
+    "comparison": "forged comparison: the stored comparison differs from the one recomputed from raw trials",
+    "hard_failures": "forged hard-failure count: stored candidate failed-check count differs from the raw trials",
+    "evidence": "forged evidence summary (clusters, pairs or provenance) differs from the raw trials",
+    "qualification": "qualification check differs from the recomputed one",
+}
+
+
+def _blocked(reasons: list[str], recomputed: dict | None = None) -> dict:
+    return {"ok": False, "state": "evidence_ready" if recomputed else "locked", "action": "block",
+            "authority": "none", "reasons": reasons, "receipt": recomputed}
+
+
+def _parse_components(packet: dict) -> tuple[Manifest, tuple, tuple]:
+    manifest = Manifest.parse(packet["manifest"], source="packet manifest")
+    tests = tuple(TestReceipt.model_validate_json(_dumps(t)) for t in packet.get("tests", []))
+    pres = tuple(PrerequisiteReceipt.model_validate_json(_dumps(p)) for p in packet.get("prerequisites", []))
+    return manifest, tests, pres
+
+
+def _dumps(value: Any) -> str:
+    import json
+    return json.dumps(value)
+
+
+def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
+    reasons = []
+    sc, fc = stored.get("components", {}), fresh["components"]
+    if sc.get("raw_artifacts") != fc["raw_artifacts"]:
+        reasons.append(f"forged raw hashes: receipt binds {sc.get('raw_artifacts')}, the artifacts hash to "
+                       f"{fc['raw_artifacts']}")
+    for key in ("tests", "prerequisites", "method", "population", "inputs", "qualification"):
+        if sc.get(key) != fc[key]:
+            reasons.append(f"component {key} differs from the recomputed one")
+    for key, why in _FIELD_REASONS.items():
+        if stored.get(key) != fresh[key]:
+            reasons.append(why)
+    for key in ("state", "action", "authority", "authority_ceiling", "valid_until", "reasons"):
+        if stored.get(key) != fresh[key]:
+            reasons.append(f"stored {key} {stored.get(key)!r} differs from the recomputed {fresh[key]!r}")
+    if not reasons and stored != fresh:
+        reasons.append("receipt differs from the recomputed one: "
+                       + ", ".join(sorted(k for k in set(stored) | set(fresh) if stored.get(k) != fresh.get(k))))
+    return reasons
+
+
+def replay(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
+           trusted: dict | None = None, artifact_paths: dict[str, str] | None = None,
+           anchor: str | None = None) -> dict:
+    """Recompute ``packet``'s receipt from its raw artifacts; accept only an identical receipt.
+
+    ``artifact_paths`` (role -> path) lets the operator select the files instead of the
+    packet's recorded paths.  ``anchor`` is the receipt hash the operator retained out of
+    band (e.g. from the ledger): without it, a writer who consistently rewrites the raw
+    files *and* the packet cannot be told from an honest one -- a hash proves equality to
+    an anchor, not who produced it."""
+    if not isinstance(packet, dict) or packet.get("kind") != PACKET_KIND:
+        return _blocked(["not an evidence packet"])
+    stored = packet.get("receipt")
+    if not isinstance(stored, dict):
+        return _blocked(["packet has no receipt"])
+    reasons = []
+    if anchor is not None and stored.get("receipt_sha256") != anchor:
+        reasons.append(f"receipt {stored.get('receipt_sha256')} is not the anchored receipt {anchor}")
+    if not self_hash_ok(stored, "receipt_sha256"):
+        reasons.append("receipt content hash does not match its contents (edited after issue)")
+    try:
+        manifest, tests, pres = _parse_components(packet)
+    except (ValueError, TypeError) as exc:
+        return _blocked(reasons + [f"packet components invalid: {exc}"])
+    stored_manifest = stored.get("components", {}).get("manifest")
+    if stored_manifest != manifest.sha256:
+        reasons.append(f"manifest changed after execution: receipt binds {stored_manifest}, the packet's manifest "
+                       f"hashes to {manifest.sha256}")
+    artifacts = [dict(a) for a in packet.get("artifacts", [])]
+    for a in artifacts:
+        if artifact_paths and a.get("role") in artifact_paths:
+            a["path"] = str(Path(artifact_paths[a["role"]]).resolve())
+    try:
+        issued_at = dt.datetime.fromisoformat(str(stored.get("issued_at")).replace("Z", "+00:00"))
+        if issued_at.tzinfo is None:
+            raise ValueError("issued_at has no time zone")
+        fresh = evaluate(manifest=manifest, artifacts=artifacts, adapter=packet.get("adapter"), base=Path(base),
+                         tests=tests, prerequisites=pres, qualification_dir=qualification_dir, trusted=trusted,
+                         issued_at=issued_at)
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        return _blocked(reasons + [f"raw evidence does not replay: {msg}"])
+    for a in artifacts:
+        recorded = a.get("sha256")
+        if recorded != fresh["components"]["raw_artifacts"].get(a.get("role")):
+            reasons.append(f"changed artifact: {a.get('role')} hashes to "
+                           f"{fresh['components']['raw_artifacts'].get(a.get('role'))}, the packet recorded {recorded}")
+    reasons += _diff_reasons(stored, fresh)
+    if reasons:
+        return _blocked(reasons, fresh)
+    return {"ok": True, "state": fresh["state"], "action": fresh["action"], "authority": fresh["authority"],
+            "reasons": fresh["reasons"], "receipt": fresh}

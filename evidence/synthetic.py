@@ -1,0 +1,87 @@
+"""Built-in synthetic paired experiments (demo, tests, benchmark).
+
+Each cluster's cell probabilities (p11, p10, p01, p00) are drawn from a Dirichlet with
+concentration ``(1 - rho) / rho`` around the cells implied by baseline pass rate ``b``,
+discordance ``q`` and difference ``d`` (p10 = (q - d)/2, p01 = (q + d)/2; the DGM of
+``simlab.scenario``), and every (case, trial) pair draws its cell from them.  Fixed seed:
+the same arguments give the same bytes."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import numpy as np
+
+from .manifest import Manifest, template
+
+_ARMS = ("baseline", "candidate")
+
+
+def demo_manifest(*, experiment_id: str = "demo-agent-rc1-vs-baseline", method: str = "binomial_loss",
+                  repetitions: int = 1, minimum_clusters: int = 30, margin: float = 0.03, rho_max: float = 0.05,
+                  measurement_kind: str = "synthetic", code_revision: str | None = None,
+                  qualification_sha256: str = "sha256:" + "0" * 64, created: dt.datetime | None = None,
+                  **extra) -> Manifest:
+    from methods import registry
+
+    created = created or dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+    data = template(created)
+    extra.setdefault("estimand", registry.get(method).estimand.value)  # the method's own estimand
+    data.update(experiment_id=experiment_id, statistical_method=method, repetitions=repetitions,
+                minimum_independent_clusters=minimum_clusters, margin=margin, rho_max=rho_max,
+                measurement_kind=measurement_kind, qualification_sha256=qualification_sha256,
+                code_revision=code_revision or ("a" * 40 if measurement_kind == "measured" else "working-tree-unpinned"),
+                population_hash="sha256:" + "1" * 64, **extra)
+    return Manifest.parse(data)
+
+
+def cell_probabilities(baseline: float, discordance: float, difference: float) -> np.ndarray:
+    p10, p01 = (discordance - difference) / 2.0, (discordance + difference) / 2.0
+    cells = np.array([baseline - p10, p10, p01, 1.0 - baseline - p01])
+    if np.any(cells < -1e-12):
+        raise ValueError(f"baseline {baseline}, discordance {discordance}, difference {difference} give "
+                         f"negative cell probabilities {cells.tolist()}")
+    return np.clip(cells, 0.0, 1.0) / np.clip(cells, 0.0, 1.0).sum()
+
+
+def draw_categories(*, clusters: int, pairs_per_cluster: int, baseline: float = 0.9, discordance: float = 0.02,
+                    difference: float = 0.0, rho: float = 0.0, seed: int = 20261130) -> np.ndarray:
+    """Cell index (0..3 = n11, n10, n01, n00) of every pair, cluster-major: shape (K, M)."""
+    rng = np.random.default_rng(seed)
+    p = cell_probabilities(baseline, discordance, difference)
+    if rho > 0.0:
+        alpha = (1.0 - rho) / rho
+        probs = rng.dirichlet(np.maximum(alpha * p, 1e-12), size=clusters)
+    else:
+        probs = np.broadcast_to(p, (clusters, 4))
+    cum = np.cumsum(probs, axis=1)
+    u = rng.random((clusters, pairs_per_cluster))
+    return np.minimum((u[:, :, None] > cum[:, None, :]).sum(axis=2), 3)
+
+
+def write_trials(path: str | Path, manifest: Manifest, *, clusters: int, cases_per_cluster: int = 1,
+                 candidate_failed: int = 0, cost_provenance: str = "synthetic", **draw) -> Path:
+    """Write a JSONL trial file for ``manifest`` (both arms, ``manifest.repetitions`` trials per
+    case); the first ``candidate_failed`` candidate trials get a failed check."""
+    reps = manifest.repetitions
+    cats = draw_categories(clusters=clusters, pairs_per_cluster=cases_per_cluster * reps, **draw)
+    h = manifest.sha256
+    cost = "null" if cost_provenance == "absent" else "0.002"
+    lines = []
+    failed_left = candidate_failed
+    for k in range(clusters):
+        for j in range(cases_per_cluster):
+            for t in range(reps):
+                cat = int(cats[k, j * reps + t])
+                for arm, passed in (("baseline", cat in (0, 1)), ("candidate", cat in (0, 2))):
+                    checks = "[]"
+                    if arm == "candidate" and failed_left > 0:
+                        checks, failed_left = '["refund_over_limit"]', failed_left - 1
+                    lines.append(f'{{"case_id":"case-{k:05d}-{j:02d}","trial_index":{t},"cluster_id":"customer-{k:05d}",'
+                                 f'"arm":"{arm}","passed":{"true" if passed else "false"},"failed_checks":{checks},'
+                                 f'"latency_ms":{100 + 7 * t + k % 13},"cost":{cost},'
+                                 f'"cost_provenance":"{cost_provenance}","manifest_sha256":"{h}"}}')
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path

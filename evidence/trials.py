@@ -1,0 +1,313 @@
+"""Trial records: ingest JSONL or CSV strictly, into columns.
+
+One row per executed trial: case id, trial index, cluster id (the independent unit, e.g.
+the customer), arm, passed, failed checks, latency, cost with its provenance, and the
+manifest hash the trial ran under.  Strict: unknown or missing fields, wrong types,
+non-finite numbers, and a missing label (a missing label is never a pass or a fail) are
+errors; every bad row is reported with its line number and field; nothing is dropped.
+
+Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
+explicit schema (``unexpected_field_behavior="error"``: an unknown field fails the read)
+and vectorised checks.  Whenever the fast path sees any problem -- or the file has blank lines, so rows
+and lines could disagree -- the file is re-read line by line with the pydantic row model,
+which names every bad line and field.  Clean files never pay for the slow path."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import numpy as np
+from pydantic import ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from typing_extensions import Annotated
+
+from simlab.models import FrozenModel
+
+from .manifest import Sha256
+
+ARMS = ("baseline", "candidate")
+PROVENANCE = ("absent", "synthetic", "measured")
+FIELDS = ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks", "latency_ms",
+          "cost", "cost_provenance", "manifest_sha256")
+MAX_REPORTED = 50  # errors spelled out in the exception message; all are kept on the exception
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+
+
+class TrialRecord(FrozenModel):
+    """One trial, as a row model (the slow path and the record-by-record adapters)."""
+    model_config = ConfigDict(strict=True)
+    case_id: _Id
+    trial_index: int = Field(ge=0, lt=2**31)
+    cluster_id: _Id
+    arm: Literal["baseline", "candidate"]
+    passed: bool
+    failed_checks: tuple[_Id, ...] = Field(strict=False)
+    latency_ms: float | None = Field(default=None, ge=0.0)
+    cost: float | None = Field(default=None, ge=0.0)
+    cost_provenance: Literal["absent", "synthetic", "measured"]
+    manifest_sha256: Sha256
+
+    @model_validator(mode="after")
+    def _provenance(self):
+        if (self.cost is None) != (self.cost_provenance == "absent"):
+            raise ValueError("cost_provenance must be 'absent' exactly when cost is null")
+        return self
+
+
+class EvidenceErrors(ValueError):
+    """Every problem found in one input (``errors``); the message spells out the first ones."""
+    title = ""
+
+    def __init__(self, source: str, errors: list[str]):
+        self.source, self.errors = source, errors
+        shown = "; ".join(errors[:MAX_REPORTED])
+        more = f"; ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        title = self.title.format(n=len(errors))
+        super().__init__(f"{source}: {title}{shown}{more}")
+
+
+class TrialsError(EvidenceErrors):
+    """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``."""
+    title = "{n} bad trial row(s): "
+
+
+@dataclass(frozen=True)
+class TrialColumns:
+    """Validated trials as arrays (row i came from line ``lines[i]`` of ``source``)."""
+    source: str
+    case: np.ndarray          # int32 codes into case_names
+    case_names: np.ndarray    # object array of str
+    trial: np.ndarray         # int64
+    cluster: np.ndarray       # int32 codes into cluster_names
+    cluster_names: np.ndarray
+    candidate: np.ndarray     # bool: arm == candidate
+    passed: np.ndarray        # bool
+    n_failed: np.ndarray      # int32 failed checks per trial
+    latency: np.ndarray       # float64, NaN = not recorded
+    cost: np.ndarray          # float64, NaN = absent
+    provenance: np.ndarray    # int8 index into PROVENANCE
+    manifest_hashes: dict[str, int]  # manifest hash -> row count
+    first_row_of_hash: dict[str, int]
+    lines: np.ndarray         # int64 line number of each row
+    failed_names: Any = field(repr=False, default=None)  # row -> tuple of failed check names (lazy)
+
+    def __len__(self) -> int:
+        return len(self.trial)
+
+    def failed_checks_of(self, row: int) -> tuple[str, ...]:
+        return tuple(self.failed_names(row)) if self.failed_names else ()
+
+
+# ---------------------------------------------------------------- row validation (slow path)
+
+
+def _pydantic_errors(exc: ValidationError, where: str) -> list[str]:
+    out = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "missing" and loc == "passed":
+            out.append(f"{where}, field passed: missing label (a missing label is never a pass or a fail)")
+        elif e["type"] == "missing":
+            out.append(f"{where}, field {loc}: required field is missing")
+        elif e["type"] == "extra_forbidden":
+            out.append(f"{where}, field {loc}: unknown field")
+        elif loc:
+            out.append(f"{where}, field {loc}: {e['msg']}")
+        else:
+            out.append(f"{where}: {e['msg'].removeprefix('Value error, ')}")
+    return out
+
+
+def validate_rows(rows: Iterable[tuple[int | str, Any]], source: str, label: str = "line") -> list[TrialRecord]:
+    """Validate ``(line number or place, parsed row or exception)`` pairs; raise one
+    TrialsError with all errors."""
+    records, errors = [], []
+    for number, row in rows:
+        where = f"{label} {number}" if label else str(number)
+        if isinstance(row, Exception):
+            errors.append(f"{where}: {row}")
+            continue
+        if not isinstance(row, dict):
+            errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")
+            continue
+        if row.get("passed", 0) is None:
+            errors.append(f"{where}, field passed: missing label (a missing label is never a pass or a fail)")
+            row = {k: v for k, v in row.items() if k != "passed"}
+            try:
+                TrialRecord.model_validate({**row, "passed": False})
+            except ValidationError as exc:
+                errors.extend(_pydantic_errors(exc, where))
+            continue
+        try:
+            records.append(TrialRecord.model_validate(row))
+        except ValidationError as exc:
+            errors.extend(_pydantic_errors(exc, where))
+    if errors:
+        raise TrialsError(source, errors)
+    return records
+
+
+def _json_lines(data: bytes) -> Iterable[tuple[int, Any]]:
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            if i == data.count(b"\n") + 1:  # the final newline's empty tail
+                continue
+            yield i, ValueError("empty line (one trial per line; nothing is skipped silently)")
+            continue
+        try:
+            yield i, json.loads(line, parse_constant=lambda c: float(c))
+        except json.JSONDecodeError as exc:
+            yield i, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
+
+
+def _csv_value(name: str, text: str) -> Any:
+    if name == "trial_index":
+        return int(text) if text.strip().lstrip("-").isdigit() else text
+    if name == "passed":
+        return {"true": True, "false": False, "1": True, "0": False, "": None}.get(text.strip().lower(), text)
+    if name == "failed_checks":
+        return [c for c in text.split(";")] if text else []
+    if name in ("latency_ms", "cost"):
+        if text == "":
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:
+    reader = csv.reader(io.StringIO(data.decode("utf-8")))
+    header = next(reader, None)
+    if header is None:
+        return
+    missing = [f for f in FIELDS if f not in header]
+    unknown = [h for h in header if h not in FIELDS]
+    if missing or unknown:
+        yield 1, ValueError(f"header: missing column(s) {missing}, unknown column(s) {unknown}")
+        return
+    for number, values in enumerate(reader, start=2):
+        if len(values) != len(header):
+            yield number, ValueError(f"expected {len(header)} columns, got {len(values)}")
+            continue
+        yield number, {h: _csv_value(h, v) for h, v in zip(header, values)}
+
+
+def _codes_by_first_appearance(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes in order of first appearance (as pyarrow's dictionary_encode), so both
+    read paths give clusters the same (arrival) order."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int32, count=len(values))
+    return np.asarray(list(index), dtype=object), codes
+
+
+def columns_from_records(records: list[TrialRecord], source: str, lines: Iterable[int] | None = None) -> TrialColumns:
+    """Columns from validated row models (slow path and adapters)."""
+    case_names, case = _codes_by_first_appearance([r.case_id for r in records])
+    cluster_names, cluster = _codes_by_first_appearance([r.cluster_id for r in records])
+    hashes: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, r in enumerate(records):
+        hashes[r.manifest_sha256] = hashes.get(r.manifest_sha256, 0) + 1
+        first.setdefault(r.manifest_sha256, i)
+    nan = float("nan")
+    return TrialColumns(
+        source=source, case=case, case_names=case_names,
+        trial=np.asarray([r.trial_index for r in records], dtype=np.int64),
+        cluster=cluster, cluster_names=cluster_names,
+        candidate=np.asarray([r.arm == "candidate" for r in records], dtype=bool),
+        passed=np.asarray([r.passed for r in records], dtype=bool),
+        n_failed=np.asarray([len(r.failed_checks) for r in records], dtype=np.int32),
+        latency=np.asarray([nan if r.latency_ms is None else r.latency_ms for r in records], dtype=np.float64),
+        cost=np.asarray([nan if r.cost is None else r.cost for r in records], dtype=np.float64),
+        provenance=np.asarray([PROVENANCE.index(r.cost_provenance) for r in records], dtype=np.int8),
+        manifest_hashes=hashes, first_row_of_hash=first if len(hashes) > 1 else {},
+        lines=np.asarray(list(lines) if lines is not None else range(1, len(records) + 1), dtype=np.int64),
+        failed_names=lambda row: list(records[row].failed_checks))
+
+
+def trial_format(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    raise ValueError(f"{path}: trial records must be .jsonl/.ndjson or .csv, got {suffix or 'no suffix'!r}")
+
+
+def _fast(source, fmt: str, source_name: str) -> "TrialColumns | None":
+    from .columnar import columns_from_arrow, read_arrow
+
+    table = read_arrow(source, fmt)
+    if table is None or not table.num_rows:
+        return None
+    return columns_from_arrow(table, source_name, first_line=1 if fmt == "jsonl" else 2)
+
+
+def _blank_inside(data) -> bool:
+    return data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0
+
+
+def _has_blank_line(data) -> bool:
+    return data[:1] == b"\n" or data[:2] == b"\r\n" or _blank_inside(data)
+
+
+def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumns:
+    """Validate the raw bytes (``bytes`` or a read-only ``mmap``) of a JSONL or CSV trial
+    file into columns (errors: TrialsError)."""
+    if fmt not in ("jsonl", "csv"):
+        raise ValueError(f"unknown trial format {fmt!r}")
+    if not _has_blank_line(data):
+        cols = _fast(data, fmt, source)
+        if cols is not None:
+            return cols
+    data = bytes(data)
+    rows = list(_json_lines(data) if fmt == "jsonl" else _csv_rows(data))
+    records = validate_rows(rows, source)
+    if not records:
+        raise TrialsError(source, ["file holds no trial rows"])
+    return columns_from_records(records, source, lines=[n for n, _ in rows])
+
+
+def scan_file(path: str | Path) -> tuple[str, bool]:
+    """One pass over a trial file: its ``sha256:`` and whether it has a blank line."""
+    import hashlib
+
+    h, blank, tail = hashlib.sha256(), False, None
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+            if not blank:  # a blank line may straddle two blocks: look across the seam
+                blank = _has_blank_line(block) if tail is None else _blank_inside(tail + block[:2]) or _blank_inside(block)
+            tail = block[-2:]
+    return "sha256:" + h.hexdigest(), blank
+
+
+def read_trial_file(path: str | Path) -> tuple[TrialColumns, str]:
+    """Read and validate a trial file; returns the columns and the file's ``sha256:``.
+
+    The hash (and blank-line scan) runs in a second thread while pyarrow parses: hashlib
+    releases the GIL, so the two passes over the file overlap.  A blank line found by the
+    scan discards the fast result for the line-by-line path (rows and lines must agree)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = Path(path)
+    fmt = trial_format(path)
+    if not path.is_file():
+        raise ValueError(f"no trial file at {path}")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        scan = pool.submit(scan_file, path)
+        cols = _fast(path, fmt, str(path)) if path.stat().st_size else None
+        digest, blank = scan.result()
+    if cols is None or blank:
+        cols = parse_trials(path.read_bytes(), fmt, str(path))
+    return cols, digest
+
+
+def read_trials(path: str | Path) -> TrialColumns:
+    """Read and validate a trial file (see :func:`read_trial_file`)."""
+    return read_trial_file(path)[0]

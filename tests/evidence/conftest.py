@@ -1,0 +1,83 @@
+"""Shared fixtures: a real (small) qualification record of binomial_loss made by the
+qualifier itself, signed with a test key, and a helper that runs the evidence path."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from evidence.packet import run_experiment, trial_artifacts
+from evidence.synthetic import demo_manifest, write_trials
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+@dataclass
+class World:
+    qdir: Path
+    pin: str
+    record: Path
+    key: Path
+    trusted: dict
+    now: dt.datetime  # after the record was made (a record created "in the future" is refused)
+
+    def manifest(self, **kw):
+        """A measured, pinned manifest that qualifies (override any field)."""
+        base = dict(method="binomial_loss", margin=0.03, rho_max=0.5, repetitions=1, minimum_clusters=30,
+                    measurement_kind="measured", code_revision=REVISION, qualification_sha256=self.pin,
+                    created=self.now - dt.timedelta(hours=1))
+        base.update(kw)
+        return demo_manifest(**base)
+
+    def run(self, folder: Path, manifest=None, *, clusters=300, cases=1, name="exp", trusted="default",
+            draw=None, **kw):
+        """Write trials and run; returns the packet (the trial file is ``folder/name.jsonl``)."""
+        manifest = manifest or self.manifest()
+        draw = {"baseline": 0.9, "discordance": 0.01, "seed": 7,
+                "cost_provenance": "measured" if manifest.measurement_kind == "measured" else "synthetic",
+                **(draw or {})}
+        trials = write_trials(folder / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases, **draw)
+        return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=folder / f"{name}.packet.json",
+                              qualification_dir=self.qdir, trusted=self.trusted if trusted == "default" else trusted,
+                              now=self.now, **kw)
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory) -> World:
+    from methods import registry
+    from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, load_record
+    from simlab import signing
+    from simlab.scenario import FixedSize
+    from studies.qualify import qualify
+
+    root = tmp_path_factory.mktemp("evidence-world")
+    dom = QualificationDomain(
+        clusters=IntAxis(lo=300, hi=500, grid=(300, 500)),
+        cluster_sizes=(FixedSize(trials=1), FixedSize(trials=3)),
+        rho=Axis(lo=0.0, hi=0.5, grid=(0.0, 0.5)), margin=Axis(lo=0.03, hi=0.03, grid=(0.03,)),
+        baseline=Axis(lo=0.9, hi=0.9, grid=(0.9,)), discordance=Axis(lo=0.03, hi=0.03, grid=(0.03,)))
+    # a loose tolerance keeps the fixture small (1000 replications per scenario); the rules
+    # under test read the record's verdicts, whatever produced them
+    policy = QualificationPolicy(domain=dom, min_replications=1000, max_replications=1000, allowed_excess=3.0,
+                                 refine_evaluations=0, validity_days=3650)
+    qdir = root / "qualification"
+    run = qualify([registry.get("binomial_loss")], policy, out_dir=qdir)
+    record = run.outcomes[0].record_path
+    key = signing.generate_key()
+    private, public = signing.save_keypair(key, root / "keys", "test")
+    record.write_text(load_record(record).signed(key).to_json())  # the embedded signature
+    pin = "sha256:" + json.loads(record.read_text())["record_sha256"]
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
+    return World(qdir=qdir, pin=pin, record=record, key=private, trusted=signing.trusted_keys([public]), now=now)
+
+
+@pytest.fixture(scope="session")
+def good(world, tmp_path_factory):
+    """A packet that reaches canary_eligible (measured, pinned, covered, signed)."""
+    folder = tmp_path_factory.mktemp("good")
+    packet = world.run(folder)
+    assert packet["receipt"]["action"] == "canary_eligible", packet["receipt"]["reasons"]
+    return folder, packet
