@@ -14,10 +14,10 @@ import pytest
 
 from methods import registry
 from methods.qualification import QualificationPolicy, standard_domain
+from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
 from studies.qualify import Spec, scenario_of
 from studies.runner import estimand_value, evaluate_scenario, target_value
-from simlab.sampling import scenario_tables
 
 K = 100
 R = 400
