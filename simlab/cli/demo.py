@@ -57,7 +57,7 @@ def run_demo(args: argparse.Namespace) -> None:
     check_writable(f"{args.out}/demo.nc", "--out")
     payload = demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))
     payload["evidence"] = evidence_demo()  # last section; in a temporary folder (it holds a demo signing key)
-    emit(args, payload, lambda p: (_render(p), print("\n4. The evidence path on built-in synthetic experiments:"),
+    emit(args, payload, lambda p: (_render(p), print("\n5. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
 
 
