@@ -5,8 +5,6 @@ counts from it."""
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 
@@ -78,13 +76,3 @@ def build_dataset(policy: QualificationPolicy, method_identity: dict, scen: Scen
         "software": json.dumps(software),
     })
     return ds
-
-
-def write_dataset(ds, path: str | Path) -> Path:
-    """Write ``ds`` to netCDF atomically (temporary file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    enc = {v: {"zlib": True, "complevel": 6} for v in list(ds.data_vars) + list(ds.coords)}
-    ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
-    os.replace(tmp, path)
-    return path

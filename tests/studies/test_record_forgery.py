@@ -13,7 +13,8 @@ from methods.qualification import (Axis, IntAxis, QualificationDomain, Qualifica
                                    TamperedRecordError, UntrustedRecordError, build_record, canonical_sha256,
                                    cell_verdicts, cp_bounds, file_sha256, format_time, load_certificate, load_record,
                                    verdict_of)
-from methods.qualification.dataset import build_dataset, write_dataset
+from methods.qualification.dataset import build_dataset
+from studies.datasets import save_dataset
 from methods.qualification.record import body_of, signed_payload
 from methods import registry
 from simlab import signing
@@ -69,8 +70,8 @@ def _swap_in_zero_dataset(data: dict, ds) -> QualificationRecord:
     """Overwrite the dataset with one that never false-passes and update its hash in ``data``."""
     record = QualificationRecord.model_validate(data)
     zero = record.scenarios.model_copy(update={"n_pass": (0,) * len(record.scenarios)})
-    write_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
-                                zero, record.software), ds)
+    save_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
+                                zero, record.software), ds, compress=True)
     data["dataset"]["sha256"] = file_sha256(ds)
     return record
 
