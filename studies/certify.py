@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from methods.qualification import (EXCEEDS, MC_RULE, QUALIFIED, Axis, IntAxis, MethodRef, QualificationDomain,
+from methods.qualification import (EXCEEDS, MC_RULE, QUALIFIED, Axis, IntAxis, RecordedMethod, QualificationDomain,
                                    QualificationPolicy, format_time, utcnow)
 from methods.qualification.certificate import (Certificate, CertifiedDesign, CertPoint, certificate_verdict,
                                                proven_upper)
@@ -51,10 +51,10 @@ def _resolve(method):
     return method
 
 
-def method_ref(method, estimand: str) -> MethodRef:
+def method_ref(method, estimand: str) -> RecordedMethod:
     from .qualify import method_key
     name, options, inner = method_key(method)
-    return MethodRef(kind=method.kind, estimand=estimand, registered_name=name,
+    return RecordedMethod(kind=method.kind, estimand=estimand, registered_name=name,
                      options=dict(options), inner=inner, **method.identity.as_dict())
 
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from methods.qualification import MethodRef, QualificationPolicy, canonical_sha256, record_paths
+from methods.qualification import RecordedMethod, QualificationPolicy, canonical_sha256, record_paths
 
 
 @dataclass(frozen=True)
 class PlanItem:
     policy: QualificationPolicy
-    methods: tuple[MethodRef, ...]
+    methods: tuple[RecordedMethod, ...]
     sources: tuple[Path, ...]
 
     def as_dict(self) -> dict:
@@ -41,12 +41,12 @@ def _policy_matches(policy: QualificationPolicy, wanted: str | None) -> bool:
 def plan(directory: str | Path, only: set[str] | None = None, policy: str | None = None) -> list[PlanItem]:
     """Group the records in ``directory`` by policy (hash-checked, stale methods allowed);
     ``only`` method names, ``policy`` a built-in name or hash prefix."""
-    groups: dict[str, tuple[QualificationPolicy, dict[str, MethodRef], list[Path]]] = {}
+    groups: dict[str, tuple[QualificationPolicy, dict[str, RecordedMethod], list[Path]]] = {}
     for p in record_paths(None, directory):
         data = json.loads(p.read_text())
         if canonical_sha256(data["policy"]) != data.get("policy_sha256"):
             raise ValueError(f"record {p.name}: policy hash mismatch; refusing to regenerate from it")
-        ref = MethodRef.model_validate(data["method"])
+        ref = RecordedMethod.model_validate(data["method"])
         if only and ref.name not in only and ref.registered_name not in only:
             continue
         pol_p = QualificationPolicy.model_validate(data["policy"])

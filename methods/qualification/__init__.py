@@ -26,7 +26,7 @@ from .coverage import Coverage, DesignPoint, covers, find_coverage
 from .domain import (Axis, IntAxis, QualificationDomain, clip_discordance, discordance_limits, nuisance_grid,
                      reduced_domain, standard_domain)
 from .policy import QualificationPolicy, named_policy, policy_names, standard_policy
-from .record import (SCHEMA_VERSION, CellVerdict, DatasetRef, MethodRef, QualificationRecord, QualifiedRule,
+from .record import (SCHEMA_VERSION, CellVerdict, DatasetRef, RecordedMethod, QualificationRecord, QualifiedRule,
                      QualifiedSubdomain, ScenarioTable, WorstCase)
 from .records import ENV_VAR, record_paths, record_stem, records_dir
 from .verdicts import (EXCEEDS, MC_RULE, QUALIFIED, UNDETERMINED, VERDICTS, RecordError, StaleRecordError,
@@ -38,7 +38,7 @@ RESULTS_DIR = records_dir()   # the default records directory at import time (co
 
 __all__ = [
     "Axis", "CERT_SUFFIX", "COVERAGE_RULE", "CellVerdict", "CertPoint", "Certificate", "CertifiedDesign", "Coverage",
-    "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "MethodRef", "QUALIFIED",
+    "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "RecordedMethod", "QUALIFIED",
     "QualificationDomain", "QualificationPolicy", "QualificationRecord", "QualifiedRule", "QualifiedSubdomain",
     "RESULTS_DIR", "RecordError", "SCHEMA_VERSION", "ScenarioTable", "StaleRecordError", "TamperedRecordError",
     "UNDETERMINED", "UntrustedRecordError", "VERDICTS", "WorstCase", "build_record", "canonical_sha256",

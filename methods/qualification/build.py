@@ -12,7 +12,7 @@ from simlab.scenario import FixedSize
 
 from ._hashing import format_time, utcnow
 from .policy import QualificationPolicy
-from .record import (CellVerdict, DatasetRef, MethodRef, QualificationRecord, QualifiedRule, QualifiedSubdomain,
+from .record import (CellVerdict, DatasetRef, RecordedMethod, QualificationRecord, QualifiedRule, QualifiedSubdomain,
                      ScenarioTable, WorstCase)
 from .verdicts import (MC_RULE, QUALIFIED, MCRule, TamperedRecordError, combine_verdicts, cp_bounds,
                        stage_confidence, verdict_of)
@@ -145,7 +145,7 @@ def build_record(method_identity: dict, kind: str, estimand: str, policy: Qualif
     created = created or utcnow()
     reg_name, options, inner = method_key or (method_identity["name"], (), None)
     rec = QualificationRecord(
-        mc_rule=MC_RULE, method=MethodRef(kind=kind, estimand=estimand, registered_name=reg_name, options=dict(options), inner=inner,
+        mc_rule=MC_RULE, method=RecordedMethod(kind=kind, estimand=estimand, registered_name=reg_name, options=dict(options), inner=inner,
                          **method_identity),
         policy=policy, policy_sha256=policy.sha256, threshold=policy.threshold, confidence=policy.confidence,
         scenarios=scenarios, cells=cells, worst_case=worst_case(scenarios),

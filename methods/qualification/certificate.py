@@ -41,7 +41,7 @@ from simlab.signing import Signature
 
 from ._hashing import canonical_sha256, parse_time, utcnow
 from .coverage import Coverage, DesignPoint
-from .record import MethodRef, body_of, signed_payload
+from .record import RecordedMethod, body_of, signed_payload
 from .records import json_files, safe_name
 from .verdicts import (EXCEEDS, QUALIFIED, UNDETERMINED, MCRule, TamperedRecordError, combine_verdicts, cp_bounds,
                        stage_confidence, verdict_of)
@@ -91,7 +91,7 @@ class CertPoint(FrozenModel):
 
 class Certificate(FrozenModel):
     schema_version: Literal["1"] = CERT_SCHEMA_VERSION
-    method: MethodRef
+    method: RecordedMethod
     design: CertifiedDesign
     alpha: float = Field(gt=0.0, lt=0.5)
     allowed_excess: float = Field(ge=1.0, le=10.0)

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
+from methods.ref import MethodRef
 from simlab.models import FrozenModel
 from simlab.signing import Signature
 
@@ -25,8 +26,10 @@ from .verdicts import MCRule, StaleRecordError, stage_confidence
 SCHEMA_VERSION = "2"
 
 
-class MethodRef(FrozenModel):
-    """Method identity plus how to find it again: registry name, options, wrapped method."""
+class RecordedMethod(FrozenModel):
+    """The method block of a record or certificate: the implementation identity it was
+    qualified with, plus how to find the method again -- a :class:`methods.ref.MethodRef`
+    (the one method reference) built from ``registered_name``, ``options`` and ``inner``."""
     name: str
     version: str
     source_sha256: str
@@ -36,18 +39,16 @@ class MethodRef(FrozenModel):
     options: dict[str, float] = {}
     inner: str | None = None
 
+    @property
+    def ref(self) -> MethodRef:
+        return MethodRef(name=self.registered_name, options=dict(self.options), inner=self.inner)
+
     def resolve(self):
-        from methods import registry
         try:
-            m = registry.get(self.registered_name)
+            return self.ref.resolve()
         except KeyError as exc:
             raise StaleRecordError(f"record is for method {self.registered_name!r}, which is no longer "
                                    "registered") from exc
-        if self.inner is not None:
-            m = m.with_inner(self.inner)
-        if self.options and dict(self.options) != dict(m.options):
-            m = m.with_options(**self.options)
-        return m
 
 
 class ScenarioTable(FrozenModel):
@@ -140,7 +141,7 @@ class DatasetRef(FrozenModel):
 class QualificationRecord(FrozenModel):
     schema_version: Literal["1", "2"] = SCHEMA_VERSION
     mc_rule: MCRule = "unadjusted"   # schema 1 records carry no rule: their bounds were unadjusted
-    method: MethodRef
+    method: RecordedMethod
     policy: QualificationPolicy
     policy_sha256: str
     threshold: float

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ._hashing import canonical_sha256, file_sha256, format_time, parse_time, utcnow
 from .build import cell_verdicts, check_scenarios
-from .record import MethodRef, QualificationRecord, body_of, signed_payload
+from .record import RecordedMethod, QualificationRecord, body_of, signed_payload
 from .verdicts import RecordError, StaleRecordError, TamperedRecordError
 
 CLOCK_SKEW = _dt.timedelta(minutes=5)
@@ -82,7 +82,7 @@ def check_validity(created: str, valid_until: str, validity_days: int, label: st
         raise TamperedRecordError(f"{label}: created {created} lies in the future")
 
 
-def check_method_current(ref: MethodRef, label: str) -> None:
+def check_method_current(ref: RecordedMethod, label: str) -> None:
     ident = ref.resolve().identity
     if ident.version != ref.version:
         raise StaleRecordError(f"{label} is stale: method version changed ({ref.version} -> {ident.version}); "
