@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simlab.cli._args import add_json, n_jobs
+from simlab.cli._args import add_json, add_max_seconds, check_time, n_jobs
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 from simlab.cli.study import check_writable
@@ -25,6 +25,7 @@ def methods_arg(text: str, kind: str = "fixed") -> list:
 def run_qualify(args: argparse.Namespace) -> None:
     from methods.qualification import RESULTS_DIR, QualificationPolicy, named_policy
     from simlab.cli._backend import executor_from_args
+    from studies.cost import qualify_estimate
     from studies.qualify import qualify, summary_payload
 
     if not args.method:
@@ -35,8 +36,13 @@ def run_qualify(args: argparse.Namespace) -> None:
     methods = methods_arg(args.method, kind)
     out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
     check_writable(out_dir / "record.json", "--out")
+    say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
-        run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=log_to_stderr(args))
+        estimate = qualify_estimate(methods, policy, ex.workers)
+        check_time(args, estimate.low, "this qualification's first round")
+        say(f"estimated {estimate.describe()} on {ex.describe()} (first round to every scenario at "
+            f"{policy.max_replications:,} replications)")
+        run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say)
     payload = {"policy_sha256": policy.sha256, **run.stats(),
                "records": [summary_payload(o.record, o.record_path) for o in run.outcomes]}
 
@@ -62,7 +68,8 @@ def run_show(args: argparse.Namespace) -> None:
     from studies.qualify_show import cell_rows, heatmap
 
     given = [f for f, v in (("--method", args.method), ("--policy", args.policy), ("--out", args.out),
-                            ("--n-jobs", None if args.n_jobs == 1 else args.n_jobs)) if v is not None]
+                            ("--n-jobs", None if args.n_jobs == 1 else args.n_jobs),
+                            ("--max-seconds", args.max_seconds)) if v is not None]
     if given:
         raise UsageError(f"{', '.join(given)} belong to a qualification run, not to `qualify show`", given[0])
     if Path(args.record).is_dir():
@@ -107,6 +114,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--policy", help=f"policy file (JSON or TOML) or a built-in name: {BUILT_IN_POLICIES}")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes (default %(default)s)")
     add_backend_arguments(p)
+    add_max_seconds(p)
     p.add_argument("--out", default=None, help="output directory (default: the project's results/qualification)")
     add_json(p)
     p.set_defaults(func=run_qualify)

@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import (add_device_option, add_json, add_max_memory, check_memory, finite_float, n_jobs,
-                             on_selected_device, positive_int)
+from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_max_seconds, check_memory, check_time,
+                             finite_float, n_jobs, on_selected_device, positive_int)
 from simlab.cli._backend import add_backend_arguments
-from simlab.cli._output import UsageError, emit, print_table
+from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 # Memory model of studies.runner.run_study (bytes), from its data structures: every grid
 # point is a (coords, PairedScenario) pair built up front (2.9 KiB each, measured with
@@ -104,6 +104,7 @@ def run_study_run(args: argparse.Namespace) -> None:
 
     from simlab.cli._backend import executor_from_args
     from studies.results import summary_rows
+    from studies.cost import study_estimate
     from studies.runner import run_study
     from studies.spec import load_spec
 
@@ -119,6 +120,9 @@ def run_study_run(args: argparse.Namespace) -> None:
                  f"study {spec.name} ({math.prod(spec.shape) if spec.shape else 1:,} grid points x "
                  f"{spec.n_replications:,} replications)")
     with executor_from_args(args, args.n_jobs) as ex:  # run_study locks --out and writes it before chunks go
+        estimate = study_estimate(spec, ex.workers, chunk)
+        check_time(args, estimate.low, f"study {spec.name}")
+        log_to_stderr(args)(f"study {spec.name}: estimated {estimate.describe()} on {ex.describe()}")
         ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
                        work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
                        resume=not args.restart, progress=None, exact=True if args.exact else None, out=out)
@@ -175,6 +179,7 @@ def register(sub, bench_sub) -> None:
     q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
     q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
     add_max_memory(q)
+    add_max_seconds(q)
     add_device_option(q)
     add_json(q)
     q.set_defaults(func=on_selected_device(run_study_run))

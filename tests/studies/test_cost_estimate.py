@@ -1,0 +1,98 @@
+"""Time estimates made before long work (issue 14.3): the pilot's fit, on a deterministic
+clock, and the estimates' bookkeeping on real (tiny) work."""
+from __future__ import annotations
+
+import pytest
+
+from methods.qualification import named_policy
+from methods.registry import get
+from studies import cost
+from studies.spec import parse_spec
+
+
+class FakeClock:
+    """``perf_counter`` that advances only when the fake work runs: ``a + b * reps``."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def work(self, a: float, b: float):
+        def run(reps: int) -> None:
+            self.now += a + b * reps
+        return run
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = FakeClock()
+    monkeypatch.setattr(cost.time, "perf_counter", c)
+    return c
+
+
+def test_pilot_recovers_overhead_and_per_replication_cost(clock):
+    a, b = cost._pilot(clock.work(0.003, 2e-5))
+    assert a == pytest.approx(0.003, rel=1e-9)
+    assert b == pytest.approx(2e-5, rel=1e-9)
+
+
+def test_pilot_grows_replications_until_measurable(clock):
+    seen = []
+    run = clock.work(0.0, 1e-7)
+
+    def spy(reps):
+        seen.append(reps)
+        run(reps)
+
+    cost._pilot(spy)
+    # 1e-7 s/rep never reaches 0.02 s: R grows x4 up to its cap, then the 4R run
+    assert seen == [1, 4, 16, 64, 256, 1024, 4096] and seen[-2] == cost.PILOT_MAX_REPLICATIONS
+
+
+def test_model_interpolates_in_pairs_and_adds_overhead_per_call(clock):
+    model = cost.fit(clock.work(0.001, 1e-6), 10, clock.work(0.002, 1e-4), 1010)
+    assert model.overhead == pytest.approx(0.002)
+    assert model.per_rep_at(510) == pytest.approx(0.5 * (1e-6 + 1e-4))
+    assert model.seconds(1010, 1000, calls=3) == pytest.approx(3 * 0.002 + 0.1)
+
+
+def test_estimate_describes_a_range_or_a_point():
+    assert cost.TimeEstimate(30, 31, 1).describe() == "about 30 s"
+    assert cost.TimeEstimate(300, 7200 * 2, 2).describe() == "5 min to 4.0 h"
+
+
+def test_study_estimate_divides_by_workers_and_counts_every_point(clock, monkeypatch):
+    """Every grid point costs ``chunks x overhead + per_rep x reps``; the pilot runs at the
+    cheapest and the costliest point (here with a fake engine: a + b K)."""
+    import studies.runner as runner
+
+    monkeypatch.setattr(runner, "evaluate_scenario",
+                        lambda sc, *a, replications, **k: clock.work(0.01, 1e-6 * sc.clusters)(replications))
+    spec = parse_spec({"methods": ["paired_wald"], "replications": 1000, "chunk_size": 500,
+                       "scenario": {"trials": 1, "baseline": 0.9, "discordance": 0.1, "difference": -0.03},
+                       "grid": {"clusters": [10, 20, 40]}})
+    est = cost.study_estimate(spec, workers=2, chunk_size=500)
+    per_point = [2 * 0.01 + 1e-6 * k * 1000 for k in (10, 20, 40)]
+    assert est.low == est.high == pytest.approx(sum(per_point) / 2)
+
+
+def test_qualify_estimate_brackets_the_first_round_and_full_escalation(clock, monkeypatch):
+    import studies.qualify as qualify
+
+    monkeypatch.setattr(qualify, "run_task",
+                        lambda policy, task, estimands: clock.work(0.001, 1e-7 * task.spec.clusters)(task.stop))
+    policy = named_policy("reduced-small")
+    est = cost.qualify_estimate([get("paired_wald")], policy, workers=1)
+    schedule = policy.replication_schedule()
+    assert est.high > est.low > 0
+    assert est.high / est.low < schedule[-1] / schedule[0]
+
+
+def test_real_pilot_is_positive_and_finite():
+    spec = parse_spec({"methods": ["paired_wald"], "replications": 100,
+                       "scenario": {"clusters": 10, "trials": 1, "baseline": 0.9, "discordance": 0.1,
+                                    "difference": -0.03}})
+    est = cost.study_estimate(spec, workers=1, chunk_size=100)
+    assert 0 < est.low < 60
