@@ -210,8 +210,11 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
          rho_max: float | None = None, looks: int | None = None, seed: int = 20261129, ci_level: float = 0.95,
          initial_reps: int = 2000, max_reps: int = 1 << 20, max_clusters: int = MAX_CLUSTERS, policy=None,
          check_false_pass: bool = True, sampler: str = "auto",
-         progress: Callable[[str], None] | None = None) -> SizingResult:
-    """Minimum K keeping the promises of the module docstring; ValueError when none can."""
+         progress: Callable[[str], None] | None = None, executor=None) -> SizingResult:
+    """Minimum K keeping the promises of the module docstring; ValueError when none can.
+    ``executor`` (``studies.executor``: joblib processes or a dask cluster) runs the
+    false-pass certificate's simulation; the power search runs here.  Same answer for
+    every backend."""
     from methods.qualification import QualificationPolicy, standard_domain
 
     t0 = time.perf_counter()
@@ -271,7 +274,7 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
     if check_false_pass:
         gate = FalsePassGate(method, trials=trials, margin=margin, rho_max=rho_max, alpha=alpha, policy=policy,
                              seed=seed, looks=looks, sampler=sampler, cap=min(max_clusters, MAX_RAISE * k_power),
-                             log=log, say=say)
+                             log=log, say=say, executor=executor)
         first = None
         for _ in range(8):
             cert = gate.certificate(k_final)

@@ -23,10 +23,10 @@ from .nuisance import DesignFalsePass, design_false_pass
 
 class FalsePassGate:
     def __init__(self, method, *, trials: int, margin: float, rho_max: float, alpha: float, policy, seed: int,
-                 looks: int | None, sampler: str, cap: int, log: list, say: Callable[[str], None]):
+                 looks: int | None, sampler: str, cap: int, log: list, say: Callable[[str], None], executor=None):
         self.method, self.trials, self.margin, self.rho_max = method, trials, margin, rho_max
         self.alpha, self.policy, self.seed, self.looks, self.sampler = alpha, policy, seed, looks, sampler
-        self.cap, self.log, self.say = cap, log, say
+        self.cap, self.log, self.say, self.executor = cap, log, say, executor
         self.generated = 0
         self._worst = None
 
@@ -38,7 +38,8 @@ class FalsePassGate:
                        label_noise=tuple(dom.label_noise), baseline=(dom.baseline.lo, dom.baseline.hi),
                        discordance=(dom.discordance.lo, dom.discordance.hi), alpha=self.alpha,
                        allowed_excess=pol.allowed_excess, mc_confidence=pol.mc_confidence,
-                       min_replications=pol.min_replications, max_replications=pol.max_replications, seed=self.seed)
+                       min_replications=pol.min_replications, max_replications=pol.max_replications, seed=self.seed,
+                       executor=self.executor)
         self.log.append({"stage": "certify", "k": k, "verdict": cert.verdict, "engine": cert.engine,
                          "worst_upper": cert.worst_point.upper})
         self.say(f"certificate at K={k} ({cert.engine}): {cert.verdict}; worst case {cert_worst_text(cert)}")

@@ -1,5 +1,5 @@
 """The execution-backend options shared by every command that runs parallel work (study
-run, sequential run, qualify; certify and size when they gain a parallel loop): local
+run, sequential run, qualify, certify; size for its false-pass certificate): local
 worker processes, or a dask.distributed cluster through ``studies.executor``."""
 from __future__ import annotations
 

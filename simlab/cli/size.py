@@ -11,8 +11,10 @@ from simlab.cli._args import (
     int_at_least,
     nonnegative_int,
     positive_float,
+    n_jobs,
     positive_int,
 )
+from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 _open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
@@ -23,6 +25,7 @@ _discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1] (zero discord
 
 def run_size(args: argparse.Namespace) -> None:
     from methods.registry import get
+    from simlab.cli._backend import executor_from_args
     from studies.sizing import save_sizing, size
 
     method = get(args.method)
@@ -35,10 +38,11 @@ def run_size(args: argparse.Namespace) -> None:
         from simlab.cli.study import check_writable
 
         check_writable(f"{args.out}/size.nc", "--out")
-    res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
-               trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance, rho=args.rho,
-               rho_max=args.rho_max, looks=args.looks, seed=args.seed, max_reps=args.max_reps,
-               progress=log_to_stderr(args))
+    with executor_from_args(args, args.n_jobs) as ex:
+        res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
+                   trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance,
+                   rho=args.rho, rho_max=args.rho_max, looks=args.looks, seed=args.seed, max_reps=args.max_reps,
+                   progress=log_to_stderr(args), executor=ex)
     if args.out:
         save_sizing(res, args.out)
     payload = res.payload()
@@ -89,5 +93,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=20261129)
     p.add_argument("--max-reps", type=int_at_least(100), default=1 << 20, help="replication cap of the root search")
     p.add_argument("--out", default="results/sizing", help="where the power curve (.nc, .png) goes; '' for none")
+    p.add_argument("--n-jobs", type=n_jobs, default=1,
+                   help="worker processes for the false-pass certificate's simulation (default %(default)s)")
+    add_backend_arguments(p)
     add_json(p)
     p.set_defaults(func=run_size)

@@ -97,3 +97,16 @@ def test_bad_backend_options_are_clear_errors():
         make_executor(scheduler="localhost")
     with pytest.raises(ValueError, match="n_jobs must be >= 1"):
         make_executor(n_jobs=0)
+
+
+def test_sizing_on_dask_equals_serial(cluster):
+    """``size``'s false-pass certificate runs its simulation on the executor: same answer."""
+    from studies.sizing import size
+
+    kw = dict(margin=0.1, difference=0.0, trials=3, rho=0.1, policy=named_policy("reduced-small"), max_reps=8000)
+    a = size(registry.get("empirical_bernstein"), executor=cluster, **kw)
+    b = size(registry.get("empirical_bernstein"), **kw)
+    assert a.false_pass["engine"] == "simulation"  # the executor's path, not an exact engine
+    # the certificate's hash covers its creation time; every figure in it is the same
+    fa, fb = ({k: v for k, v in r.false_pass.items() if k != "certificate_sha256"} for r in (a, b))
+    assert (a.clusters, a.power_at_k, fa) == (b.clusters, b.power_at_k, fb)
