@@ -39,7 +39,7 @@ def run_qualify(args: argparse.Namespace) -> None:
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
         estimate = qualify_estimate(methods, policy, ex.workers)
-        check_time(args, estimate.low, "this qualification's first round")
+        check_time(args, estimate.low, f"this qualification's first round (the whole run: {estimate.describe()})")
         say(f"estimated {estimate.describe()} on {ex.describe()} (first round to every scenario at "
             f"{policy.max_replications:,} replications)")
         run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say)

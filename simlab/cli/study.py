@@ -122,7 +122,9 @@ def run_study_run(args: argparse.Namespace) -> None:
     with executor_from_args(args, args.n_jobs) as ex:  # run_study locks --out and writes it before chunks go
         estimate = study_estimate(spec, ex.workers, chunk)
         check_time(args, estimate.low, f"study {spec.name}")
-        log_to_stderr(args)(f"study {spec.name}: estimated {estimate.describe()} on {ex.describe()}")
+        exact = args.exact or spec.exact
+        log_to_stderr(args)(f"study {spec.name}: simulation estimated {estimate.describe()} on {ex.describe()}"
+                            + ("; the exact results (--exact) come on top" if exact else ""))
         ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
                        work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
                        resume=not args.restart, progress=None, exact=True if args.exact else None, out=out)
