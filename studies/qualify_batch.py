@@ -39,6 +39,7 @@ from simlab.exact import ExactUnsupported
 from simlab.sampling import table_source
 from simlab.sampling.shared import SharedComposition, recording, shared_law
 from simlab.sampling.sources import composition_key
+from studies.runner import estimand_value
 
 from .qualify_tasks import (_MAX_CELLS_PER_CHUNK, Spec, Task, _naming, check_null, outcomes, resolve_method,
                             scenario_of, task_cost)
@@ -50,7 +51,8 @@ _CONSTS: dict[tuple, np.ndarray] = {}  # (method key, alpha, K) -> moment consta
 
 
 def _law_order(spec: Spec) -> tuple:
-    return (spec.margin, spec.size, spec.rho, spec.noise, spec.baseline, spec.discordance, spec.clusters)
+    """Scenarios that differ only in K, then in rho (one-trial clusters: the same law), adjacent."""
+    return (spec.margin, spec.size, spec.noise, spec.baseline, spec.discordance, spec.rho, spec.clusters)
 
 
 def law_batches(policy: QualificationPolicy, tasks: list[Task], workers: int = 1) -> list[list[tuple[int, Task]]]:
@@ -107,6 +109,7 @@ class BatchRun:
         self.meas: dict[int, np.ndarray | None] = {}
         self.groups: dict[tuple, list] = {}
         self.counts: dict[int, dict[tuple, list[int]]] = {}
+        self.true: dict[tuple, float] = {}
 
     def add(self, index: int, task: Task) -> None:
         spec, policy = task.spec, self.policy
@@ -122,9 +125,8 @@ class BatchRun:
             handle, size = table_source(sc, policy.seed, policy.sampler), None
         else:
             if spec.clusters != sh.clusters:
-                sc = sh.scenario.model_copy(update={"clusters": spec.clusters})
                 for e in self.estimands:
-                    check_null(sc, spec, e)
+                    check_null(None, spec, e, self._true(sh, spec, e))
             handle = self.store.add(sh.law, spec.clusters, *composition_key(sh.key(spec.clusters), policy.seed))
             size = self.store.moment_size[handle]
         if size is not None and all(getattr(m, "moments_kernel", None) is not None for m in methods):
@@ -133,6 +135,15 @@ class BatchRun:
             g = ("tables", task.methods, spec.clusters, None, spec.margin)
         self.groups.setdefault(g, []).append((index, task, handle))
         self.counts[index] = {k: [0, 0] for k in task.methods}
+
+    def _true(self, sh: _Shared, spec: Spec, estimand: str) -> float:
+        """``estimand_value`` of the shared scenario with ``spec.clusters`` clusters.  The true
+        estimands read only the cells, the cluster-size law and K (not rho, not the
+        recording), so the scenarios that share those share the value."""
+        key = (sh.scenario.cells, spec.size, spec.clusters, estimand)
+        if key not in self.true:
+            self.true[key] = estimand_value(sh.scenario.model_copy(update={"clusters": spec.clusters}), estimand)
+        return self.true[key]
 
     def run(self) -> list[tuple[int, dict[tuple, tuple[int, int]]]]:
         for g, items in self.groups.items():

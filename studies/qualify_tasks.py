@@ -66,9 +66,11 @@ def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> Paire
     return sc
 
 
-def check_null(sc: PairedScenario, spec: Spec, estimand: str) -> None:
-    """Raise unless ``estimand``'s true value in ``sc`` sits on the null boundary of ``spec``."""
-    true = estimand_value(sc, estimand)
+def check_null(sc: PairedScenario, spec: Spec, estimand: str, true: float | None = None) -> None:
+    """Raise unless ``estimand``'s true value in ``sc`` (``true``, when already known) sits
+    on the null boundary of ``spec``."""
+    if true is None:
+        true = estimand_value(sc, estimand)
     if estimand == "loss_rate":  # a difference of -m implies a loss rate >= m: inside the null
         if true > -spec.margin + 1e-12:
             raise ValueError(f"scenario {spec}: loss rate {-true} is below the margin {spec.margin} (not a null)")

@@ -28,8 +28,8 @@ from simlab.rng import MAX_REPLICATIONS, uniform
 from simlab.scenario import FixedSize, PairedScenario
 
 from .moments import one_size, table_sizes
-from .sources import (GROUP_OUTCOMES, MAX_GROUP, SINGLE_OUTCOMES, TOTAL_OUTCOMES, _moment_pack, _slot,
-                      joint_law, joint_words)
+from .sources import (GROUP_OUTCOMES, MAX_GROUP, SINGLE_OUTCOMES, TOTAL_OUTCOMES, _slot, joint_law, joint_words,
+                      pack_rows)
 
 # layout columns of a scenario: full groups, clusters per full group, then (table offset,
 # outcomes, word base) of the full groups' table, the remainder's cluster count and table
@@ -86,15 +86,6 @@ def _scaled_uniforms(k1, k2, rep, nfull, n, r, rn, xs):
         xs[nfull] = uniform(k1, k2, rep, nfull) * rn
 
 
-@nb.njit(inline="always", cache=True)
-def _moments_of(x, off, n, pack):
-    """``(clusters, sum D, sum D^2)`` of the outcome ``x`` selects in the pack table at ``off``."""
-    j, f = _slot(x, n)
-    row = np.uint64(off + j)
-    c = np.uint64(1 if f < pack[row, 0] else 4)
-    return np.int64(pack[row, c]), np.int64(pack[row, c + np.uint64(1)]), np.int64(pack[row, c + np.uint64(2)])
-
-
 @nb.njit(cache=True)
 def _segment_moments(k1, k2, rep0, count, row0, nfull, off, n, r, roff, rn, pack, out):
     xs = np.empty(nfull + 1, np.float64)
@@ -104,15 +95,19 @@ def _segment_moments(k1, k2, rep0, count, row0, nfull, off, n, r, roff, rn, pack
         S1 = 0
         S2 = 0
         for h in range(nfull):
-            a, b, c = _moments_of(xs[h], off, n, pack)
-            k_used += a
-            S1 += b
-            S2 += c
+            j, f = _slot(xs[h], n)
+            row = np.uint64(off + j)
+            c = np.uint64(1 if f < pack[row, 0] else 4)
+            k_used += np.int64(pack[row, c])
+            S1 += np.int64(pack[row, c + np.uint64(1)])
+            S2 += np.int64(pack[row, c + np.uint64(2)])
         if r > 0:
-            a, b, c = _moments_of(xs[nfull], roff, rn, pack)
-            k_used += a
-            S1 += b
-            S2 += c
+            j, f = _slot(xs[nfull], rn)
+            row = np.uint64(roff + j)
+            c = np.uint64(1 if f < pack[row, 0] else 4)
+            k_used += np.int64(pack[row, c])
+            S1 += np.int64(pack[row, c + np.uint64(1)])
+            S2 += np.int64(pack[row, c + np.uint64(2)])
         i = np.uint64(row0 + q)
         out[i, 0] = k_used
         out[i, 1] = S1
@@ -131,6 +126,7 @@ def _fill_moments_many(segs, k1s, k2s, layout, pack, out):
 
 @nb.njit(inline="always", cache=True)
 def _copy_group(x, off, n, base, width, w0, prob, alias, words, out64, i):
+    """Write the words of the outcome ``x`` selects in the table at ``off`` at word ``w0``."""
     j, f = _slot(x, n)
     w = np.uint64(base + (j if f < prob[np.uint64(off + j)] else alias[np.uint64(off + j)]) * width)
     w0 = np.uint64(w0)
@@ -170,31 +166,42 @@ class SharedComposition:
     ``fill_moments`` draw segments ``(handle, first replication, count, output row)``."""
 
     def __init__(self) -> None:
-        self._tables: dict[tuple[int, int], int] = {}   # (id(law), group length) -> table
+        self._tables: dict[tuple[bytes, int], int] = {}  # (law content, group length) -> table
         self._joint: list[tuple] = []  # (prob, alias, moments, law, group length)
-        self._laws: dict[int, tuple] = {}                # id -> (law, its table sizes): keeps the ids alive
+        self._laws: dict[bytes, tuple] = {}              # law content -> (law, its table sizes)
+        self._ids: dict[int, bytes] = {}                 # id(law) -> its content
+        self._alive: list = []                           # every law added (their ids stay theirs)
         self._rows: list[list[int]] = []                 # layout rows
         self._keys: list[tuple[np.uint64, np.uint64]] = []
         self.clusters: list[int] = []
         self.moment_size: list[int | None] = []
         self._built: dict[str, tuple] = {}
 
-    def _table(self, law, length: int) -> int:
-        key = (id(law), length)
-        if id(law) not in self._laws:
-            self._laws[id(law)] = (law, table_sizes(law))
-        if key not in self._tables:
-            self._tables[key] = len(self._joint)
+    def _content(self, law) -> bytes:
+        """A law's content key: equal laws (e.g. one-trial clusters at any rho) share tables."""
+        if id(law) not in self._ids:
+            self._alive.append(law)  # its id stays its own
+            key = law[0].tobytes() + law[1].tobytes()
+            self._ids[id(law)] = key
+            if key not in self._laws:
+                self._laws[key] = (law, table_sizes(law))
+        return self._ids[id(law)]
+
+    def _table(self, key: bytes, length: int) -> int:
+        if (key, length) not in self._tables:
+            law = self._laws[key][0]
+            self._tables[(key, length)] = len(self._joint)
             self._joint.append(joint_law([law] * length) + (law, length))
-        return self._tables[key]
+        return self._tables[(key, length)]
 
     def add(self, law: tuple[np.ndarray, np.ndarray], clusters: int, k1: np.uint64, k2: np.uint64) -> int:
+        key = self._content(law)
         g = group_length(law[0].shape[0], clusters)
         r = clusters % g
-        self._rows.append([clusters // g, g, self._table(law, g), 0, 0, r, self._table(law, r) if r else -1, 0, 0])
+        self._rows.append([clusters // g, g, self._table(key, g), 0, 0, r, self._table(key, r) if r else -1, 0, 0])
         self._keys.append((k1, k2))
         self.clusters.append(int(clusters))
-        self.moment_size.append(one_size(self._laws[id(law)][1], clusters))
+        self.moment_size.append(one_size(self._laws[key][1], clusters))
         self._built.clear()
         return len(self._rows) - 1
 
@@ -214,8 +221,10 @@ class SharedComposition:
             keys = (np.array([k[0] for k in self._keys], np.uint64), np.array([k[1] for k in self._keys], np.uint64),
                     layout)
             if kind == "moments":
-                self._built[kind] = keys + (np.concatenate([_moment_pack(x[0], x[1], x[2], [0], [x[0].size])
-                                                            for x in j]),)
+                pack = np.empty((int(sizes.sum()), 8), np.float64)
+                for x, o in zip(j, off.tolist()):
+                    pack_rows(pack[o:o + x[0].size], x[0], x[1], x[2])
+                self._built[kind] = keys + (pack,)
             else:
                 self._built[kind] = keys + (np.concatenate([x[0] for x in j]), np.concatenate([x[1] for x in j]),
                                             np.concatenate([joint_words([x[3]] * x[4]).ravel() for x in j]))

@@ -159,9 +159,12 @@ def joint_law(members: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
     ``joint_words``."""
     joint_p = np.ones(1)
     mom = np.zeros((1, 3), np.int64)
+    seen: dict[int, np.ndarray] = {}  # each distinct member's moments, once
     for t, p in members:
+        if id(t) not in seen:
+            seen[id(t)] = row_moments(t[:, None, :])
         joint_p = (joint_p[:, None] * p[None, :]).ravel()
-        mom = (mom[:, None, :] + row_moments(t[:, None, :])[None, :, :]).reshape(-1, 3)
+        mom = (mom[:, None, :] + seen[id(t)][None, :, :]).reshape(-1, 3)
     joint_p = joint_p / joint_p.sum()
     pr, al = vose_alias(joint_p)
     return pr, al, mom
@@ -312,17 +315,25 @@ class CompositionSource(TableSource):
         return out
 
 
+@nb.njit(cache=True)
+def pack_rows(out, prob, alias, mom):
+    """One alias table's pack rows into ``out`` (float64[n, 8]): (prob, own k/S1/S2, alias's
+    k/S1/S2, 0) per slot, ``alias`` relative to the table; the moments are small integers,
+    exact in float64."""
+    for i in range(prob.shape[0]):
+        a = alias[i]
+        out[i, 0] = prob[i]
+        for c in range(3):
+            out[i, 1 + c] = mom[i, c]
+            out[i, 4 + c] = mom[a, c]
+        out[i, 7] = 0.0
+
+
 def _moment_pack(prob, alias, mom, offsets, counts) -> np.ndarray:
-    """float64[rows, 8]: (prob, own k/S1/S2, alias's k/S1/S2, 0) per alias slot; the
-    moments are small integers, exact in float64."""
-    rows = prob.shape[0]
-    absolute = alias.copy()
+    """float64[rows, 8]: ``pack_rows`` of every table (at ``offsets``, ``counts`` slots)."""
+    pack = np.empty((prob.shape[0], 8), np.float64)
     for off, n in zip(offsets, counts):
-        absolute[off:off + n] += off  # alias entries are relative to their table
-    pack = np.zeros((rows, 8), np.float64)
-    pack[:, 0] = prob
-    pack[:, 1:4] = mom
-    pack[:, 4:7] = mom[absolute]
+        pack_rows(pack[off:off + n], prob[off:off + n], alias[off:off + n], mom[off:off + n])
     return pack
 
 
