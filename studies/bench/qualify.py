@@ -99,7 +99,7 @@ def bench_qualify(policy: str = "standard", methods: tuple[str, ...] = ("cluster
     return {"policy": policy, "policy_sha256": pol.sha256, "methods": list(methods), "rounds": rounds,
             "workload": f"{what}: K {list(dom.clusters.grid)}, {len(dom.cluster_sizes)} cluster sizes, "
                         f"rho {list(dom.rho.grid)}, margins {list(dom.margin.grid)}",
-            "n_jobs": n_jobs, "rows": rows, "ratio": ratio, "target_ratio": TARGET_RATIO,
+            "clusters": list(dom.clusters.grid), "n_jobs": n_jobs, "rows": rows, "ratio": ratio, "target_ratio": TARGET_RATIO,
             "meets_target": ratio >= TARGET_RATIO, "identical": True,
             "cells_qualified": {o.record.method.name: o.record.qualified.cells_qualified
                                 for o in runs["batched"].outcomes},
