@@ -89,25 +89,21 @@ def _scaled_uniforms(k1, k2, rep, nfull, n, r, rn, xs):
 @nb.njit(cache=True)
 def _segment_moments(k1, k2, rep0, count, row0, nfull, off, n, r, roff, rn, pack, out):
     xs = np.empty(nfull + 1, np.float64)
+    groups = nfull + (1 if r > 0 else 0)
     for q in range(count):
         _scaled_uniforms(k1, k2, rep0 + q, nfull, n, r, rn, xs)
         k_used = 0
         S1 = 0
         S2 = 0
-        for h in range(nfull):
-            j, f = _slot(xs[h], n)
-            row = np.uint64(off + j)
-            c = np.uint64(1 if f < pack[row, 0] else 4)
-            k_used += np.int64(pack[row, c])
-            S1 += np.int64(pack[row, c + np.uint64(1)])
-            S2 += np.int64(pack[row, c + np.uint64(2)])
-        if r > 0:
-            j, f = _slot(xs[nfull], rn)
-            row = np.uint64(roff + j)
-            c = np.uint64(1 if f < pack[row, 0] else 4)
-            k_used += np.int64(pack[row, c])
-            S1 += np.int64(pack[row, c + np.uint64(1)])
-            S2 += np.int64(pack[row, c + np.uint64(2)])
+        for part in range(2):  # the full groups, then the remainder group
+            lo, hi, o, m = (0, nfull, off, n) if part == 0 else (nfull, groups, roff, rn)
+            for h in range(lo, hi):
+                j, f = _slot(xs[h], m)
+                row = np.uint64(o + j)
+                c = np.uint64(1 if f < pack[row, 0] else 4)
+                k_used += np.int64(pack[row, c])
+                S1 += np.int64(pack[row, c + np.uint64(1)])
+                S2 += np.int64(pack[row, c + np.uint64(2)])
         i = np.uint64(row0 + q)
         out[i, 0] = k_used
         out[i, 1] = S1
