@@ -46,7 +46,7 @@ from .qualify_tasks import (_MAX_CELLS_PER_CHUNK, Spec, Task, _naming, check_nul
 
 TASKS_PER_BATCH = 256   # tasks per batch on one worker (bounds the shared tables' memory)
 MOMENT_ROWS = 1 << 18   # (k, S1, S2) rows per moment chunk (6 MB)
-TABLE_CELLS = 1 << 21   # clusters x replications per table chunk (32 MB of int32 tables)
+TABLE_CELLS = _MAX_CELLS_PER_CHUNK  # clusters x replications per table chunk (32 MB of int32 tables)
 _CONSTS: dict[tuple, np.ndarray] = {}  # (method key, alpha, K) -> moment constants
 
 
@@ -126,7 +126,7 @@ class BatchRun:
         else:
             if spec.clusters != sh.clusters:
                 for e in self.estimands:
-                    check_null(None, spec, e, self._true(sh, spec, e))
+                    check_null(sh.scenario, spec, e, self._true(sh, spec, e))
             handle = self.store.add(sh.law, spec.clusters, *composition_key(sh.key(spec.clusters), policy.seed))
             size = self.store.moment_size[handle]
         if size is not None and all(getattr(m, "moments_kernel", None) is not None for m in methods):
