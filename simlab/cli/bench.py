@@ -198,7 +198,8 @@ def register(sub, bench_sub) -> None:
                    help="built-in policy name or policy file (JSON or TOML) (default %(default)s)")
     p.add_argument("--method", default="clustered_normal", help="comma-separated methods (default %(default)s)")
     p.add_argument("--rounds", type=nonnegative_int, default=1,
-                   help="replication rounds of the grid, no refinement; 0: the whole qualification (default %(default)s)")
+                   help="replication rounds of the grid, no refinement; 0: the whole qualification "
+                        "(default %(default)s)")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes of both engines (default %(default)s)")
     add_json(p)
     p.set_defaults(func=run_bench_qualify)

@@ -41,7 +41,8 @@ def recording(scenario: PairedScenario) -> np.ndarray | None:
     return scenario.measurement_matrix() if scenario.has_measurement_error else None
 
 
-def shared_law(scenario: PairedScenario, meas: np.ndarray | None | str = "auto") -> tuple[np.ndarray, np.ndarray] | None:
+def shared_law(scenario: PairedScenario,
+               meas: np.ndarray | None | str = "auto") -> tuple[np.ndarray, np.ndarray] | None:
     """The recorded-table law every cluster of ``scenario`` shares (``cluster_laws``' law
     of each cluster), or None when its clusters differ (explicit sizes, per-cluster cells)
     or their sizes are random.  Raises ``ExactUnsupported`` where ``CompositionSource``

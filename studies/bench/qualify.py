@@ -41,7 +41,8 @@ def workload_policy(policy: str = "standard", rounds: int = 1, clusters: tuple[i
     if clusters:
         grid = tuple(k for k in pol.domain.clusters.grid if k in set(clusters))
         if not grid:
-            raise ValueError(f"clusters {list(clusters)}: none is on the policy's K grid {list(pol.domain.clusters.grid)}")
+            raise ValueError(f"clusters {list(clusters)}: none is on the policy's K grid "
+                             f"{list(pol.domain.clusters.grid)}")
         data["domain"]["clusters"] = IntAxis(lo=grid[0], hi=grid[-1], grid=grid).model_dump()
         if pol.domain.looks is not None and pol.domain.looks > grid[0]:
             raise ValueError(f"clusters {list(clusters)}: the policy's {pol.domain.looks} looks need K >= "
@@ -99,7 +100,8 @@ def bench_qualify(policy: str = "standard", methods: tuple[str, ...] = ("cluster
     return {"policy": policy, "policy_sha256": pol.sha256, "methods": list(methods), "rounds": rounds,
             "workload": f"{what}: K {list(dom.clusters.grid)}, {len(dom.cluster_sizes)} cluster sizes, "
                         f"rho {list(dom.rho.grid)}, margins {list(dom.margin.grid)}",
-            "clusters": list(dom.clusters.grid), "n_jobs": n_jobs, "rows": rows, "ratio": ratio, "target_ratio": TARGET_RATIO,
+            "clusters": list(dom.clusters.grid), "n_jobs": n_jobs, "rows": rows, "ratio": ratio,
+            "target_ratio": TARGET_RATIO,
             "meets_target": ratio >= TARGET_RATIO, "identical": True,
             "cells_qualified": {o.record.method.name: o.record.qualified.cells_qualified
                                 for o in runs["batched"].outcomes},

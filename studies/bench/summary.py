@@ -3,9 +3,10 @@
 Each row is one workload: simlab's throughput, the throughput of a reference
 implementation of the same workload measured in the same run (numpy, the slow
 per-replication reference of a method, the trial-level generator, the fused limit
-kernel, the per-scenario qualification engine), and their ratio.  The table is written as JSON (``dataset_kind = "bench"``,
-``studies/SCHEMA.md``) under ``results/bench/<machine>.json`` so figures can be compared
-across machines.  ``scale`` shrinks every workload (e.g. 0.01 for a smoke run).
+kernel, the per-scenario qualification engine), and their ratio.  The table is written as
+JSON (``dataset_kind = "bench"``, ``studies/SCHEMA.md``) under ``results/bench/<machine>.json``
+so figures can be compared across machines.  ``scale`` shrinks every workload (e.g. 0.01
+for a smoke run).
 """
 from __future__ import annotations
 
