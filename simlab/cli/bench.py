@@ -128,27 +128,23 @@ def run_bench_sequential(args: argparse.Namespace) -> None:
 
 
 def run_bench_qualify(args: argparse.Namespace) -> None:
-    import tempfile
+    from studies.bench import bench_qualify
 
-    from methods.qualification import standard_policy
-    from methods.registry import get
-    from studies.qualify import qualify
-
-    with tempfile.TemporaryDirectory() as tmp:
-        run = qualify([get(args.method)], standard_policy(), n_jobs=args.n_jobs, out_dir=tmp,
-                      progress=log_to_stderr(args))
-    rec = run.outcomes[0].record
-    payload = {"method": args.method, "n_jobs": args.n_jobs, **run.stats(), "target_seconds": 600.0,
-               "within_target": run.seconds < 600.0, "cells_qualified": rec.qualified.cells_qualified,
-               "cells_total": rec.qualified.cells_total}
+    methods = tuple(n.strip() for n in args.method.split(",") if n.strip())
+    if not methods:
+        raise UsageError("--method: name at least one method", "--method")
+    payload = bench_qualify(policy=args.policy, methods=methods, rounds=args.rounds, n_jobs=args.n_jobs,
+                            progress=log_to_stderr(args))
 
     def render(p: dict) -> None:
-        print(f"qualify {p['method']} over the standard domain, default policy, n_jobs={p['n_jobs']}: "
-              f"{p['scenarios']} scenarios ({p['grid_scenarios']} grid + {p['refine_scenarios']} refined), "
-              f"{p['replications']:,} replications in {p['seconds']:.1f} s")
-        print(f"{p['scenarios_per_s']:.2f} scenarios/s, {p['replications_per_s']:,.0f} replications/s; "
-              f"target < 600 s: {'met' if p['within_target'] else 'NOT met'}; "
-              f"{p['cells_qualified']}/{p['cells_total']} cells qualified")
+        print(f"qualify {', '.join(p['methods'])} under policy {p['policy']}: {p['workload']}; "
+              f"n_jobs={p['n_jobs']}")
+        print_table("qualification engines, same run, same workload",
+                    ["path", "scenarios", "replications", "seconds", "reps/s"],
+                    [[r["path"], r["scenarios"], r["replications"], r["seconds"], r["replications_per_s"]]
+                     for r in p["rows"]])
+        print(f"counts identical: {'yes' if p['identical'] else 'NO'}; batched vs per-scenario: {p['ratio']:.2f}x "
+              f"(target >= {p['target_ratio']:g}: {'met' if p['meets_target'] else 'NOT met'})")
 
     emit(args, payload, render)
 
@@ -197,8 +193,13 @@ def register(sub, bench_sub) -> None:
     add_json(p)
     p.set_defaults(func=run_bench_sequential)
 
-    p = bench_sub.add_parser("qualify", help="qualify one closed-form method over the standard domain")
-    p.add_argument("--method", default="clustered_normal")
-    p.add_argument("--n-jobs", type=n_jobs, default=2)
+    p = bench_sub.add_parser("qualify", help="batched vs per-scenario qualification engine, same workload")
+    p.add_argument("--policy", default="standard",
+                   help="built-in policy name or policy file (JSON or TOML) (default %(default)s)")
+    p.add_argument("--method", default="clustered_normal", help="comma-separated methods (default %(default)s)")
+    p.add_argument("--rounds", type=nonnegative_int, default=1,
+                   help="replication rounds of the grid, no refinement; 0: the whole qualification "
+                        "(default %(default)s)")
+    p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes of both engines (default %(default)s)")
     add_json(p)
     p.set_defaults(func=run_bench_qualify)

@@ -26,10 +26,20 @@ def common_size(laws, clusters: int) -> int | None:
     has, if there is one and the moments stay exact in int64 (``m K <= MAX_TRIALS_EXACT``);
     else None."""
     sizes = set()
-    for t, _ in laws:
-        n = t.sum(axis=1)
-        sizes.update(int(v) for v in np.unique(n[n > 0]))
+    for law in laws:
+        sizes |= table_sizes(law)
+    return one_size(sizes, clusters)
+
+
+def table_sizes(law) -> set[int]:
+    """The sizes of the non-empty tables of a law ``(tables, probs)``."""
+    n = law[0].sum(axis=1)
+    return {int(v) for v in np.unique(n[n > 0])}
+
+
+def one_size(sizes: set[int], clusters: int) -> int | None:
+    """``common_size``'s answer from the sizes of all its laws' non-empty tables."""
     if len(sizes) != 1:
         return None
-    m = sizes.pop()
+    m = next(iter(sizes))
     return m if m * clusters <= MAX_TRIALS_EXACT else None

@@ -50,14 +50,19 @@ MAX_GROUP = 16             # clusters per group
 
 
 @nb.njit(inline="always", cache=True)
-def _alias_slot(k1, k2, rep, h, n):
-    """(slot j, fraction) of group ``h``'s ``n``-slot alias table for replication ``rep``:
-    ONE uniform; the caller takes slot j when the fraction is below ``prob[j]``, else its alias."""
-    x = uniform(k1, k2, rep, h) * n
+def _slot(x, n):
+    """(slot j, fraction) of ``x = u n`` in an ``n``-slot alias table."""
     j = int(x)
     if j >= n:
         j = n - 1
     return j, x - j
+
+
+@nb.njit(inline="always", cache=True)
+def _alias_slot(k1, k2, rep, h, n):
+    """(slot j, fraction) of group ``h``'s ``n``-slot alias table for replication ``rep``:
+    ONE uniform; the caller takes slot j when the fraction is below ``prob[j]``, else its alias."""
+    return _slot(uniform(k1, k2, rep, h) * n, n)
 
 
 @nb.njit(cache=True)
@@ -141,6 +146,40 @@ def vose_alias(p):
     return prob, alias
 
 
+def composition_key(scenario_key: str, seed: int) -> tuple[np.uint64, np.uint64]:
+    """The stream key of the composition sampler for a scenario's content key."""
+    return stream_key(int(seed), f"{scenario_key}|composition-v{COMPOSITION_VERSION}")
+
+
+def joint_law(members: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The joint law of a group of clusters with laws ``members`` (``(tables, probs)``
+    each), drawn with one uniform: ``(prob, alias, moments)`` -- the alias table
+    (``vose_alias``, aliases relative to the table) and each joint outcome's ``(clusters,
+    sum D, sum D^2)`` (the members' ``row_moments`` added up), outcomes in the order of
+    ``joint_words``."""
+    joint_p = np.ones(1)
+    mom = np.zeros((1, 3), np.int64)
+    seen: dict[int, np.ndarray] = {}  # each distinct member's moments, once
+    for t, p in members:
+        if id(t) not in seen:
+            seen[id(t)] = row_moments(t[:, None, :])
+        joint_p = (joint_p[:, None] * p[None, :]).ravel()
+        mom = (mom[:, None, :] + seen[id(t)][None, :, :]).reshape(-1, 3)
+    joint_p = joint_p / joint_p.sum()
+    pr, al = vose_alias(joint_p)
+    return pr, al, mom
+
+
+def joint_words(members: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Each joint outcome's tables of ``members``' group as ``int64[n, 2 len(members)]``
+    words (the group's ``int32[len, 4]`` tables), the first member varying slowest."""
+    joint_t = np.zeros((1, 0, 4), np.int32)
+    for t, _ in members:
+        joint_t = np.concatenate([np.repeat(joint_t, t.shape[0], axis=0),
+                                  np.tile(t[:, None, :], (joint_t.shape[0], 1, 1))], axis=1)
+    return np.ascontiguousarray(joint_t).view(np.int64).reshape(joint_t.shape[0], -1)
+
+
 class TableSource(abc.ABC):
     """Fills ``int32[R, K, 4]`` buffers with replications of one scenario under one seed."""
     name = "?"
@@ -186,7 +225,7 @@ class CompositionSource(TableSource):
             raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
         self.clusters = scenario.clusters
         self.moment_size = common_size(laws, scenario.clusters)
-        self.k1, self.k2 = stream_key(int(seed), f"{scenario.key}|composition-v{COMPOSITION_VERSION}")
+        self.k1, self.k2 = composition_key(scenario.key, seed)
         limit = GROUP_OUTCOMES
         while True:
             built = self._build(laws, limit)
@@ -220,25 +259,18 @@ class CompositionSource(TableSource):
         g_off, g_n, g_first, g_width = [], [], [], []
         for first, sig in groups:
             if sig not in tables_by_sig:
-                joint_p = np.ones(1)
-                joint_t = np.zeros((1, 0, 4), np.int32)
-                for lid in sig:
-                    t, p = by_id[lid]
-                    joint_p = (joint_p[:, None] * p[None, :]).ravel()
-                    joint_t = np.concatenate([np.repeat(joint_t, t.shape[0], axis=0),
-                                              np.tile(t[:, None, :], (joint_t.shape[0], 1, 1))], axis=1)
-                joint_p = joint_p / joint_p.sum()
-                pr, al = vose_alias(joint_p)
-                c64 = np.zeros((joint_p.size, width_max), np.int64)
-                c64[:, :2 * len(sig)] = np.ascontiguousarray(joint_t).view(np.int64).reshape(joint_p.size, -1)
+                members = [by_id[lid] for lid in sig]
+                pr, al, mom = joint_law(members)
+                c64 = np.zeros((pr.size, width_max), np.int64)
+                c64[:, :2 * len(sig)] = joint_words(members)
                 tables_by_sig[sig] = len(offsets)
                 offsets.append(total)
-                counts.append(joint_p.size)
+                counts.append(pr.size)
                 probs.append(pr)
                 aliases.append(al)
                 comps.append(c64)
-                moms.append(row_moments(joint_t))
-                total += joint_p.size
+                moms.append(mom)
+                total += pr.size
             t_id = tables_by_sig[sig]
             g_off.append(offsets[t_id])
             g_n.append(counts[t_id])
@@ -283,17 +315,25 @@ class CompositionSource(TableSource):
         return out
 
 
+@nb.njit(cache=True)
+def pack_rows(out, prob, alias, mom):
+    """One alias table's pack rows into ``out`` (float64[n, 8]): (prob, own k/S1/S2, alias's
+    k/S1/S2, 0) per slot, ``alias`` relative to the table; the moments are small integers,
+    exact in float64."""
+    for i in range(prob.shape[0]):
+        a = alias[i]
+        out[i, 0] = prob[i]
+        for c in range(3):
+            out[i, 1 + c] = mom[i, c]
+            out[i, 4 + c] = mom[a, c]
+        out[i, 7] = 0.0
+
+
 def _moment_pack(prob, alias, mom, offsets, counts) -> np.ndarray:
-    """float64[rows, 8]: (prob, own k/S1/S2, alias's k/S1/S2, 0) per alias slot; the
-    moments are small integers, exact in float64."""
-    rows = prob.shape[0]
-    absolute = alias.copy()
+    """float64[rows, 8]: ``pack_rows`` of every table (at ``offsets``, ``counts`` slots)."""
+    pack = np.empty((prob.shape[0], 8), np.float64)
     for off, n in zip(offsets, counts):
-        absolute[off:off + n] += off  # alias entries are relative to their table
-    pack = np.zeros((rows, 8), np.float64)
-    pack[:, 0] = prob
-    pack[:, 1:4] = mom
-    pack[:, 4:7] = mom[absolute]
+        pack_rows(pack[off:off + n], prob[off:off + n], alias[off:off + n], mom[off:off + n])
     return pack
 
 

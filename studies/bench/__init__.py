@@ -6,6 +6,7 @@ implementation in the same run:
 * ``study``      -- the study runner end to end against numpy and a fused limit kernel;
 * ``sequential`` -- exact sequential enumeration and simulated sequential studies;
 * ``gpu``        -- the study runner's moment path on a CUDA device against the CPU runner;
+* ``qualify``    -- the batched qualification engine against the per-scenario engine;
 * ``summary``    -- ``bench_all``: every one of them, ending in one table written under
   ``results/bench/``.
 """
@@ -13,7 +14,7 @@ import importlib
 
 _HOME = {"bench_methods": "methods", "bench_sequential": "sequential", "bench_simulate": "simulate",
          "standard_scenario": "simulate", "bench_study": "study", "bench_all": "summary",
-         "bench_gpu": "gpu"}
+         "bench_gpu": "gpu", "bench_qualify": "qualify"}
 
 
 def __getattr__(name: str):

@@ -3,9 +3,10 @@
 Each row is one workload: simlab's throughput, the throughput of a reference
 implementation of the same workload measured in the same run (numpy, the slow
 per-replication reference of a method, the trial-level generator, the fused limit
-kernel), and their ratio.  The table is written as JSON (``dataset_kind = "bench"``,
-``studies/SCHEMA.md``) under ``results/bench/<machine>.json`` so figures can be compared
-across machines.  ``scale`` shrinks every workload (e.g. 0.01 for a smoke run).
+kernel, the per-scenario qualification engine), and their ratio.  The table is written as
+JSON (``dataset_kind = "bench"``, ``studies/SCHEMA.md``) under ``results/bench/<machine>.json``
+so figures can be compared across machines.  ``scale`` shrinks every workload (e.g. 0.01
+for a smoke run).
 """
 from __future__ import annotations
 
@@ -114,6 +115,17 @@ def _sequential_rows(scale: float) -> list[dict]:
     return rows
 
 
+def _qualify_rows(scale: float) -> list[dict]:
+    from .qualify import bench_qualify
+
+    r = bench_qualify(clusters=tuple(k for k in (10, 20, 30, 50, 100, 200, 500) if k <= max(10.0, 500 * scale)))
+    per, batched = r["rows"]
+    return [_row(f"qualify: first round of the standard grid at K {r['clusters']}, {', '.join(r['methods'])}, "
+                 "batched engine", "replications/s", batched["replications_per_s"], per["replications_per_s"],
+                 "per-scenario engine, same run", per["seconds"] + batched["seconds"],
+                 f"{batched['scenarios']} scenarios; counts identical")]
+
+
 def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs: int | None = None,
               out_dir: str | Path | None = DEFAULT_OUT, progress: Callable[[str], None] | None = None) -> dict:
     """Run every sub-benchmark once at ``scale`` x its default size and return (and,
@@ -132,7 +144,7 @@ def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs
     rows: list[dict] = []
     parts = [("simulate", lambda: _simulate_rows(scale)), ("methods", lambda: _methods_rows(scale)),
              ("study", lambda: _study_rows(scale, None if limit_kernel is None else Path(limit_kernel), n_jobs)),
-             ("sequential", lambda: _sequential_rows(scale))]
+             ("sequential", lambda: _sequential_rows(scale)), ("qualify", lambda: _qualify_rows(scale))]
     for name, run in parts:
         if progress:
             progress(f"bench {name} ...")

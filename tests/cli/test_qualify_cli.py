@@ -72,3 +72,16 @@ def test_size_command(tmp_path, capsys):
     assert main(["size", "--method", "tango_score", "--margin", "0.1", "--true-difference", "-0.2",
                  "--json", "--out", ""]) == 2
     assert "must exceed -margin" in json.loads(capsys.readouterr().out)["error"]["message"]
+
+
+def test_bench_qualify_runs_both_engines_on_a_policy_file(tmp_path, capsys):
+    f, pol = _policy_file(tmp_path)
+    assert main(["bench", "qualify", "--policy", str(f), "--method", "tango_score,clustered_normal", "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["policy_sha256"] != pol.sha256  # cut to its first round, no refinement
+    assert [r["path"] for r in p["rows"]] == ["per-scenario", "batched"] and p["identical"]
+    assert p["rows"][0]["scenarios"] == 4 * 3 and p["rows"][0]["replications"] == 12 * 500
+    assert p["ratio"] > 0 and p["methods"] == ["tango_score", "clustered_normal"]
+    assert main(["bench", "qualify", "--policy", str(f), "--method", "clustered_normal", "--rounds", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "per-scenario" in out and "batched" in out and "counts identical: yes" in out
