@@ -112,7 +112,9 @@ def qualify_estimate(methods: Sequence, policy, workers: int) -> TimeEstimate:
     """Wall seconds of ``qualify.qualify(methods, policy)``: ``low`` the first round over
     every grid scenario (always run), ``high`` every scenario escalated to the policy's
     largest replication count (refinement scenarios not counted: each adds at most one
-    scenario's cost per line searched)."""
+    scenario's cost per line searched).  The pilot runs the per-scenario engine, whose
+    per-scenario overhead the batched default shares across K: for closed-form methods,
+    where that overhead dominates, the estimate is high; for costly kernels it is close."""
     from methods.qualification import nuisance_grid
 
     from .qualify import Spec, Task, method_estimand, method_key, run_task
