@@ -166,10 +166,11 @@ def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float
         mean_width=float(s_w / p_wid) if p_wid > 0 else math.nan)
 
 
-def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | None = 60.0) -> dict[str, np.ndarray]:
+def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | None = 60.0,
+               advance=None) -> dict[str, np.ndarray]:
     """Exact measures over a study grid: arrays ``[point, method, margin, alpha]``
     (NaN where no engine applies or it would exceed ``max_seconds`` per evaluation) and
-    ``engine[point, method]`` ('' where none)."""
+    ``engine[point, method]`` ('' where none).  ``advance(1)`` after each (point, method)."""
     from .results import EXACT_MEASURES
 
     P, M = len(points), len(refs)
@@ -191,5 +192,7 @@ def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | Non
                         out[name][p, i, j, c] = getattr(res, name)
                 if engine is not None:
                     engines[p, i] = engine
+            if advance is not None:
+                advance(1)
     out["engine"] = engines
     return out

@@ -372,7 +372,9 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
         if exact if exact is not None else spec.exact:
             from .exact import exact_grid
 
-            exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas)
+            with progress_bar(len(points) * len(refs), f"study {spec.name}: exact values",
+                              enabled=bool(show)) as advance:
+                exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas, advance=advance)
         info.finished = _now()
         info.seconds = time.perf_counter() - t0
         ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)

@@ -127,7 +127,8 @@ def run_study_run(args: argparse.Namespace) -> None:
                             + ("; the exact results (--exact) come on top" if exact else ""))
         ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
                        work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
-                       resume=not args.restart, progress=None, exact=True if args.exact else None, out=out)
+                       resume=not args.restart, progress=True if estimate.low >= 10 or exact else None,
+                       exact=True if args.exact else None, out=out)
     payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
                "scenarios": int(np.prod(spec.shape)) if spec.shape else 1, "methods": list(spec.method_keys),
                "seconds": ds.attrs["run_seconds"], "tasks": ds.attrs["run_tasks"],

@@ -39,3 +39,18 @@ def test_sequential_run_without_out_says_it_saved_nothing(tmp_path, capsys):
     assert main(["sequential", "run", str(spec), "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["saved"] is False and p["out"] is None
+
+
+def test_study_run_logs_its_estimate_and_the_exact_stage(tmp_path, capsys, monkeypatch):
+    """A study with exact values shows progress of both stages off a terminal, after the
+    time estimate, however short it is."""
+    monkeypatch.setenv("SIMLAB_PROGRESS_SECONDS", "0")
+    spec = tmp_path / "e.toml"
+    spec.write_text('name = "e"\nmethods = ["paired_wald", "tango_score"]\nreplications = 300\nseed = 2\n'
+                    'exact = true\n[scenario]\nclusters = 12\ntrials = 1\nbaseline = 0.9\ndiscordance = 0.1\n'
+                    'difference = -0.03\n[grid]\ndifference = [-0.03, 0.0]\n')
+    assert main(["study", "run", str(spec), "--out", str(tmp_path / "e.nc"), "--no-checkpoint"]) == 0
+    err = capsys.readouterr().err
+    assert "study e: simulation estimated" in err and "exact results (--exact) come on top" in err
+    assert "study e: 600/600 (100%)" in err
+    assert "study e: exact values: 4/4 (100%)" in err
