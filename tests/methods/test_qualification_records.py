@@ -25,10 +25,6 @@ EXACT_TRIAL = ["exact_discordant", "binomial_loss"]
 NOT_ON_STANDARD_DOMAIN = {
     # qualified on reduced-small: its standard-coarse run (K = 500 x 10 cells) is still hours of CPU
     "bayes_hierarchical",
-    # their standard-coarse records went stale (method sources changed) and the schema-2
-    # regeneration did not finish in this session's CPU budget (291 s on 16 cores was not
-    # enough); current records over `reduced` only (README of results/qualification)
-    "bayes_paired", "cluster_bootstrap", "cluster_bootstrap_bca",
     # the naive trial-level bootstrap (a practitioner rule to measure): ~85 s per scenario at
     # 500 x 10, so a record over reduced-small only
     "trial_bootstrap",
