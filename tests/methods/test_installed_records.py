@@ -18,8 +18,11 @@ import methods.qualification as q
 d = q.records_dir()
 paths = q.record_paths(directory=d)
 rec = q.load_record(paths[0], check_current=False)   # hashes, dates, counts re-derived from the .nc
+certs = q.certificate_paths(directory=d)
+cert = q.load_certificate(certs[0], check_current=False) if certs else None
 print(json.dumps({"dir": str(d), "n": len(paths), "method": rec.method.name, "file": paths[0].name,
-                  "cells": len(rec.cells), "policy": q.named_policy("standard").sha256}))
+                  "cells": len(rec.cells), "policy": q.named_policy("standard").sha256,
+                  "certificates": len(certs), "cert_verdict": cert.verdict if cert else None}))
 """
 
 
@@ -32,8 +35,10 @@ def _run(cmd, cwd, env=None):
 def test_wheel_ships_and_finds_the_records(tmp_path):
     uv = shutil.which("uv")
     assert uv, "uv is needed to build and install the wheel (the project's tool)"
-    shipped = sorted(p.name for p in (ROOT / "results" / "qualification").glob("*.json"))
-    assert shipped
+    shipped = sorted(p.name for p in (ROOT / "results" / "qualification").glob("*.json")
+                     if not p.name.endswith(".cert.json"))
+    certificates = sorted((ROOT / "results" / "qualification").glob("*.cert.json"))
+    assert shipped and certificates
     _run([uv, "build", "--wheel", "-q", "-o", str(tmp_path / "dist")], cwd=ROOT)
     wheel = next((tmp_path / "dist").glob("simlab-*.whl"))
     _run([uv, "venv", "-q", str(tmp_path / "venv")], cwd=tmp_path)
@@ -48,6 +53,7 @@ def test_wheel_ships_and_finds_the_records(tmp_path):
     assert site.parts[-3:] == ("methods", "qualification", "records") and "site-packages" in site.parts
     assert ROOT not in site.parents
     assert got["n"] == len(shipped) and got["file"] in shipped and got["cells"] > 0
+    assert got["certificates"] == len(certificates) and got["cert_verdict"] in ("qualified", "exceeds")
     assert got["policy"] == "b2433391f9e44134047a971e81bde28fadda957b31d916490dd6bfbc3cbae6b0"
 
     # an explicit override: SIMLAB_RECORDS, and --records on the command line
