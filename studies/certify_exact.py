@@ -45,16 +45,16 @@ def _decide(method, tables: np.ndarray, margin: float, alpha: float) -> np.ndarr
 
 def arrange(n10: np.ndarray, n01: np.ndarray, clusters: int, trials: int, concordant: int = 0) -> np.ndarray:
     """Representative tables [R, K, 4]: the pooled pairs dealt into K clusters of M pairs,
-    discordant ones first, the rest concordant of type ``concordant`` (0: n11, 3: n00)."""
-    R = n10.size
-    kinds = np.full((R, clusters * trials), concordant, np.int8)
-    pos = np.arange(clusters * trials)
-    kinds[pos[None, :] < n10[:, None]] = 1
-    kinds[(pos[None, :] >= n10[:, None]) & (pos[None, :] < (n10 + n01)[:, None])] = 2
-    kinds = kinds.reshape(R, clusters, trials)
-    out = np.zeros((R, clusters, 4), np.int32)
-    for j in range(4):
-        out[:, :, j] = np.count_nonzero(kinds == j, axis=2)
+    discordant ones first, the rest concordant of type ``concordant`` (0: n11, 3: n00).
+    Cluster c holds positions [cM, (c+1)M) of the row ``1^n10 2^n01 c^rest``, so its counts
+    are differences of clipped prefix lengths (no per-pair work)."""
+    start = np.arange(clusters, dtype=np.int64)[None, :] * trials
+    ones = np.clip(np.asarray(n10, np.int64)[:, None] - start, 0, trials)
+    upto = np.clip((np.asarray(n10, np.int64) + np.asarray(n01, np.int64))[:, None] - start, 0, trials)
+    out = np.zeros((ones.shape[0], clusters, 4), np.int32)
+    out[:, :, 1] = ones
+    out[:, :, 2] = upto - ones
+    out[:, :, concordant] = trials - upto
     return out
 
 

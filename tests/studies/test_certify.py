@@ -102,3 +102,22 @@ def test_certify_refuses_bad_requests():
         certify("tango_score", 30, 1, 0.03, looks=3)
     with pytest.raises(ValueError, match="exact engine does not apply"):
         certify("newcombe_hybrid", 30, 1, 0.03, engine="exact")
+
+
+def test_arrange_deals_the_pooled_pairs_in_order():
+    """``arrange`` against dealing every pair by hand: discordant pairs first (n10 then n01),
+    then the concordant kind, M consecutive pairs per cluster."""
+    import numpy as np
+
+    from studies.certify_exact import arrange
+
+    for K, M in ((1, 1), (7, 3), (5, 10), (12, 1)):
+        N = K * M
+        a, b = np.triu_indices(N + 1)
+        n10, n01 = a.astype(np.int64), (b - a).astype(np.int64)
+        for concordant in (0, 3):
+            got = arrange(n10, n01, K, M, concordant)
+            for r in range(0, n10.size, max(1, n10.size // 40)):
+                row = [1] * n10[r] + [2] * n01[r] + [concordant] * (N - n10[r] - n01[r])
+                want = [[row[c * M:(c + 1) * M].count(j) for j in range(4)] for c in range(K)]
+                assert got[r].tolist() == want, (K, M, concordant, r)
