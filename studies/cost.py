@@ -89,8 +89,9 @@ def fit(cheap: Callable[[int], object], cheap_pairs: float, costly: Callable[[in
     return CostModel((cheap_pairs, costly_pairs), (b0, b1), max(a0, a1))
 
 
-def study_estimate(spec, workers: int, chunk_size: int, device: str | None = None) -> TimeEstimate:
-    """Wall seconds of ``runner.run_study(spec)`` on ``workers`` workers."""
+def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
+    """Wall seconds of ``runner.run_study(spec)`` on ``workers`` workers (on the device
+    ``studies.device`` selects, like the run itself)."""
     from .runner import evaluate_scenario
 
     points = [sc for _, sc in spec.points()]
@@ -99,7 +100,7 @@ def study_estimate(spec, workers: int, chunk_size: int, device: str | None = Non
 
     def runner(sc) -> Callable[[int], object]:
         return lambda r: evaluate_scenario(sc, spec.methods, spec.margins, spec.alphas, replications=r,
-                                           seed=spec.seed, sampler=spec.sampler, device=device)
+                                           seed=spec.seed, sampler=spec.sampler)
 
     model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
     n = spec.n_replications
@@ -115,13 +116,11 @@ def qualify_estimate(methods: Sequence, policy, workers: int) -> TimeEstimate:
     scenario's cost per line searched).  The pilot runs the per-scenario engine, whose
     per-scenario overhead the batched default shares across K: for closed-form methods,
     where that overhead dominates, the estimate is high; for costly kernels it is close."""
-    from methods.qualification import nuisance_grid
+    from .qualify import Task, method_estimand, method_key, run_task
+    from .qualify_tasks import grid_specs
 
-    from .qualify import Spec, Task, method_estimand, method_key, run_task
-
-    dom = policy.domain
-    specs = [Spec(k, s, r, m, n, b, q) for (k, s, r, m, n) in dom.cells() for (b, q) in nuisance_grid(dom, m)]
-    pairs = [s.clusters * dom.cluster_sizes[s.size].mean() for s in specs]
+    specs = grid_specs(policy)
+    pairs = [s.clusters * policy.domain.cluster_sizes[s.size].mean() for s in specs]
     keys = tuple(method_key(m) for m in methods)
     estimands = tuple(sorted({method_estimand(m, policy) for m in methods}))
     lo, hi = specs[pairs.index(min(pairs))], specs[pairs.index(max(pairs))]

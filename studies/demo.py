@@ -198,7 +198,7 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
                        size_reps=8000, seed=seed)
     return {"headline": headline, "unequal": unequal, "recommend": advice,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
-                           "alpha": ALPHA, "differences": list(DIFFERENCES),
+                           "differences": list(DIFFERENCES),
                            "rows": rows},
             "files": {"dataset": str(nc), "plot": str(png)}, "spec_hash": spec.hash,
             "seconds": time.perf_counter() - t_start}

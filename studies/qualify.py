@@ -39,14 +39,14 @@ from typing import Any, Callable, Iterable
 
 from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, QualificationPolicy,
                                    QualificationRecord, ScenarioTable, build_record, cp_bounds, file_sha256,
-                                   nuisance_grid, record_stem, records_dir, verdict_of)
+                                   record_stem, records_dir, verdict_of)
 from methods.qualification.dataset import build_dataset
 from simlab.generate import GENERATOR_VERSION
 
 from .datasets import check_output_dir, describe, make_attrs, method_identity, save_dataset, save_json
 from .qualify_book import Book, Pool
 from .qualify_refine import GOLDEN, LineSearch, refine
-from .qualify_tasks import Counts, Spec, Task, method_key, resolve_method, run_task, scenario_of
+from .qualify_tasks import Counts, Spec, Task, grid_specs, method_key, resolve_method, run_task, scenario_of
 
 VERDICT_NAMES = (QUALIFIED, EXCEEDS, UNDETERMINED)
 VERDICT_CODES = {v: i for i, v in enumerate(VERDICT_NAMES)}
@@ -140,8 +140,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
         out_dir = records_dir()
     t0 = time.perf_counter()
     estimands = tuple(sorted({method_estimand(m, policy) for m in methods}))
-    dom = policy.domain
-    specs = [Spec(k, s, r, m, n, b, q) for (k, s, r, m, n) in dom.cells() for (b, q) in nuisance_grid(dom, m)]
+    specs = grid_specs(policy)
     for spec in specs[:1]:
         for e in estimands:
             scenario_of(policy, spec, e)  # fail fast on an estimand mismatch

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from methods.protocol import INCONCLUSIVE, PASS
-from methods.qualification import QualificationPolicy
+from methods.qualification import QualificationPolicy, nuisance_grid
 from simlab.scenario import PairedScenario
 from studies.runner import estimand_value
 
@@ -54,6 +54,12 @@ class Counts:
     @property
     def rate(self) -> float:
         return self.n_pass / self.n_reps if self.n_reps else float("nan")
+
+
+def grid_specs(policy: QualificationPolicy) -> list[Spec]:
+    """Every grid scenario of the policy: each cell x its (baseline, discordance) grid."""
+    dom = policy.domain
+    return [Spec(k, s, r, m, n, b, q) for (k, s, r, m, n) in dom.cells() for (b, q) in nuisance_grid(dom, m)]
 
 
 def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> PairedScenario:
