@@ -15,7 +15,7 @@ from typing import Any
 from .comparison import compare
 from .coverage import check_qualification, default_directory
 from .experiment import pair_trials
-from .hashing import file_hash, read_json
+from .hashing import file_hash
 from .manifest import Manifest
 from .receipt import PrerequisiteReceipt, TestReceipt, build_receipt
 from .trials import TrialColumns, read_trial_file, trial_format

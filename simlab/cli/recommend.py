@@ -29,7 +29,7 @@ def render_recommendation(p: dict) -> None:
         power = _num(pw["value"]) + (" (exact)" if pw["exact"] else f"±{pw['mc_se']:.4f}")
         where = f"b={fp['baseline']:g} q={fp['discordance']:g} rho={fp['rho']:g}" if fp else "-"
         k = sz.get("clusters")
-        k_txt = "-" if not sz else (f"refused" if "refused" in sz else
+        k_txt = "-" if not sz else ("refused" if "refused" in sz else
                                     f"{k} ({_num(sz['power_at_k'])})" + ("" if sz["false_pass_checked"] else " *"))
         rows.append([r["rank"], r["method"], r["estimand"], power, _num(fp.get("upper")), _num(fp.get("rate")),
                      where, k_txt, r["record"]])

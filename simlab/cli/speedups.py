@@ -27,7 +27,7 @@ def cmd_bench_speedups(args: argparse.Namespace) -> None:
 
 
 def register(sub, bench_sub) -> None:
-    from simlab.cli._args import add_json, n_jobs, nonnegative_int, positive_int
+    from simlab.cli._args import add_json, nonnegative_int, positive_int
 
     p = bench_sub.add_parser("speedups", help="bayes_hierarchical and the bootstraps vs their previous algorithm")
     p.add_argument("--reps", type=positive_int, default=2000, help="bootstrap replications per design (%(default)s)")
