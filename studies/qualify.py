@@ -112,7 +112,7 @@ def method_estimand(method, policy: QualificationPolicy) -> str:
 
 def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_dir: str | Path | None = "default",
             progress: Callable[[str], None] | None = None, one_verdict: bool = False, executor=None,
-            batched: bool = True) -> QualifyRun:
+            batched: bool = True, checkpoint: str | Path | None = None) -> QualifyRun:
     """Qualify ``methods`` under ``policy`` (all on the same simulated tables; sequential
     methods need a policy with ``domain.looks``: promotion counts as a pass, the overall
     one-sided level is ``policy.alpha``);
@@ -120,7 +120,9 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     the records in memory; their dataset reference is then empty).  ``n_jobs`` local
     processes, or ``executor`` (``studies.executor``; e.g. a dask cluster): the records
     are the same for every backend.  ``batched=False``: the per-scenario engine (the same
-    counts; kept for the benchmark and tests)."""
+    counts; kept for the benchmark and tests).  ``checkpoint``: a directory where finished
+    tasks are kept (``studies.qualify_checkpoint``); run again with the same one, a stopped
+    qualification resumes and ends with the same records."""
     from .executor import as_executor
 
     for m in methods:
@@ -150,12 +152,24 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     if progress:
         progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s) on {ex.describe()}")
     book = Book(methods, policy, one_verdict)
+    saved = None
     with contextlib.ExitStack() as stack:
+        if checkpoint is not None:
+            from .durable import exclusive
+            from .qualify_checkpoint import Checkpoint, checkpoint_path
+
+            path = checkpoint_path(checkpoint, policy)
+            stack.enter_context(exclusive(path.with_name(path.name + ".lock"), f"checkpoint {path}"))
+            saved = Checkpoint(checkpoint, policy, methods)
+            if progress:
+                progress(saved.describe())
         if owned:
             stack.enter_context(ex)
-        pool = Pool(ex, batched=batched)
+        pool = Pool(ex, batched=batched, checkpoint=saved)
         book.escalate([(s, list(keys)) for s in specs], pool, estimands, progress, "grid ")
         n_refine = refine(book, pool, estimands, progress)
+    if saved is not None and progress:
+        progress(f"{saved.read_back} tasks read back from the checkpoint")
     software = software_info()
     outcomes = []
     for key, m in zip(keys, methods):

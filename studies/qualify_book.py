@@ -32,27 +32,40 @@ class Pool:
     dask), in batches (``batched``: law-sharing batches for the batched engine; else
     cost-balanced batches of the per-scenario path); results come back in task order and
     depend only on each task's own replication range (any backend, worker count or
-    batching, same answer)."""
+    batching, same answer).  With a ``checkpoint``, finished tasks are read back from it
+    and each batch's results are appended to it as the batch ends."""
 
-    def __init__(self, executor, batched: bool = True):
+    def __init__(self, executor, batched: bool = True, checkpoint=None):
         self.executor = executor
         self.batched = batched
+        self.checkpoint = checkpoint   # ``studies.qualify_checkpoint.Checkpoint``: finished tasks kept on disk
 
     def run(self, policy, tasks: list[Task], estimands: tuple[str, ...],
             tick: Callable[[int, int], None] | None = None) -> list[dict[tuple, tuple[int, int]]]:
         results: list = [None] * len(tasks)
-        done = 0
+        if self.checkpoint is not None:
+            for i, t in enumerate(tasks):
+                results[i] = self.checkpoint.lookup(t)
+        todo = [i for i, r in enumerate(results) if r is None]
+        done = len(tasks) - len(todo)
+        if tick and done:
+            tick(done, len(tasks))
+        sub = [tasks[i] for i in todo]
+        if not sub:
+            return results
         if self.batched:  # scenarios that share laws travel together, decided in batched calls
             from .qualify_batch import law_batches, run_batch
 
-            fn, batches = run_batch, law_batches(policy, tasks, self.executor.workers)
-        elif self.executor.workers == 1 or len(tasks) < 4:
-            fn, batches = _run_batch, [[(i, t)] for i, t in enumerate(tasks)]
+            fn, batches = run_batch, law_batches(policy, sub, self.executor.workers)
+        elif self.executor.workers == 1 or len(sub) < 4:
+            fn, batches = _run_batch, [[(i, t)] for i, t in enumerate(sub)]
         else:
-            fn, batches = _run_batch, _batches(policy, tasks, max(self.executor.workers * 16, len(tasks) // 32))
+            fn, batches = _run_batch, _batches(policy, sub, max(self.executor.workers * 16, len(sub) // 32))
         for _, part in self.executor.imap(fn, [(policy, b, estimands) for b in batches]):
-            for i, r in part:
-                results[i] = r
+            for j, r in part:
+                results[todo[j]] = r
+            if self.checkpoint is not None:
+                self.checkpoint.save([(sub[j], r) for j, r in part])
             done += len(part)
             if tick:
                 tick(done, len(tasks))

@@ -42,7 +42,7 @@ def run_qualify(args: argparse.Namespace) -> None:
         check_time(args, estimate.low, f"this qualification's first round (the whole run: {estimate.describe()})")
         say(f"estimated {estimate.describe()} on {ex.describe()} (first round to every scenario at "
             f"{policy.max_replications:,} replications)")
-        run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say)
+        run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say, checkpoint=args.checkpoint)
     payload = {"policy_sha256": policy.sha256, **run.stats(),
                "records": [summary_payload(o.record, o.record_path) for o in run.outcomes]}
 
@@ -69,7 +69,7 @@ def run_show(args: argparse.Namespace) -> None:
 
     given = [f for f, v in (("--method", args.method), ("--policy", args.policy), ("--out", args.out),
                             ("--n-jobs", None if args.n_jobs == 1 else args.n_jobs),
-                            ("--max-seconds", args.max_seconds)) if v is not None]
+                            ("--max-seconds", args.max_seconds), ("--checkpoint", args.checkpoint)) if v is not None]
     if given:
         raise UsageError(f"{', '.join(given)} belong to a qualification run, not to `qualify show`", given[0])
     if Path(args.record).is_dir():
@@ -116,6 +116,9 @@ def register(sub, bench_sub) -> None:
     add_backend_arguments(p)
     add_max_seconds(p)
     p.add_argument("--out", default=None, help="output directory (default: the project's results/qualification)")
+    p.add_argument("--checkpoint", metavar="DIR", default=None,
+                   help="keep finished work in DIR; run the same command again to resume a stopped "
+                        "qualification (the records are identical to an uninterrupted run's)")
     add_json(p)
     p.set_defaults(func=run_qualify)
     qsub = p.add_subparsers(dest="qualify_command")
