@@ -90,6 +90,25 @@ def test_qualify_estimate_brackets_the_first_round_and_full_escalation(clock, mo
     assert est.high / est.low < schedule[-1] / schedule[0]
 
 
+def test_qualify_estimate_does_not_undercount_costs_that_grow_with_discordance(clock, monkeypatch):
+    """A method whose cost grows with the counts (per replication ~ K x (1 + 10 x
+    discordance)): the pilot's costliest scenario is the most discordant one at the largest
+    K x M, so the first-round estimate is not below the true first round."""
+    import studies.qualify as qualify
+    from studies.qualify_tasks import grid_specs
+
+    def per_rep(spec):
+        return 1e-7 * spec.clusters * (1 + 10 * spec.discordance)
+
+    monkeypatch.setattr(qualify, "run_task",
+                        lambda policy, task, estimands: clock.work(0.0, per_rep(task.spec))(task.stop))
+    policy = named_policy("reduced-small")
+    est = cost.qualify_estimate([get("paired_wald")], policy, workers=1)
+    first = policy.replication_schedule()[0]
+    true_first = sum(per_rep(s) * first for s in grid_specs(policy))
+    assert est.low >= true_first
+
+
 def test_real_pilot_is_positive_and_finite():
     spec = parse_spec({"methods": ["paired_wald"], "replications": 100,
                        "scenario": {"clusters": 10, "trials": 1, "baseline": 0.9, "discordance": 0.1,
