@@ -36,29 +36,12 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.fixed._resample import (INTERP_SDS, _SQRT2PI, _barycentric, _incomplete_beta_front, _panel_log_h,
-                                     grouped_credible_interval, norm_ppf)
+from methods.fixed._resample import (_BREAKS, _QUAD_EPSABS, _QUAD_EPSREL, _QUAD_LIMIT, _ROOT_BRACKET, _ROOT_STEP,
+                                     _SQRT2PI, _WG, _WGK, _XGK, INTERP_SDS, _barycentric, _incomplete_beta_front,
+                                     _panel_log_h, grouped_credible_interval, norm_ppf)
 
 _BLOCK = 16         # pairs per block of independent front terms
 _MAX_STEPS = 24     # recurrence steps from one segment start to the next before a fresh continued fraction
-
-# the same quadrature constants as ``methods.fixed._resample`` (version 2)
-_XGK = np.array([0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
-                 0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
-                 0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
-                 0.207784955007898467600689403773245, 0.000000000000000000000000000000000])
-_WGK = np.array([0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
-                 0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
-                 0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
-                 0.204432940075298892414161999234649, 0.209482141084727828012999174891714])
-_WG = np.array([0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
-                0.381830050505118944950369775488975, 0.417959183673469387755102040816327])
-_QUAD_LIMIT = 200
-_QUAD_EPSABS = 1e-11
-_QUAD_EPSREL = 1e-10
-_BREAKS = (-INTERP_SDS, -8.0, -4.0, 0.0, 4.0, 8.0, INTERP_SDS)
-_ROOT_STEP = 1e-9
-_ROOT_BRACKET = 1e-13
 
 
 @nb.njit(cache=True)
