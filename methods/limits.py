@@ -13,10 +13,14 @@ grows with the *counts* or with a resampling option (constants measured on one c
     inside a long test session; 0.1-0.3 us per unit (1e7: 1-3 s): model 60 B and 0.3 us per size.
 ``bayes_hierarchical``
     the posterior is a mixture over table counts ``(t10, t01, t11 + t00)``: with
-    ``M_j = y_j - c_j`` (pooled count of cell ``j`` less the clusters where it is positive)
-    there are ``P = (M10 + 1)(M01 + 1)(M11 + M00 + 1)`` components, each with a float64 log
-    weight and a float64 mixture coefficient.  Measured 14.5-15 bytes and 3.1-6.0 us per
-    component for P = 1.9e5 .. 1e7: model 16 B and 6 us per component.
+    ``M_j = y_j - c_j`` (pooled count of cell ``j`` less the clusters where it is positive),
+    version 3 stores it as ``(M10 + M01 + 1)`` groups (``t10 + t01``) by ``(M11 + M00 + 1)``
+    values of ``t11 + t00`` (the *grid*: float64 log weights, the group polynomials and their
+    logarithms) and ``(M10 + 1)(M01 + 1)`` pairs (a, b, weights, reciprocals).  Measured
+    (CPU time, ``NUMBA_NUM_THREADS=1``) 0.3-3.7e-7 s and 15-16.5 bytes per grid cell from
+    100 x 10 to one cluster of 40,000 trials: model 5e-7 s and 24 B per cell plus 100 B per
+    pair.  The Stirling coefficients ``S_j`` cost 0.7-0.9 ns per squared pooled count
+    (one cluster of 1e5 trials: 6.9 s): model 1e-9 s per ``y_j^2``.
 ``cluster_bootstrap``, ``cluster_bootstrap_bca``
     ``resamples`` draws of ``K`` clusters per replication: measured 17 ns per
     cluster-draw at K = 1e5, B = 999: model 20 ns.
@@ -39,8 +43,10 @@ SECONDS_ENV = "SIMLAB_MAX_ANALYSIS_SECONDS"
 
 EXACT_DISCORDANT_BYTES_PER_SIZE = 60.0
 EXACT_DISCORDANT_SECONDS_PER_SIZE = 3e-7
-BAYES_HIERARCHICAL_BYTES_PER_COMPONENT = 16.0
-BAYES_HIERARCHICAL_SECONDS_PER_COMPONENT = 6e-6
+BAYES_HIERARCHICAL_BYTES_PER_CELL = 24.0
+BAYES_HIERARCHICAL_BYTES_PER_PAIR = 100.0
+BAYES_HIERARCHICAL_SECONDS_PER_CELL = 5e-7
+BAYES_HIERARCHICAL_SECONDS_PER_SQUARED_COUNT = 1e-9
 BOOTSTRAP_SECONDS_PER_DRAW = 2e-8
 LINEAR_BYTES_PER_CELL = 8.0         # any method: the int64 copy of the tables and per-cluster work
 LINEAR_SECONDS_PER_CELL = 1e-8
@@ -99,12 +105,16 @@ def analysis_cost(method, tables) -> AnalysisCost:
         y = t.sum(axis=1)                       # [R, 4] pooled counts
         c = (t > 0).sum(axis=1)                 # [R, 4] clusters with a positive count
         m = np.maximum(y - c, 0.0)
-        comps = (m[:, 1] + 1) * (m[:, 2] + 1) * (m[:, 0] + m[:, 3] + 1)
-        worst = float(comps.max()) if R else 0.0
-        return AnalysisCost(method.name, base.bytes + BAYES_HIERARCHICAL_BYTES_PER_COMPONENT * worst,
-                            base.seconds + BAYES_HIERARCHICAL_SECONDS_PER_COMPONENT * float(comps.sum()),
-                            f"the posterior's mixture components ({worst:.3g}; they grow with the product "
-                            "of the counts of cells n10, n01 and n11 + n00 above one per cluster)")
+        cells_ = (m[:, 1] + m[:, 2] + 1) * (m[:, 0] + m[:, 3] + 1)
+        pairs = (m[:, 1] + 1) * (m[:, 2] + 1)
+        memory = BAYES_HIERARCHICAL_BYTES_PER_CELL * cells_ + BAYES_HIERARCHICAL_BYTES_PER_PAIR * pairs
+        seconds = (BAYES_HIERARCHICAL_SECONDS_PER_CELL * cells_
+                   + BAYES_HIERARCHICAL_SECONDS_PER_SQUARED_COUNT * (y ** 2).sum(axis=1))
+        worst = float(cells_.max()) if R else 0.0
+        return AnalysisCost(method.name, base.bytes + (float(memory.max()) if R else 0.0),
+                            base.seconds + float(seconds.sum()),
+                            f"the posterior's grid ({worst:.3g} cells: the counts of n10 + n01 times those of "
+                            "n11 + n00, above one per cluster)")
     if method.name in ("cluster_bootstrap", "cluster_bootstrap_bca"):
         draws = float(method.options.get("resamples", 999.0)) * K * R
         return AnalysisCost(method.name, base.bytes, base.seconds + BOOTSTRAP_SECONDS_PER_DRAW * draws,

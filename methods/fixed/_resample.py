@@ -354,8 +354,9 @@ def lbeta(a, b):
 # The grouped form ``mix`` (what the quadrature reads; ``grouped_mixture`` converts): pairs
 # that share A share their S density up to a factor (``bayes_hierarchical``: every pair
 # with the same t10 + t01), so the polynomial is evaluated once per group:
-#   mix = (G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R)
+#   mix = (G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R, LG)
 #   G[q, g]   coefficient of (1-s)^(rmin+q) of group g (columns: groups, for vector Horner),
+#   LG = log G, which keeps the coefficients that underflow in G (``_log_polys_many``),
 #   gexp[g]   A - 1 of the group,  gscale[g]  its log scale,
 #   pa, pb, plbeta[p]  a, b, log B(a, b) of pair p;  pw[p] its weight relative to exp(gscale),
 #   pgroup[p] its group;  rmin;  chain: pairs listed row by row (b fixed, a rising by one)
@@ -389,10 +390,15 @@ def grouped_mixture(pp, coef, rmin):
     """The grouped form of a pair-form mixture: one group per pair, no chaining."""
     npair = pp.shape[0]
     G = np.ascontiguousarray(coef.T)
+    LG = np.full(G.shape, -math.inf)
+    for q in range(G.shape[0]):
+        for g in range(npair):
+            if G[q, g] > 0.0:
+                LG[q, g] = math.log(G[q, g])
     pgroup = np.arange(npair)
     return (G, pp[:, PP_AM1].copy(), pp[:, PP_SCALE].copy(), pp[:, PP_A].copy(), pp[:, PP_B].copy(),
             pp[:, PP_LBETA].copy(), np.ones(npair), pgroup, float(rmin), False, np.empty(npair),
-            np.empty(0), np.empty(0), np.empty((0, npair)), pair_reciprocals(pp[:, PP_A], pp[:, PP_B]))
+            np.empty(0), np.empty(0), np.empty((0, npair)), pair_reciprocals(pp[:, PP_A], pp[:, PP_B]), LG)
 
 
 @nb.njit(cache=True)
@@ -407,19 +413,54 @@ def pair_reciprocals(pa, pb):
     return R
 
 
+_HORNER_FLOOR = 1e-260   # a shifted Horner sum at least this large lost nothing to underflow
+
+
 @nb.njit(cache=True)
-def _log_polys_many(G, zs):
-    """log sum_q G[q, g] z^q for every group g and every z of ``zs`` (-inf where not > 0)."""
+def _log_polys_many(G, LG, zs):
+    """log sum_q G[q, g] z^q for every group g and every z (0 <= z <= 1) of ``zs`` (-inf
+    where the sum is 0); ``LG = log G``.
+
+    A group's coefficients can span far more than the float range (few clusters with many
+    trials: the beta normalisers 1/B(A, r) in them change by e^1000 along q), so ``G``
+    holds zeros where ``LG`` is finite, and a plain Horner sum underflows to a denormal
+    whose logarithm is wrong by hundreds (the S density then overflows).  Horner therefore
+    runs from each group's first coefficient ``lo`` (powers below it are exactly zero) and
+    adds ``lo log z``.  All terms are >= 0, so what storage or Horner lost is below 1e-308
+    per term: a shifted sum of at least _HORNER_FLOOR is exact to rounding.  Below it, the
+    log-sum-exp of ``LG[q] + (q - lo) log z`` over the group's coefficients decides."""
     n = zs.size
-    V = np.zeros((n, G.shape[1]))
-    for q in range(G.shape[0] - 1, -1, -1):   # Horner, all nodes and groups side by side
+    width, ng = G.shape
+    lo = np.zeros(ng, np.int64)
+    for g in range(ng):
+        q = 0
+        while q < width and LG[q, g] == -math.inf:
+            q += 1
+        lo[g] = q
+    V = np.zeros((n, ng))
+    for q in range(width - 1, -1, -1):   # Horner, all nodes and groups side by side
         for k in range(n):
             z = zs[k]
-            for g in range(G.shape[1]):
-                V[k, g] = V[k, g] * z + G[q, g]
+            for g in range(ng):
+                V[k, g] = V[k, g] * (z if q >= lo[g] else 1.0) + G[q, g]
     for k in range(n):
-        for g in range(G.shape[1]):
-            V[k, g] = math.log(V[k, g]) if V[k, g] > 0.0 else -math.inf
+        z = zs[k]
+        lz = math.log(z) if z > 0.0 else -math.inf
+        for g in range(ng):
+            if lo[g] == width:
+                V[k, g] = -math.inf
+            elif z <= 0.0:
+                V[k, g] = LG[0, g]            # only the constant term is left
+            elif V[k, g] >= _HORNER_FLOOR:
+                V[k, g] = math.log(V[k, g]) + lo[g] * lz
+            else:
+                top = -math.inf
+                for q in range(lo[g], width):
+                    top = max(top, LG[q, g] + (q - lo[g]) * lz)
+                acc = 0.0
+                for q in range(lo[g], width):
+                    acc += math.exp(LG[q, g] + (q - lo[g]) * lz - top)
+                V[k, g] = top + math.log(acc) + lo[g] * lz
     return V
 
 
@@ -461,7 +502,7 @@ def with_interpolant(mix, meta):
     points of the first kind (else no interpolant: the exact path everywhere).  An error
     d in log H changes the S density by the factor e^d: tail probabilities move by about
     d times themselves (1e-10 relative), credible bounds by far less than 1e-9."""
-    G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, _, _, _, R = mix
+    G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, _, _, _, R, LG = mix
     ng = G.shape[1]
     zlo = 1.0 - min(meta[0] + INTERP_SDS * meta[1], 1.0)
     zhi = 1.0 - max(meta[0] - INTERP_SDS * meta[1], 0.0)
@@ -477,7 +518,7 @@ def with_interpolant(mix, meta):
     zs = np.empty(2 * n + 1)
     for k in range(2 * n + 1):
         zs[k] = mid + half * math.cos(math.pi * k / (2 * n))
-    V = _log_polys_many(G, zs)
+    V = _log_polys_many(G, LG, zs)
     while True:
         cz = np.empty(n + 1)
         cw = np.empty(n + 1)
@@ -492,14 +533,14 @@ def with_interpolant(mix, meta):
             for g in range(ng):
                 err = max(err, abs(approx[g] - V[2 * k + 1, g]))   # NaN (log 0) fails too
         if err <= INTERP_TOL:
-            return (G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, cz, cw, cV, R)
+            return (G, gexp, gscale, pa, pb, plb, pw, pg, rmin, chain, H, cz, cw, cV, R, LG)
         if n >= INTERP_MAX_DEGREE:
             return mix
         n *= 2
         zs = np.empty(n)
         for k in range(n):
             zs[k] = mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n))
-        odd = _log_polys_many(G, zs)
+        odd = _log_polys_many(G, LG, zs)
         W = np.empty((2 * n + 1, ng))
         for k in range(2 * n + 1):
             W[k] = V[k // 2] if k % 2 == 0 else odd[k // 2]
@@ -527,7 +568,7 @@ def _tail_integrand(v, c, upper, mix, lh):
     I_x(a+1, b) = I_x(a, b) - T / a,  I_x(a, b+1) = I_x(a, b) + T / b), so one continued
     fraction serves a whole grid of pairs; the absolute error of I stays at rounding level
     (every step adds or subtracts a term of at most 1)."""
-    G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R = mix
+    G, gexp, gscale, pa, pb, plbeta, pw, pgroup, rmin, chain, H, cz, cw, cV, R, _ = mix
     one_c = 1.0 - c
     s = c + one_c * v * v
     z = one_c * (1.0 - v) * (1.0 + v)          # 1 - s without cancellation
@@ -604,7 +645,7 @@ def _panel_log_h(vs, c, mix):
             rows[m] = k
             m += 1
     if m > 0:
-        V = _log_polys_many(G, zs[:m])
+        V = _log_polys_many(G, mix[15], zs[:m])
         for i in range(m):
             LH[rows[i]] = V[i]
     return LH

@@ -64,7 +64,12 @@ each peak by ratios instead of every pair of terms.  Bounds are accurate to abou
 measured; version 2's quadrature on the same mixture within 1e-10; an independent scipy
 implementation; brute-force importance sampling of the model; exact reduction to
 ``bayes_paired`` when no cluster has two trials).  Cost grows with the number of
-cluster-cell counts above one.
+cluster-cell counts above one.  Version 4 (2026-12-01) fixes versions 2 and 3 when few clusters
+hold many trials (20 x 200, one cluster of 4400): a group polynomial's coefficients then span
+more than the float range, the plain Horner sum underflowed to a denormal far from the bulk
+of S, and the S density overflowed (tail probabilities summing to 2, or a quadrature that
+never converged); ``_resample._log_polys_many`` now keeps ``log G`` and sums exactly
+(``tests/methods/test_bayes_hierarchical_underflow.py``).
 """
 import math
 
@@ -470,7 +475,7 @@ def posterior(tables, r, meta):
     Phi = np.zeros(nsig)
     M1 = np.zeros(nsig)
     M2 = np.zeros(nsig)
-    G = np.zeros((width, ng))
+    LG = np.full((width, ng), -math.inf)     # log G: G's small coefficients underflow (_log_polys_many)
     gsc = np.full(nsig, -math.inf)
     for g in range(nsig):
         if gid[g] < 0:
@@ -488,7 +493,7 @@ def posterior(tables, r, meta):
         for q in range(qlo, qhi + 1):
             if lsig[g] + phi[g, q] - wmax > _DROP:
                 psi = phi[g, q] - (lg[A0 + g] + lg[1 + rbase + q] - lg[A0 + g + 1 + rbase + q])
-                G[q - qlo, gid[g]] = math.exp(psi - gsc[g])
+                LG[q - qlo, gid[g]] = psi - gsc[g]
     Z = 0.0
     for i in range(n10):
         for j in range(n01):
@@ -537,8 +542,8 @@ def posterior(tables, r, meta):
     for p in range(npair):
         pw[p] = math.exp(pu[p] - gscale[pg[p]])
     finish_meta(meta, ed, ed2, es, es2)
-    mix = (G, gexp, gscale, pa, pb, plb, pw, pg, float(rbase + qlo), True, np.empty(ng),
-           np.empty(0), np.empty(0), np.empty((0, ng)), pair_reciprocals(pa, pb))
+    mix = (np.exp(LG), gexp, gscale, pa, pb, plb, pw, pg, float(rbase + qlo), True, np.empty(ng),
+           np.empty(0), np.empty(0), np.empty((0, ng)), pair_reciprocals(pa, pb), LG)
     return with_interpolant(mix, meta), ed
 
 
@@ -563,7 +568,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
 
 METHOD = FixedMethod(
     name="bayes_hierarchical",
-    version="3",
+    version="4",
     estimand=Estimand.CLUSTER,
     citation="Dirichlet-multinomial clusters (Mosimann 1962, Biometrika 49:65-82) with Jeffreys "
              "Dirichlet(1/2) population cells and the 1/(1+alpha)^2 concentration prior of Albert (2009) "

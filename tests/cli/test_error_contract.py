@@ -65,7 +65,7 @@ CASES = [
     (["interval", "--method", "no_such", "--table", "1,0,0,0"], "--method", "unknown method"),
     (["interval", "--method", "exact_discordant", "--table", "1000000000,300000000,300000000,300000000"],
      "--max-memory", "exact_discordant"),
-    (["interval", "--method", "bayes_hierarchical", "--table", "10000,500,400,100"], "--max-memory",
+    (["interval", "--method", "bayes_hierarchical", "--table", "1000000,50000,40000,10000"], "--max-memory",
      "bayes_hierarchical"),
     (["methods", "--bogus"], None, "unrecognized"),
     (["false-pass", "--method", "paired_wald", "--reps", "0"], "--reps", ">= 1"),

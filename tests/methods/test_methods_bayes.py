@@ -230,6 +230,7 @@ def test_log_rising_has_no_cancellation(a, n):
 @pytest.mark.parametrize("table", [
     [[3, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 1], [0, 0, 0, 3], [2, 0, 1, 0]],
     [[2, 0, 0, 0], [2, 0, 0, 0], [0, 2, 0, 0], [1, 0, 0, 1]],
+    [[4000, 200, 160, 40]],   # one large cluster: versions 2-3 underflowed here (test_bayes_hierarchical_underflow)
 ])
 def test_bayes_hierarchical_against_importance_sampling_of_the_model(table):
     """Brute force, independent of the Stirling-number algebra: draw (rho, p) from the prior
