@@ -55,18 +55,29 @@ def _law_order(spec: Spec) -> tuple:
     return (spec.margin, spec.size, spec.noise, spec.baseline, spec.discordance, spec.rho, spec.clusters)
 
 
-def law_batches(policy: QualificationPolicy, tasks: list[Task], workers: int = 1) -> list[list[tuple[int, Task]]]:
-    """Contiguous runs of the tasks sorted by scenario without ``K`` (then ``K``), of about
-    equal estimated cost: about ``TASKS_PER_BATCH`` tasks each, at least 4 per worker."""
+def law_batches(policy: QualificationPolicy, tasks: list[Task], workers: int = 1,
+                min_batches: int | None = None) -> list[list[tuple[int, Task]]]:
+    """Contiguous runs of the tasks sorted by scenario without ``K`` (then ``K``): a batch
+    is closed before it would cost more than 1/n of the whole (estimated), so each batch
+    costs at most that or holds a single task; n is about one per ``TASKS_PER_BATCH``
+    tasks, at least ``min_batches`` (default: 4 per worker when there are several)."""
     if not tasks:
         return []
+    if min_batches is None:
+        min_batches = 4 * workers if workers > 1 else 1
     order = sorted(range(len(tasks)), key=lambda i: _law_order(tasks[i].spec))
-    n = math.ceil(len(tasks) / TASKS_PER_BATCH)
-    n = min(len(tasks), max(n, 4 * workers if workers > 1 else 1))
-    cost = np.cumsum([task_cost(policy, tasks[i]) for i in order])
-    cuts = np.searchsorted(cost, cost[-1] * np.arange(1, n) / n, side="right")
-    bounds = [0] + sorted(set(int(c) for c in cuts if 0 < c < len(order))) + [len(order)]
-    return [[(i, tasks[i]) for i in order[a:b]] for a, b in zip(bounds[:-1], bounds[1:])]
+    n = min(len(tasks), max(math.ceil(len(tasks) / TASKS_PER_BATCH), min_batches))
+    costs = [task_cost(policy, tasks[i]) for i in order]
+    budget = sum(costs) / n
+    out: list[list[tuple[int, Task]]] = [[]]
+    load = 0.0
+    for i, c in zip(order, costs):
+        if out[-1] and load + c > budget:
+            out.append([])
+            load = 0.0
+        out[-1].append((i, tasks[i]))
+        load += c
+    return out
 
 
 class _Shared:

@@ -14,6 +14,9 @@ from methods.qualification import (EXCEEDS, UNDETERMINED, QualificationPolicy, c
 
 from .qualify_tasks import Counts, Spec, Task, _run_batch, method_key, task_cost
 
+CHECKPOINT_BATCHES_PER_WORKER = 16  # batches per worker and round when a checkpoint is kept
+
+
 def _batches(policy: QualificationPolicy, tasks: list[Task], n_batches: int) -> list[list[tuple[int, Task]]]:
     """Split into batches of roughly equal estimated cost (largest first, greedy)."""
     n_batches = max(1, min(n_batches, len(tasks)))
@@ -56,7 +59,11 @@ class Pool:
         if self.batched:  # scenarios that share laws travel together, decided in batched calls
             from .qualify_batch import law_batches, run_batch
 
-            fn, batches = run_batch, law_batches(policy, sub, self.executor.workers)
+            workers = self.executor.workers
+            # A checkpoint keeps only finished batches: cut finer so that an interrupted
+            # run loses at most ~1/16 of a worker's share (counts do not depend on batching).
+            floor = CHECKPOINT_BATCHES_PER_WORKER * max(workers, 1) if self.checkpoint is not None else None
+            fn, batches = run_batch, law_batches(policy, sub, workers, min_batches=floor)
         elif self.executor.workers == 1 or len(sub) < 4:
             fn, batches = _run_batch, [[(i, t)] for i, t in enumerate(sub)]
         else:

@@ -15,6 +15,7 @@ from studies.durable import exclusive
 from studies.executor import SerialExecutor
 from studies.qualify import qualify
 from studies.qualify_checkpoint import Checkpoint, checkpoint_path
+from studies.qualify_tasks import task_cost
 
 
 def small_policy() -> QualificationPolicy:
@@ -123,3 +124,32 @@ def test_two_runs_cannot_share_a_checkpoint(tmp_path):
     with exclusive(path.with_name(path.name + ".lock"), "held"):
         with pytest.raises(ValueError, match="in use by another run"):
             _run(tmp_path)
+
+
+class CountingExecutor(SerialExecutor):
+    """Serial, but records how many batches each round was cut into."""
+
+    def __init__(self):
+        self.rounds: list[int] = []
+
+    def imap(self, fn, tasks):
+        tasks = list(tasks)
+        self.rounds.append([[task_cost(policy, t) for _, t in batch] for policy, batch, _ in tasks])
+        return super().imap(fn, tasks)
+
+
+def test_a_checkpointed_run_saves_in_finer_batches_with_the_same_records(clean, tmp_path):
+    """With a checkpoint each batch of a round costs at most 1/16 of the round (per
+    worker) or is a single task, so a killed run loses little; without one a serial
+    round is one batch."""
+    from studies.qualify_book import CHECKPOINT_BATCHES_PER_WORKER as per_worker
+
+    plain, kept = CountingExecutor(), CountingExecutor()
+    _same(_run(executor=plain), clean)
+    _same(_run(tmp_path, executor=kept), clean)
+    assert len(plain.rounds[0]) == 1
+    assert len(kept.rounds[0]) >= per_worker
+    for batches in kept.rounds:
+        total = sum(c for b in batches for c in b)
+        for b in batches:
+            assert len(b) == 1 or sum(b) <= total / min(per_worker, sum(map(len, batches))) * (1 + 1e-12)
