@@ -62,7 +62,7 @@ class Pool:
             workers = self.executor.workers
             # A checkpoint keeps only finished batches: cut finer so that an interrupted
             # run loses at most ~1/16 of a worker's share (counts do not depend on batching).
-            floor = CHECKPOINT_BATCHES_PER_WORKER * max(workers, 1) if self.checkpoint is not None else None
+            floor = CHECKPOINT_BATCHES_PER_WORKER * workers if self.checkpoint is not None else None
             fn, batches = run_batch, law_batches(policy, sub, workers, min_batches=floor)
         elif self.executor.workers == 1 or len(sub) < 4:
             fn, batches = _run_batch, [[(i, t)] for i, t in enumerate(sub)]

@@ -127,10 +127,10 @@ def test_two_runs_cannot_share_a_checkpoint(tmp_path):
 
 
 class CountingExecutor(SerialExecutor):
-    """Serial, but records how many batches each round was cut into."""
+    """Serial, but records each round's batches as lists of their tasks' estimated costs."""
 
     def __init__(self):
-        self.rounds: list[int] = []
+        self.rounds: list[list[list[float]]] = []
 
     def imap(self, fn, tasks):
         tasks = list(tasks)
