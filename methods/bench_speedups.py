@@ -17,7 +17,7 @@ import time
 import numba as nb
 import numpy as np
 
-from methods.fixed._resample import sorted_bootstrap, sorted_bootstrap_by_sort
+from methods.fixed._bootstrap import sorted_bootstrap, sorted_bootstrap_by_sort
 
 
 @nb.njit(cache=True)

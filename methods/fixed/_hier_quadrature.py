@@ -1,8 +1,8 @@
 """Tail probabilities and quantiles of ``bayes_hierarchical``'s grouped Dirichlet-difference
 mixture when it has many pairs (version 3 of the method; below ``_X_MIN_PAIRS`` pairs,
-version 2's ``_resample.grouped_credible_interval`` is faster and is used).
+version 2's ``_dirichlet_mixture.grouped_credible_interval`` is faster and is used).
 
-The mathematics is that of ``methods/fixed/_resample.py``: a mixture of Dirichlet laws,
+The mathematics is that of ``methods/fixed/_dirichlet_mixture.py``: a mixture of Dirichlet laws,
 ``P(D <= -c) = sum_g int H_g(s) Q_g(x(s)) ds`` with ``x = (1 - c/s)/2``, ``H_g`` the S
 density of group ``g`` and ``Q_g(x) = sum_(p in g) w_p I_x(a_p, b_p)`` its pairs' weighted
 incomplete betas; adaptive Gauss-Kronrod (7, 15) after ``s = c + (1 - c) v^2``; safeguarded
@@ -36,9 +36,10 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.fixed._resample import (_BREAKS, _QUAD_EPSABS, _QUAD_EPSREL, _QUAD_LIMIT, _ROOT_BRACKET, _ROOT_STEP,
-                                     _SQRT2PI, _WG, _WGK, _XGK, INTERP_SDS, _barycentric, _incomplete_beta_front,
-                                     _panel_log_h, grouped_credible_interval, norm_ppf)
+from methods.fixed._dirichlet_mixture import (_BREAKS, _QUAD_EPSABS, _QUAD_EPSREL, _QUAD_LIMIT, _ROOT_BRACKET,
+                                              _ROOT_STEP, _WG, _WGK, _XGK, INTERP_SDS, _barycentric,
+                                              _incomplete_beta_front, _panel_log_h, grouped_credible_interval)
+from methods.fixed._special import SQRT2PI, norm_ppf
 
 _BLOCK = 16         # pairs per block of independent front terms
 _MAX_STEPS = 24     # recurrence steps from one segment start to the next before a fresh continued fraction
@@ -206,7 +207,6 @@ def x_interpolant(c, upper, mix, meta, plan, ypow):
     """``(xz, xw, VQ, VD)``: barycentric Chebyshev interpolants of Q_g / W_g and log dQ_g in
     x over the bulk nodes' interval, for the tail at c; empty ``xz`` when none."""
     ng = mix[0].shape[1]
-    W = plan[2]
     none = (np.empty(0), np.empty(0), np.empty((0, ng)), np.empty((0, ng)))
     s_lo = max(meta[0] - INTERP_SDS * meta[1], c)
     s_hi = min(meta[0] + INTERP_SDS * meta[1], 1.0)
@@ -440,7 +440,7 @@ def _tail_at(d, upper, mix, meta, plan):
 def quantile(level, upper, mix, meta, plan):
     """d with P(D <= d) = level (``upper`` False) or P(D > d) = level (``upper`` True):
     the safeguarded Newton iteration on the probit scale of
-    ``methods.fixed._resample.mixture_quantile`` (started at the normal approximation,
+    ``methods.fixed._dirichlet_mixture.mixture_quantile`` (started at the normal approximation,
     bracket [-1, 1] kept, bisection when a step leaves it; returns after a step below
     1e-9 or when the bracket is below 1e-13)."""
     target = norm_ppf(level)
@@ -465,7 +465,7 @@ def quantile(level, upper, mix, meta, plan):
         nd = 0.5 * (lo + hi)             # bisection unless Newton does better
         if math.isfinite(g) and f > 0.0:
             zt = norm_ppf(t)
-            step = -g / (sign * f * _SQRT2PI * math.exp(0.5 * zt * zt))
+            step = -g / (sign * f * SQRT2PI * math.exp(0.5 * zt * zt))
             if abs(step) <= _ROOT_STEP:
                 return min(max(d + step, lo), hi)
             if d + step > lo and d + step < hi:
@@ -479,7 +479,7 @@ def quantile(level, upper, mix, meta, plan):
 @nb.njit(cache=True)
 def credible_interval(alpha, mix, meta):
     """Equal-tailed credible interval (alpha quantile, 1 - alpha quantile) of D: version
-    2's quadrature (``_resample.grouped_credible_interval``) below _X_MIN_PAIRS pairs,
+    2's quadrature (``_dirichlet_mixture.grouped_credible_interval``) below _X_MIN_PAIRS pairs,
     where the interpolant in x would cost more than it saves, this module's above."""
     if mix[3].size < _X_MIN_PAIRS:
         return grouped_credible_interval(alpha, mix, meta)

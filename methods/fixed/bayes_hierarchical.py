@@ -39,7 +39,7 @@ exact posterior as a finite mixture over table counts ``t``:
     A(T) = int_0^inf pi(alpha) alpha^T prod_k Gamma(alpha) / Gamma(alpha + n_k) d alpha.
 
 Only ``(t10, t01, t11 + t00)`` matter for ``Delta`` (Dirichlet aggregation), and the
-Dirichlet-difference machinery of ``methods/fixed/_resample.py`` (one-dimensional
+Dirichlet-difference machinery of ``methods/fixed/_dirichlet_mixture.py`` (one-dimensional
 adaptive Gauss-Kronrod, Newton on the probit scale) gives the quantiles.  Speed (version 2,
 94x version 1 at 100 clusters x 10 trials, ``simlab bench speedups``): components with the
 same ``t10 + t01`` share their S law up to a factor, so the mixture is stored as one
@@ -68,7 +68,7 @@ cluster-cell counts above one.  Version 4 (2026-12-01) fixes versions 2 and 3 wh
 hold many trials (20 x 200, one cluster of 4400): a group polynomial's coefficients then span
 more than the float range, the plain Horner sum underflowed to a denormal far from the bulk
 of S, and the S density overflowed (tail probabilities summing to 2, or a quadrature that
-never converged); ``_resample._log_polys_many`` now keeps ``log G`` and sums exactly
+never converged); ``_dirichlet_mixture._log_polys_many`` now keeps ``log G`` and sums exactly
 (``tests/methods/test_bayes_hierarchical_underflow.py``).
 """
 import math
@@ -77,10 +77,11 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
-from methods.fixed import _common, _hier_quadrature, _resample
+from methods.fixed import _common, _dirichlet_mixture, _hier_quadrature, _special
 from methods.fixed._common import decide, write_inconclusive
 from methods.fixed._hier_quadrature import credible_interval
-from methods.fixed._resample import finish_meta, lbeta, pair_reciprocals, with_interpolant
+from methods.fixed._dirichlet_mixture import finish_meta, pair_reciprocals, with_interpolant
+from methods.fixed._special import lbeta
 
 _DROP = -37.0          # log of the relative weight below which a component is dropped
 _WINDOW = 45.0         # log-integrand window of the alpha integral
@@ -409,7 +410,7 @@ def _concave_convolution(L11, L00):
 
 @nb.njit(cache=True)
 def posterior(tables, r, meta):
-    """Grouped mixture ``mix`` (``methods.fixed._resample``) of the posterior of Delta for
+    """Grouped mixture ``mix`` (``methods.fixed._dirichlet_mixture``) of the posterior of Delta for
     replication r (at least one trial), its moments in ``meta``, and the posterior mean.
 
     Component ``(i, j, q)`` (``t10 = c10 + i``, ``t01 = c01 + j``, ``t11 + t00 = c11 + c00
@@ -579,5 +580,5 @@ METHOD = FixedMethod(
             "(Dirichlet-multinomial, uniform prior on the ICC), exact mixture posterior",
     kernel=kernel,
     prepare=prepare,
-    source_files=source_files_of(kernel, _hier_quadrature, _resample, _common, FixedMethod),
+    source_files=source_files_of(kernel, _hier_quadrature, _dirichlet_mixture, _special, _common, FixedMethod),
 )

@@ -14,7 +14,7 @@ The quantiles are exact up to numerical integration, not Monte Carlo: the margin
 ``(p10, p01, rest)`` is Dirichlet(n10 + 1/2, n01 + 1/2, n11 + n00 + 1), under which
 ``S = p10 + p01 ~ Beta(n10 + n01 + 1, n11 + n00 + 1)`` and ``W = p01 / S ~ Beta(n01 + 1/2,
 n10 + 1/2)`` are independent, so ``P(D <= d)`` is the one-dimensional integral
-``int f_S(s) I_{(1 + d/s)/2}(n01 + 1/2, n10 + 1/2) ds``; see ``methods/fixed/_resample.py``
+``int f_S(s) I_{(1 + d/s)/2}(n01 + 1/2, n10 + 1/2) ds``; see ``methods/fixed/_dirichlet_mixture.py``
 (adaptive Gauss-Kronrod, Brent root; bounds accurate to about 1e-10).  At ``d = 0`` this
 is Altham's (1971, Biometrika 58:561-576) closed form ``P(p01 <= p10) =
 I_{1/2}(n01 + 1/2, n10 + 1/2)``.  Clusters are ignored (pooled): like the other
@@ -26,10 +26,11 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
-from methods.fixed import _common, _resample
+from methods.fixed import _common, _dirichlet_mixture, _special
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
-from methods.fixed._resample import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
-                                     dirichlet_component_moments, finish_meta, lbeta)
+from methods.fixed._dirichlet_mixture import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
+                                              dirichlet_component_moments, finish_meta)
+from methods.fixed._special import lbeta
 
 
 def prepare(method, alpha, tables):
@@ -85,5 +86,5 @@ METHOD = FixedMethod(
             "pooled cells (exact quadrature)",
     kernel=kernel,
     prepare=prepare,
-    source_files=source_files_of(kernel, _resample, _common, FixedMethod),
+    source_files=source_files_of(kernel, _dirichlet_mixture, _special, _common, FixedMethod),
 )

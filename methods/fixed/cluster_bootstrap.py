@@ -16,7 +16,7 @@ sorted ``B`` statistics is the order statistic of rank ``(B + 1) p``, linearly
 interpolated (Davison & Hinkley 1997, eq. 5.18).
 
 Randomness is the counter-based generator keyed by the table itself (see
-``methods/fixed/_resample.py``): one table always gets the same interval, whatever its
+``methods/fixed/_bootstrap.py``): one table always gets the same interval, whatever its
 replication index, chunk or worker, and ``cluster_bootstrap_bca`` sees the very same
 resamples.  Fewer than 2 non-empty clusters -> inconclusive.  When every cluster has the
 same difference ratio all resamples agree and the interval is a point -- the bootstrap
@@ -28,9 +28,9 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
-from methods.fixed import _common, _resample
+from methods.fixed import _bootstrap, _common
 from methods.fixed._common import decide, no_bounds
-from methods.fixed._resample import order_quantile, sorted_bootstrap
+from methods.fixed._bootstrap import order_quantile, sorted_bootstrap
 
 
 def resamples_option(method) -> int:
@@ -87,5 +87,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, _resample, _common, FixedMethod),
+    source_files=source_files_of(kernel, _bootstrap, _common, FixedMethod),
 )

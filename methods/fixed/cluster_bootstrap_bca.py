@@ -24,9 +24,10 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
-from methods.fixed import _common, _resample
+from methods.fixed import _bootstrap, _common, _special
 from methods.fixed._common import decide, no_bounds, write_inconclusive
-from methods.fixed._resample import bca_level, jackknife_acceleration, norm_ppf, order_quantile, sorted_bootstrap
+from methods.fixed._bootstrap import bca_level, jackknife_acceleration, order_quantile, sorted_bootstrap
+from methods.fixed._special import norm_ppf
 from methods.fixed.cluster_bootstrap import prepare
 
 
@@ -79,5 +80,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, prepare, _resample, _common, FixedMethod),
+    source_files=source_files_of(kernel, prepare, _bootstrap, _special, _common, FixedMethod),
 )

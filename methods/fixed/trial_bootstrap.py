@@ -10,7 +10,7 @@ Bootstrap*, eq. 13.5), quantiles by the order statistic of rank ``(B + 1) p`` (D
 Hinkley 1997, eq. 5.18).  It treats every pair as independent, which is what a team does when
 it bootstraps its per-sample results without a cluster key.  Estimand: trial-weighted.
 
-Randomness: the counter-based generator of ``methods.fixed._resample`` with the pooled
+Randomness: the counter-based generator of ``methods.fixed._bootstrap`` with the pooled
 sample as the "clusters" of size one, keyed by the pooled counts (``pooled_key``): one table
 always gets the same interval, whatever its replication, chunk or worker.  Boundaries: fewer
 than 2 pairs -> inconclusive; no discordant pairs (all pass, all fail, ...) -> every resample
@@ -22,9 +22,9 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, source_files_of
-from methods.fixed import _common, _resample
+from methods.fixed import _bootstrap, _common
 from methods.fixed._common import decide, no_bounds, pooled_counts
-from methods.fixed._resample import BOOT_SALT1, bootstrap_statistics, order_quantile
+from methods.fixed._bootstrap import BOOT_SALT1, bootstrap_statistics, order_quantile
 from methods.fixed.cluster_bootstrap import resamples_option
 from simlab.rng import mix64
 
@@ -83,5 +83,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, _resample, _common, resamples_option, FixedMethod),
+    source_files=source_files_of(kernel, _bootstrap, _common, resamples_option, FixedMethod),
 )

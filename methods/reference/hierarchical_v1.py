@@ -2,7 +2,7 @@
 slow reference of the current kernel: the same model, with one polynomial per (t10, t01)
 pair evaluated by Horner at every quadrature node, one continued fraction per pair and
 node, the Stirling polynomials multiplied out in log space and the concentration integral
-summed over every node -- version 1's code, frozen here (``methods.fixed._resample`` has
+summed over every node -- version 1's code, frozen here (``methods.fixed._dirichlet_mixture`` has
 moved on), so that ``simlab bench speedups`` times the algorithm that was replaced.  ``tests/methods/test_bayes_hierarchical_fast.py``
 checks the current kernel against it and ``methods.bench_speedups`` times both.
 """
@@ -11,12 +11,12 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.fixed._resample import (_BREAKS_V1, _QUAD_EPSABS, _QUAD_EPSREL, _QUAD_LIMIT, _ROOT_BRACKET, _ROOT_STEP,
-                                     _SQRT2PI, _WG, _WGK, _XGK, _betacf, dirichlet_component_moments, finish_meta,
-                                     lbeta, norm_ppf)
+from methods.fixed._dirichlet_mixture import (_BREAKS_V1, _QUAD_EPSABS, _QUAD_EPSREL, _QUAD_LIMIT, _ROOT_BRACKET,
+                                              _ROOT_STEP, _WG, _WGK, _XGK, dirichlet_component_moments, finish_meta)
+from methods.fixed._special import SQRT2PI, betacf, lbeta, norm_ppf
 from methods.fixed.bayes_hierarchical import (_COARSE_H, _COARSE_N, _COARSE_U0, _DROP, _MAX_NODES, _WINDOW,
                                              _logaddexp, cluster_sizes, log_alpha_weight)
-from methods.fixed._resample import PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE
+from methods.fixed._dirichlet_mixture import PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE
 
 
 @nb.njit(cache=True)
@@ -233,9 +233,9 @@ def _tail_integrand_v1(v, c, upper, pp, coef, rmin):
         lfront = a * lx + b * l1x - pp[p, PP_LBETA]
         both = math.exp(lfs + lfront)
         if x < (a + 1.0) / (a + b + 2.0):
-            tail += both * _betacf(a, b, x) / a
+            tail += both * betacf(a, b, x) / a
         else:
-            tail += math.exp(lfs) - both * _betacf(b, a, 1.0 - x) / b
+            tail += math.exp(lfs) - both * betacf(b, a, 1.0 - x) / b
         dens += both / (x * (1.0 - x) * 2.0 * s)
     jac = 2.0 * one_c * v
     return tail * jac, dens * jac
@@ -407,7 +407,7 @@ def mixture_quantile_v1(level, upper, pp, coef, rmin, meta):
         nd = 0.5 * (lo + hi)                 # bisection unless Newton does better
         if math.isfinite(g) and f > 0.0:
             zt = norm_ppf(t)
-            step = -g / (sign * f * _SQRT2PI * math.exp(0.5 * zt * zt))
+            step = -g / (sign * f * SQRT2PI * math.exp(0.5 * zt * zt))
             if abs(step) <= _ROOT_STEP:
                 return min(max(d + step, lo), hi)
             if d + step > lo and d + step < hi:

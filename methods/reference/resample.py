@@ -8,7 +8,7 @@ They share no code with the numba kernels of ``methods/fixed``:
 
 * bootstrap: the counter-based generator (SplitMix64 finaliser, Steele, Lea & Flood 2014)
   and the table key are re-implemented here with Python integers from their written
-  specification (``simlab/rng.py`` and ``methods/fixed/_resample.py`` docstrings), so the
+  specification (``simlab/rng.py`` and ``methods/fixed/_bootstrap.py`` docstrings), so the
   resampling indices are the same and results can be compared exactly; the bootstrap
   statistics are computed in plain Python loops, bias correction and the jackknife
   acceleration in exact rational arithmetic (``fractions``), normal quantiles by scipy.

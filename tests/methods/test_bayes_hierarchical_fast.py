@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from methods import registry
-from methods.fixed import _resample
+from methods.fixed import _dirichlet_mixture
 from methods.fixed.bayes_hierarchical import cell_terms
 from methods.reference.hierarchical_v1 import cell_terms_v1, intervals_v1
 from simlab.generate import simulate_tables
@@ -47,4 +47,4 @@ def test_interpolant_is_built_and_checked():
     mix, _ = bh.posterior(t, 0, np.empty(4))
     cz = mix[11]
     assert cz.size in (13, 25, 49, 97, 193)  # a Chebyshev grid of degree 12 * 2^k was accepted
-    assert _resample.INTERP_TOL <= 1e-10
+    assert _dirichlet_mixture.INTERP_TOL <= 1e-10

@@ -1,5 +1,5 @@
 """bayes_hierarchical with many trials per cluster: the group polynomials of the S density
-span far more than the float range (``_resample._log_polys_many``).
+span far more than the float range (``_dirichlet_mixture._log_polys_many``).
 
 Before the fix a plain Horner sum underflowed to a denormal at the quadrature's nodes far
 from the bulk of S; its logarithm was wrong by hundreds, the S density overflowed, and the
@@ -19,7 +19,7 @@ import pytest
 from scipy import special
 
 from methods.fixed import _hier_quadrature as hq
-from methods.fixed import _resample as rs
+from methods.fixed import _dirichlet_mixture as rs
 from methods.fixed import bayes_hierarchical as bh
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, PairedScenario

@@ -4,7 +4,7 @@ previous computation, on mixtures large enough to take the new path.
 
 * pair sums per group against scipy's incomplete beta (both tails);
 * the tail probability with and without the interpolant in x, and against version 2's
-  quadrature (``_resample``) on the same mixture;
+  quadrature (``_dirichlet_mixture``) on the same mixture;
 * whole intervals against version 1 (``methods.reference.hierarchical_v1``) on a design
   with more than ``_X_MIN_PAIRS`` pairs;
 * the concave-window convolution and the windowed alpha integrals against brute force
@@ -17,7 +17,7 @@ from scipy import special, stats
 
 from methods import registry
 from methods.fixed import _hier_quadrature as hq
-from methods.fixed import _resample as rs
+from methods.fixed import _dirichlet_mixture as rs
 from methods.fixed import bayes_hierarchical as bh
 from methods.reference.hierarchical_v1 import intervals_v1, log_alpha_integrals_v1
 from simlab.generate import simulate_tables

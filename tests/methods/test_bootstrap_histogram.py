@@ -3,7 +3,7 @@ sort lists, so both bootstrap methods decide exactly as before."""
 import numpy as np
 import pytest
 
-from methods.fixed._resample import HISTOGRAM_BINS_PER_RESAMPLE, sorted_bootstrap, sorted_bootstrap_by_sort
+from methods.fixed._bootstrap import HISTOGRAM_BINS_PER_RESAMPLE, sorted_bootstrap, sorted_bootstrap_by_sort
 from simlab.generate import simulate_tables
 from simlab.scenario import ExplicitSizes, FixedSize, PairedScenario
 

@@ -29,7 +29,7 @@ from scipy import special
 
 from methods import registry
 from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
-from methods.fixed import _resample, bayes_paired
+from methods.fixed import _dirichlet_mixture, _special, bayes_paired
 from methods.fixed import bayes_hierarchical as hier
 from methods.reference import resample as ref
 from simlab.generate import simulate_tables
@@ -75,7 +75,7 @@ def test_registered_with_estimand_citation_and_identity(name, cite):
     want = Estimand.CLUSTER if name == "bayes_hierarchical" else Estimand.TRIAL
     assert m.kind == "fixed" and m.estimand is want and m.options == {}
     assert cite in m.citation and "Gelman" in m.citation and m.summary
-    assert any(p.endswith("_resample.py") for p in m.source_files)
+    assert any(p.endswith("_dirichlet_mixture.py") for p in m.source_files)
     assert len(m.identity.source_sha256) == 64
 
 
@@ -84,10 +84,10 @@ def test_registered_with_estimand_citation_and_identity(name, cite):
 
 def test_gauss_kronrod_nodes_integrate_polynomials_exactly():
     """K15 is exact to degree 22, its embedded G7 to degree 13 (QUADPACK qk15)."""
-    x = np.concatenate([-_resample._XGK[:7], _resample._XGK[7:], _resample._XGK[:7][::-1]])
-    wk = np.concatenate([_resample._WGK[:7], _resample._WGK[7:], _resample._WGK[:7][::-1]])
-    xg = np.concatenate([-_resample._XGK[1:7:2], [0.0], _resample._XGK[1:7:2][::-1]])
-    wg = np.concatenate([_resample._WG[:3], _resample._WG[3:], _resample._WG[:3][::-1]])
+    x = np.concatenate([-_dirichlet_mixture._XGK[:7], _dirichlet_mixture._XGK[7:], _dirichlet_mixture._XGK[:7][::-1]])
+    wk = np.concatenate([_dirichlet_mixture._WGK[:7], _dirichlet_mixture._WGK[7:], _dirichlet_mixture._WGK[:7][::-1]])
+    xg = np.concatenate([-_dirichlet_mixture._XGK[1:7:2], [0.0], _dirichlet_mixture._XGK[1:7:2][::-1]])
+    wg = np.concatenate([_dirichlet_mixture._WG[:3], _dirichlet_mixture._WG[3:], _dirichlet_mixture._WG[:3][::-1]])
     for k in range(23):
         exact = 0.0 if k % 2 else 2.0 / (k + 1)
         assert np.sum(wk * x ** k) == pytest.approx(exact, abs=1e-15)
@@ -100,7 +100,7 @@ def test_gauss_kronrod_nodes_integrate_polynomials_exactly():
 @given(a=st.floats(0.5, 200.0), b=st.floats(0.5, 200.0), x=st.floats(1e-9, 1 - 1e-9))
 @hyp(300)
 def test_betainc_matches_scipy(a, b, x):
-    assert _resample.betainc(a, b, x, _resample.lbeta(a, b)) == pytest.approx(special.betainc(a, b, x),
+    assert _special.betainc(a, b, x, _special.lbeta(a, b)) == pytest.approx(special.betainc(a, b, x),
                                                                              rel=1e-11, abs=1e-14)
 
 
@@ -110,9 +110,9 @@ def test_altham_closed_form_at_zero(t):
     """P(D <= 0) = I_{1/2}(n01 + 1/2, n10 + 1/2) (Altham 1971)."""
     n11, n10, n01, n00 = (int(v) for v in t[0])
     pp, coef, rmin, meta = paired_posterior((n11, n10, n01, n00))
-    cdf, _ = _resample.mixture_cdf(0.0, pp, coef, rmin, meta)
+    cdf, _ = _dirichlet_mixture.mixture_cdf(0.0, pp, coef, rmin, meta)
     assert cdf == pytest.approx(special.betainc(n01 + 0.5, n10 + 0.5, 0.5), abs=1e-10)
-    sf, _ = _resample.mixture_sf(0.0, pp, coef, rmin, meta)
+    sf, _ = _dirichlet_mixture.mixture_sf(0.0, pp, coef, rmin, meta)
     assert cdf + sf == pytest.approx(1.0, abs=1e-10)
 
 
@@ -128,15 +128,15 @@ def test_bounds_are_roots_of_the_tail_equations(t, confidence):
     if n.sum() == 0:
         assert r.status == "inconclusive"
         return
-    assert _resample.mixture_cdf(r.lower, pp, coef, rmin, meta)[0] == pytest.approx(alpha, abs=1e-12)
-    assert _resample.mixture_sf(r.upper, pp, coef, rmin, meta)[0] == pytest.approx(alpha, abs=1e-12)
+    assert _dirichlet_mixture.mixture_cdf(r.lower, pp, coef, rmin, meta)[0] == pytest.approx(alpha, abs=1e-12)
+    assert _dirichlet_mixture.mixture_sf(r.upper, pp, coef, rmin, meta)[0] == pytest.approx(alpha, abs=1e-12)
 
 
 def test_cdf_is_monotone_and_density_integrates_to_cdf():
     pp, coef, rmin, meta = paired_posterior((40, 6, 3, 5))
     d = np.linspace(-0.6, 0.5, 221)
-    F = np.array([_resample.mixture_cdf(x, pp, coef, rmin, meta)[0] for x in d])
-    f = np.array([_resample.mixture_cdf(x, pp, coef, rmin, meta)[1] for x in d])
+    F = np.array([_dirichlet_mixture.mixture_cdf(x, pp, coef, rmin, meta)[0] for x in d])
+    f = np.array([_dirichlet_mixture.mixture_cdf(x, pp, coef, rmin, meta)[1] for x in d])
     assert np.all(np.diff(F) >= 0) and F[0] < 1e-9 and F[-1] > 1 - 1e-9
     # trapezoid of the density between two points ~ the CDF difference
     assert np.trapezoid(f, d) == pytest.approx(F[-1] - F[0], abs=1e-3)

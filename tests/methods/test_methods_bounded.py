@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from methods import registry
-from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
+from methods.protocol import INCONCLUSIVE, PASS, Estimand
 from methods.reference import bounded as ref
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, PairedScenario

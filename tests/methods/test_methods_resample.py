@@ -26,7 +26,7 @@ from scipy import special
 
 from methods import registry
 from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
-from methods.fixed import _resample
+from methods.fixed import _bootstrap, _special
 from methods.reference import resample as ref
 from simlab.generate import simulate_tables
 from simlab.rng import uniform
@@ -61,7 +61,7 @@ def test_registered_with_estimand_citation_identity_and_options(name):
     assert m.kind == "fixed" and m.estimand is Estimand.TRIAL
     assert "Efron" in m.citation and m.summary
     assert m.options == {"resamples": 999.0}
-    assert any(p.endswith("_resample.py") for p in m.source_files)
+    assert any(p.endswith("_bootstrap.py") for p in m.source_files)
     assert m.with_options(resamples=199).identity.source_sha256 != m.identity.source_sha256
 
 
@@ -87,20 +87,20 @@ def test_reference_generator_matches_simlab_rng():
 @given(tables)
 @settings(max_examples=200, deadline=None, derandomize=True)
 def test_table_key_matches_reference(t):
-    kernel_key = int(_resample.table_key(t.astype(np.int32)[None], 0))
+    kernel_key = int(_bootstrap.table_key(t.astype(np.int32)[None], 0))
     assert kernel_key == ref.resampling_key(ref.cluster_rows(t))
 
 
 def test_key_changes_with_any_count_and_with_cluster_order():
     t = np.array([[3, 0, 0, 0], [2, 1, 0, 0], [1, 0, 1, 1]], np.int32)
-    base = int(_resample.table_key(t[None], 0))
+    base = int(_bootstrap.table_key(t[None], 0))
     keys = {base}
     for k in range(3):
         for j in range(4):
             u = t.copy()
             u[k, j] += 1
-            keys.add(int(_resample.table_key(u[None], 0)))
-    keys.add(int(_resample.table_key(t[::-1].copy()[None], 0)))
+            keys.add(int(_bootstrap.table_key(u[None], 0)))
+    keys.add(int(_bootstrap.table_key(t[::-1].copy()[None], 0)))
     assert len(keys) == 14
 
 
@@ -113,7 +113,7 @@ def test_bootstrap_statistics_equal_reference_exactly(t):
     d = np.empty(K, np.int64)
     n = np.empty(K, np.int64)
     out = np.empty(B)
-    m = _resample.sorted_bootstrap(t.astype(np.int32)[None], 0, d, n, out)
+    m = _bootstrap.sorted_bootstrap(t.astype(np.int32)[None], 0, d, n, out)
     assert m == len(ref.cluster_rows(t))
     if m >= 2:
         expected = sorted(float(s) for s in ref.bootstrap_statistics(t, B))
@@ -162,28 +162,28 @@ def test_kernel_matches_reference_on_simulated_k30_tables(name):
 def test_norm_ppf_matches_scipy():
     p = np.concatenate([np.logspace(-300, -1, 300), np.linspace(0.01, 0.99, 197), 1 - np.logspace(-16, -1, 100)])
     for x in p:
-        assert _resample.norm_ppf(x) == pytest.approx(special.ndtri(x), rel=1e-13, abs=1e-14)
-    assert _resample.norm_ppf(0.5) == 0.0
+        assert _special.norm_ppf(x) == pytest.approx(special.ndtri(x), rel=1e-13, abs=1e-14)
+    assert _special.norm_ppf(0.5) == 0.0
 
 
 def test_order_quantile_rank_b_plus_1_p():
     x = np.arange(1.0, 1000.0)   # B = 999, values 1..999
-    assert _resample.order_quantile(x, 0.025) == pytest.approx(25.0)
-    assert _resample.order_quantile(x, 0.975) == pytest.approx(975.0)
-    assert _resample.order_quantile(x, 0.0255) == pytest.approx(25.5)
-    assert _resample.order_quantile(x, 1e-6) == 1.0 and _resample.order_quantile(x, 1 - 1e-6) == 999.0
+    assert _bootstrap.order_quantile(x, 0.025) == pytest.approx(25.0)
+    assert _bootstrap.order_quantile(x, 0.975) == pytest.approx(975.0)
+    assert _bootstrap.order_quantile(x, 0.0255) == pytest.approx(25.5)
+    assert _bootstrap.order_quantile(x, 1e-6) == 1.0 and _bootstrap.order_quantile(x, 1 - 1e-6) == 999.0
 
 
 def test_bca_level_formula_and_domain_limits():
     z = special.ndtri(0.025)
-    assert _resample.bca_level(0.0, 0.0, z) == pytest.approx(0.025, abs=1e-15)
+    assert _bootstrap.bca_level(0.0, 0.0, z) == pytest.approx(0.025, abs=1e-15)
     z0, a = 0.3, 0.1
     w = z0 + z
-    assert _resample.bca_level(z0, a, z) == pytest.approx(special.ndtr(z0 + w / (1 - a * w)), rel=1e-14)
+    assert _bootstrap.bca_level(z0, a, z) == pytest.approx(special.ndtr(z0 + w / (1 - a * w)), rel=1e-14)
     # 1 - a (z0 + z) <= 0: the limit from inside the domain
-    assert _resample.bca_level(0.0, -0.6, z) == 0.0
-    assert _resample.bca_level(0.0, 0.6, -z) == 1.0
-    assert _resample.bca_level(0.0, (1.0 - 1e-9) / z, z) < 1e-12        # just inside: -> 0
+    assert _bootstrap.bca_level(0.0, -0.6, z) == 0.0
+    assert _bootstrap.bca_level(0.0, 0.6, -z) == 1.0
+    assert _bootstrap.bca_level(0.0, (1.0 - 1e-9) / z, z) < 1e-12        # just inside: -> 0
 
 
 def test_jackknife_acceleration_matches_exact_and_is_zero_when_symmetric():
@@ -191,13 +191,13 @@ def test_jackknife_acceleration_matches_exact_and_is_zero_when_symmetric():
     rows = ref.cluster_rows(t)
     d = (rows[:, 2] - rows[:, 1]).astype(np.int64)
     n = rows.sum(axis=1).astype(np.int64)
-    assert _resample.jackknife_acceleration(d, n, len(d)) == pytest.approx(ref.jackknife_acceleration(rows), rel=1e-12)
+    assert _bootstrap.jackknife_acceleration(d, n, len(d)) == pytest.approx(ref.jackknife_acceleration(rows), rel=1e-12)
     same = np.array([[2, 1, 0, 0]] * 5)       # every leave-one-out value equal
-    assert _resample.jackknife_acceleration(np.full(5, -1, np.int64), np.full(5, 3, np.int64), 5) == 0.0
+    assert _bootstrap.jackknife_acceleration(np.full(5, -1, np.int64), np.full(5, 3, np.int64), 5) == 0.0
     assert ref.jackknife_acceleration(ref.cluster_rows(same)) == 0.0
     two = np.array([[2, 1, 0, 0], [1, 0, 1, 0]])
     r2 = ref.cluster_rows(two)
-    assert _resample.jackknife_acceleration((r2[:, 2] - r2[:, 1]).astype(np.int64), r2.sum(axis=1), 2) == 0.0
+    assert _bootstrap.jackknife_acceleration((r2[:, 2] - r2[:, 1]).astype(np.int64), r2.sum(axis=1), 2) == 0.0
 
 
 # ---------------------------------------------------------------- keying: chunk / replication invariance

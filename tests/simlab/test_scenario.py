@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, LabelNoise, Missingness,
+from simlab.scenario import (ExplicitSizes, GeometricSize, LabelNoise, Missingness,
                              PairedScenario, PoissonSize)
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from methods import registry
-from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, standard_domain
+from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
 from simlab.scenario import FixedSize, PairedScenario
 from studies.exact import exact_measures
 from studies.sizing import analytic_clusters, analytic_pairs, restricted_p10, size

@@ -1,24 +1,8 @@
-"""Numba helpers shared by the resampling and Bayesian fixed-sample methods.
+"""Numba quadrature of the posterior of a difference of Dirichlet cells: the helpers of
+``bayes_paired`` and ``bayes_hierarchical`` (whose version-3 quadrature,
+``methods/fixed/_hier_quadrature.py``, builds on this one).
 
-Two families live here.
-
-**Cluster bootstrap** (``cluster_bootstrap``, ``cluster_bootstrap_bca``).  The resampling
-indices come from the counter-based generator :func:`simlab.rng.uniform`, keyed by the
-table itself so that one table always gets the same resamples, whatever its replication
-index, chunk or worker:
-
-    h = mix64(... mix64(mix64(S1 ^ c_1) ^ c_2) ... ^ c_4m),   k1 = mix64(h ^ m),   k2 = S2
-
-where ``c_1 .. c_4m`` are the counts ``n11, n10, n01, n00`` of the ``m`` non-empty
-clusters in their order, ``mix64`` is simlab's SplitMix64 finaliser and ``(S1, S2)`` are
-the first two little-endian 64-bit words of ``sha256(BOOTSTRAP_SALT_TEXT)``.  Resample
-``b`` (0-based) picks cluster ``floor(u * m)`` with ``u = uniform(k1, k2, b, j)`` for its
-``j``-th draw, ``j = 0 .. m-1``.  Empty clusters are missing data: they enter neither the
-key nor the resamples, so adding or removing one leaves the interval unchanged.  Both
-bootstrap methods use the same key, hence the same resamples (common random numbers).
-
-**Posterior of a difference of Dirichlet cells** (``bayes_paired``,
-``bayes_hierarchical``).  Both posteriors are finite mixtures of Dirichlet laws for
+Both posteriors are finite mixtures of Dirichlet laws for
 ``(p10, p01, rest)``; component ``i`` is Dirichlet(b_i, a_i, 1 + r_i) with weight ``w_i``.
 Under one component, ``S = p10 + p01 ~ Beta(a_i + b_i, 1 + r_i)`` and
 ``W = p01 / S ~ Beta(a_i, b_i)`` are independent (aggregation and neutrality of the
@@ -43,305 +27,12 @@ integrands) is below ``max(1e-11, 1e-10 * value)``; measured against an independ
 scipy implementation, tail probabilities agree to about 1e-12 and credible bounds to
 about 1e-13 (tests require 1e-6).
 """
-import hashlib
 import math
 
 import numba as nb
 import numpy as np
 
-from simlab.rng import mix64, uniform
-
-# --------------------------------------------------------------------------- bootstrap key
-
-BOOTSTRAP_SALT_TEXT = b"simlab|cluster-bootstrap|resampling-key|v1"
-_salt_digest = hashlib.sha256(BOOTSTRAP_SALT_TEXT).digest()
-BOOT_SALT1 = np.uint64(int.from_bytes(_salt_digest[:8], "little"))
-BOOT_SALT2 = np.uint64(int.from_bytes(_salt_digest[8:16], "little"))
-
-
-@nb.njit(cache=True)
-def cluster_summaries(tables, r, d, n):
-    """Fill ``d[k] = n01 - n10`` and ``n[k] = trials`` of replication ``r``'s non-empty
-    clusters (in order); return how many there are."""
-    m = 0
-    for k in range(tables.shape[1]):
-        nk = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-        if nk == 0:
-            continue
-        d[m] = tables[r, k, 2] - tables[r, k, 1]
-        n[m] = nk
-        m += 1
-    return m
-
-
-@nb.njit(cache=True)
-def table_key(tables, r):
-    """First key word of replication ``r``'s resampling stream (see the module docstring)."""
-    h = BOOT_SALT1
-    m = 0
-    for k in range(tables.shape[1]):
-        if tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3] == 0:
-            continue
-        for j in range(4):
-            h = mix64(h ^ np.uint64(tables[r, k, j]))
-        m += 1
-    return mix64(h ^ np.uint64(m))
-
-
-@nb.njit(inline="always", cache=True)
-def resampled_cluster(k1, b, j, m):
-    """Index of the ``j``-th cluster drawn by resample ``b`` (see the module docstring)."""
-    i = int(uniform(k1, BOOT_SALT2, b, j) * m)
-    if i >= m:  # u < 1 always; guard the product's rounding all the same
-        i = m - 1
-    return i
-
-
-@nb.njit(cache=True)
-def bootstrap_statistics(k1, d, n, m, out):
-    """Trial-weighted difference sum(d*) / sum(n*) of ``out.size`` cluster resamples."""
-    for b in range(out.size):
-        sd = 0
-        sn = 0
-        for j in range(m):
-            i = resampled_cluster(k1, b, j, m)
-            sd += d[i]
-            sn += n[i]
-        out[b] = sd / sn
-
-
-# a histogram of resample sums is used while its 2 m size + 1 bins cost less than this
-# multiple of the resample count (beyond it a sort is cheaper)
-HISTOGRAM_BINS_PER_RESAMPLE = 16
-
-
-@nb.njit(cache=True)
-def sorted_bootstrap_statistics_equal_sizes(k1, d, m, size, out):
-    """``bootstrap_statistics`` followed by a sort, when every cluster has ``size`` trials:
-    each resample's denominator is then ``m size`` and its statistic increases with the
-    integer ``sum(d*)`` in ``[-m size, m size]``, so a histogram of those sums (counting
-    sort; Knuth 1998, *TAOCP* vol. 3, sec. 5.2, Algorithm D) lists the statistics in
-    ascending order -- the same values, computed by the same division, as the sort."""
-    lo = -m * size
-    counts = np.zeros(2 * m * size + 1, np.int64)
-    for b in range(out.size):
-        sd = 0
-        for j in range(m):
-            sd += d[resampled_cluster(k1, b, j, m)]
-        counts[sd - lo] += 1
-    sn = m * size
-    t = 0
-    for v in range(counts.size):
-        c = counts[v]
-        if c:
-            x = (v + lo) / sn
-            for _ in range(c):
-                out[t] = x
-                t += 1
-
-
-@nb.njit(cache=True)
-def sorted_bootstrap(tables, r, d, n, out):
-    """Non-empty cluster count ``m`` of replication ``r``; when ``m >= 2`` also fills
-    ``out`` with its ``out.size`` bootstrap statistics, sorted ascending (by a histogram of
-    the integer resample sums when the clusters share one size, else by sorting; the same
-    numbers either way, tested against :func:`sorted_bootstrap_by_sort`)."""
-    m = cluster_summaries(tables, r, d, n)
-    if m >= 2:
-        size = n[0]
-        for i in range(1, m):
-            if n[i] != size:
-                size = 0
-                break
-        if size > 0 and 2 * m * size + 1 <= HISTOGRAM_BINS_PER_RESAMPLE * out.size:
-            sorted_bootstrap_statistics_equal_sizes(table_key(tables, r), d, m, size, out)
-        else:
-            bootstrap_statistics(table_key(tables, r), d, n, m, out)
-            out.sort()
-    return m
-
-
-@nb.njit(cache=True)
-def sorted_bootstrap_by_sort(tables, r, d, n, out):
-    """:func:`sorted_bootstrap` always by sorting (the version 1 algorithm): the slow
-    reference of the histogram path, for tests and ``simlab bench``."""
-    m = cluster_summaries(tables, r, d, n)
-    if m >= 2:
-        bootstrap_statistics(table_key(tables, r), d, n, m, out)
-        out.sort()
-    return m
-
-
-@nb.njit(cache=True)
-def order_quantile(x, p):
-    """Quantile ``p`` of sorted ``x`` (length B): the order statistic of rank (B + 1) p,
-    linearly interpolated, rank clamped to [1, B] (Davison & Hinkley 1997, *Bootstrap
-    Methods and their Application*, eq. 5.18)."""
-    B = x.size
-    h = (B + 1) * p
-    if h <= 1.0:
-        return x[0]
-    if h >= B:
-        return x[B - 1]
-    lo = int(math.floor(h))
-    return x[lo - 1] + (h - lo) * (x[lo] - x[lo - 1])
-
-
-@nb.njit(cache=True)
-def jackknife_acceleration(d, n, m):
-    """Efron (1987) acceleration from the delete-one-cluster jackknife:
-    a = sum(U^3) / (6 (sum U^2)^1.5), U_i = mean(theta_(.)) - theta_(i)
-    (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, eq. 14.15)."""
-    D = 0
-    N = 0
-    for i in range(m):
-        D += d[i]
-        N += n[i]
-    mean = 0.0
-    tmin = math.inf
-    tmax = -math.inf
-    for i in range(m):
-        t = (D - d[i]) / (N - n[i])
-        mean += t
-        tmin = min(tmin, t)
-        tmax = max(tmax, t)
-    mean /= m
-    s2 = 0.0
-    s3 = 0.0
-    for i in range(m):
-        u = mean - (D - d[i]) / (N - n[i])
-        s2 += u * u
-        s3 += u * u * u
-    if s2 <= 0.0 or tmin == tmax:   # all leave-one-out values equal: no skewness
-        return 0.0
-    return s3 / (6.0 * s2 ** 1.5)
-
-
-# --------------------------------------------------------------------------- normal law
-
-_SQRT2 = math.sqrt(2.0)
-_SQRT2PI = math.sqrt(2.0 * math.pi)
-
-
-@nb.njit(inline="always", cache=True)
-def norm_cdf(x):
-    return 0.5 * math.erfc(-x / _SQRT2)
-
-
-@nb.njit(cache=True)
-def norm_ppf(p):
-    """Standard normal quantile: Acklam's rational approximation (relative error
-    1.15e-9) refined by one Halley step on ``erfc``, to about 1e-15."""
-    if p <= 0.0:
-        return -math.inf
-    if p >= 1.0:
-        return math.inf
-    sign = 1.0
-    if p > 0.5:                        # by symmetry; 1 - p is exact for p >= 1/2 (Sterbenz)
-        p = 1.0 - p
-        sign = -1.0
-    if p < 0.02425:
-        q = math.sqrt(-2.0 * math.log(p))
-        x = ((((((-7.784894002430293e-03 * q - 3.223964580411365e-01) * q - 2.400758277161838e+00) * q
-                - 2.549732539343734e+00) * q + 4.374664141464968e+00) * q + 2.938163982698783e+00)
-             / ((((7.784695709041462e-03 * q + 3.224671290700398e-01) * q + 2.445134137142996e+00) * q
-                 + 3.754408661907416e+00) * q + 1.0))
-    else:
-        q = p - 0.5
-        r = q * q
-        x = ((((((-3.969683028665376e+01 * r + 2.209460984245205e+02) * r - 2.759285104469687e+02) * r
-                + 1.383577518672690e+02) * r - 3.066479806614716e+01) * r + 2.506628277459239e+00) * q
-             / (((((-5.447609879822406e+01 * r + 1.615858368580409e+02) * r - 1.556989798598866e+02) * r
-                  + 6.680131188771972e+01) * r - 1.328068155288572e+01) * r + 1.0))
-    e = 0.5 * math.erfc(-x / _SQRT2) - p
-    u = e * _SQRT2PI * math.exp(0.5 * x * x)
-    return sign * (x - u / (1.0 + 0.5 * x * u))
-
-
-@nb.njit(cache=True)
-def bca_level(z0, a, z):
-    """BCa-adjusted percentile level Phi(z0 + (z0 + z) / (1 - a (z0 + z))) (Efron 1987,
-    eq. 2.3; Efron & Tibshirani 1993, eq. 14.10).  Where ``1 - a (z0 + z) <= 0`` the
-    formula has left its domain; the level is set to its limit from inside the domain
-    (0 for a lower, 1 for an upper endpoint)."""
-    w = z0 + z
-    den = 1.0 - a * w
-    if den <= 0.0:
-        return 0.0 if w < 0.0 else 1.0
-    return norm_cdf(z0 + w / den)
-
-
-# --------------------------------------------------------------------------- incomplete beta
-
-_FPMIN = 1e-300
-_CF_EPS = 4e-16
-
-
-@nb.njit(cache=True)
-def _betacf(a, b, x):
-    """Continued fraction of I_x(a, b) (Numerical Recipes 3rd ed. sec. 6.4, modified Lentz)."""
-    qab = a + b
-    qap = a + 1.0
-    qam = a - 1.0
-    c = 1.0
-    d = 1.0 - qab * x / qap
-    if abs(d) < _FPMIN:
-        d = _FPMIN
-    d = 1.0 / d
-    h = d
-    for m in range(1, 100000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        if abs(d) < _FPMIN:
-            d = _FPMIN
-        c = 1.0 + aa / c
-        if abs(c) < _FPMIN:
-            c = _FPMIN
-        d = 1.0 / d
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        if abs(d) < _FPMIN:
-            d = _FPMIN
-        c = 1.0 + aa / c
-        if abs(c) < _FPMIN:
-            c = _FPMIN
-        d = 1.0 / d
-        de = d * c
-        h *= de
-        if abs(de - 1.0) < _CF_EPS:
-            break
-    return h
-
-
-@nb.njit(cache=True)
-def betainc_logs(a, b, x, lx, l1x, lbeta_ab):
-    """I_x(a, b) given ``lx = log x``, ``l1x = log(1 - x)`` and ``lbeta_ab = log B(a, b)``."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(a * lx + b * l1x - lbeta_ab)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-@nb.njit(cache=True)
-def betainc(a, b, x, lbeta_ab):
-    """Regularised incomplete beta I_x(a, b); ``lbeta_ab = log B(a, b)``."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    return betainc_logs(a, b, x, math.log(x), math.log1p(-x), lbeta_ab)
-
-
-@nb.njit(inline="always", cache=True)
-def lbeta(a, b):
-    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
-
+from methods.fixed._special import SQRT2PI, betacf, norm_ppf
 
 # --------------------------------------------------------------------------- Dirichlet-difference mixture
 #
@@ -552,8 +243,8 @@ def _incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab):
     """(I_x(a, b), x^a (1-x)^b / B(a, b)) by the continued fraction."""
     front = math.exp(a * lx + b * l1x - lbeta_ab)
     if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a, front
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b, front
+        return front * betacf(a, b, x) / a, front
+    return 1.0 - front * betacf(b, a, 1.0 - x) / b, front
 
 
 @nb.njit(cache=True)
@@ -834,7 +525,7 @@ def mixture_quantile(level, upper, mix, meta):
         nd = 0.5 * (lo + hi)                 # bisection unless Newton does better
         if math.isfinite(g) and f > 0.0:
             zt = norm_ppf(t)
-            step = -g / (sign * f * _SQRT2PI * math.exp(0.5 * zt * zt))
+            step = -g / (sign * f * SQRT2PI * math.exp(0.5 * zt * zt))
             if abs(step) <= _ROOT_STEP:
                 return min(max(d + step, lo), hi)
             if d + step > lo and d + step < hi:
