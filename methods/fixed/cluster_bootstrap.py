@@ -31,6 +31,7 @@ from methods.protocol import Estimand, FixedMethod, source_files_of
 from methods.fixed import _bootstrap, _common
 from methods.fixed._common import decide, no_bounds
 from methods.fixed._bootstrap import order_quantile, sorted_bootstrap
+from simlab import rng
 
 
 def resamples_option(method) -> int:
@@ -87,5 +88,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, _bootstrap, _common, FixedMethod),
+    source_files=source_files_of(kernel, _bootstrap, rng, _common, FixedMethod),
 )

@@ -29,6 +29,7 @@ from methods.fixed._common import decide, no_bounds, write_inconclusive
 from methods.fixed._bootstrap import bca_level, jackknife_acceleration, order_quantile, sorted_bootstrap
 from methods.fixed._special import norm_ppf
 from methods.fixed.cluster_bootstrap import prepare
+from simlab import rng
 
 
 @nb.njit(cache=True)
@@ -80,5 +81,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, prepare, _bootstrap, _special, _common, FixedMethod),
+    source_files=source_files_of(kernel, prepare, _bootstrap, _special, rng, _common, FixedMethod),
 )

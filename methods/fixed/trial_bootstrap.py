@@ -83,5 +83,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, _bootstrap, _common, resamples_option, FixedMethod),
+    source_files=source_files_of(kernel, _bootstrap, mix64, _common, resamples_option, FixedMethod),
 )
