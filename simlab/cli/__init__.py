@@ -39,6 +39,10 @@ Exit codes and errors (one contract for every command)
        path and the reason), ``MemoryError``.  The message is one line naming the field and
        the allowed range; it goes to stderr as ``error: ...``, or under ``--json`` to stdout
        as ``{"error": {"message": ..., "field": ...}}`` (``field`` may be null).
+    128 + N  stopped by signal N (Ctrl-C: 130, SIGTERM: 143, SIGHUP: 129) after a clean
+       shutdown: worker processes ended, locks released, finished checkpoint batches kept
+       (``simlab/cli/_signals.py``); one line ``interrupted: ...`` on stderr, or the JSON
+       error object under ``--json``.
     Anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
@@ -83,15 +87,19 @@ def _note_positionals(parser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from simlab.cli._output import EXIT_OK, describe_error, report_error
+    from simlab.cli._output import EXIT_OK, describe_error, report_error, report_interrupt
+    from simlab.cli._signals import signals_as_interrupts
 
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     args = None
     try:
-        args = build_parser().parse_args(argv)
-        json_mode = bool(getattr(args, "json", False))
-        rc = args.func(args)
+        with signals_as_interrupts():
+            args = build_parser().parse_args(argv)
+            json_mode = bool(getattr(args, "json", False))
+            rc = args.func(args)
+    except KeyboardInterrupt as exc:   # Ctrl-C, SIGTERM, SIGHUP: everything above has unwound
+        return report_interrupt(exc, json_mode)
     except Exception as exc:  # noqa: BLE001 - mapped by the contract; unmapped ones re-raise
         described = describe_error(exc, args)
         if described is None:

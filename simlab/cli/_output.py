@@ -153,6 +153,19 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple
     return None
 
 
+def report_interrupt(exc: KeyboardInterrupt, json_mode: bool) -> int:
+    """One line for a command stopped by a signal; the exit code is 128 + the signal."""
+    from simlab.cli._signals import interrupt_exit_code
+
+    name, code = interrupt_exit_code(exc)
+    message = f"stopped by {name}: worker processes ended; batches finished in a --checkpoint are kept"
+    if json_mode:
+        sys.stdout.write(json.dumps({"error": {"message": message, "field": None}}) + "\n")
+    else:
+        print(f"interrupted: {message}", file=sys.stderr)
+    return code
+
+
 def report_error(message: str, field: str | None, json_mode: bool) -> int:
     message = " ".join(message.split())
     message = re.sub(r"\s*\[type=[^\]]*\]", "", message)  # pydantic's machine details, wrapped by a layer
