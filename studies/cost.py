@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 PILOT_MIN_SECONDS = 0.02   # grow R until t(R) is this long, so timer noise stays small
 PILOT_MAX_REPLICATIONS = 1024  # R's cap (the pilot then runs 4R)
@@ -48,9 +48,12 @@ class TimeEstimate:
     workers: int
 
     def describe(self) -> str:
-        if math.isclose(self.low, self.high, rel_tol=0.05):
-            return f"about {_duration(self.low)}"
-        return f"{_duration(self.low)} to {_duration(self.high)}"
+        low, high = _duration(self.low), _duration(self.high)
+        if high == "under 1 s":
+            return high
+        if low == high or math.isclose(self.low, self.high, rel_tol=0.05):
+            return f"about {low}"
+        return f"{low} to {high}"
 
 
 def _duration(s: float) -> str:
@@ -109,11 +112,13 @@ def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
     return TimeEstimate(wall, wall, workers)
 
 
-def qualify_estimate(methods: Sequence, policy, workers: int) -> TimeEstimate:
+def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collection[tuple] = ()) -> TimeEstimate:
     """Wall seconds of ``qualify.qualify(methods, policy)``: ``low`` the first round over
     every grid scenario (always run), ``high`` every scenario escalated to the policy's
     largest replication count (refinement scenarios not counted: each adds at most one
-    scenario's cost per line searched).  The pilot runs the per-scenario engine, whose
+    scenario's cost per line searched).  ``finished``: ``(point, start, stop)`` of the tasks
+    a checkpoint already holds (``qualify_checkpoint.finished_ranges``), which a resumed run
+    reads back and so are not counted.  The pilot runs the per-scenario engine, whose
     per-scenario overhead the batched default shares across K: for closed-form methods,
     where that overhead dominates, the estimate is high; for costly kernels it is close."""
     from .qualify import Task, method_estimand, method_key, run_task
@@ -134,8 +139,14 @@ def qualify_estimate(methods: Sequence, policy, workers: int) -> TimeEstimate:
         return lambda r: run_task(policy, Task(spec, keys, 0, r), estimands)
 
     model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
-    first, last = policy.replication_schedule()[0], policy.replication_schedule()[-1]
-    low = sum(model.seconds(p, first) for p in pairs) / max(workers, 1)
-    stages = len(policy.replication_schedule())
-    high = sum(model.seconds(p, last, stages) for p in pairs) / max(workers, 1)
-    return TimeEstimate(low, high, workers)
+    finished = set(finished)
+    schedule = policy.replication_schedule()
+    stages = list(zip([0] + schedule[:-1], schedule))   # a scenario's tasks, round by round
+    low = high = 0.0
+    for spec, p in zip(specs, pairs):
+        for r, (start, stop) in enumerate(stages):
+            if (spec.point, start, stop) not in finished:
+                cost = model.seconds(p, stop - start)
+                high += cost
+                low += cost if r == 0 else 0.0
+    return TimeEstimate(low / max(workers, 1), high / max(workers, 1), workers)

@@ -63,6 +63,48 @@ def _counts(row: dict) -> tuple[tuple, tuple[int, int]] | None:
     return key, (x, inc)
 
 
+def _parse(path: Path, text: str, policy_sha256: str, mine: set[str]) -> tuple[dict, int, int]:
+    """``(done, other_lines, bad_lines)`` of a checkpoint's text (a cut last line ignored):
+    the counts of the methods whose tokens are ``mine``, keyed (token, point, start, stop)."""
+    lines = text.split("\n")[:-1]
+    try:
+        head = json.loads(lines[0]) if lines else {}
+    except json.JSONDecodeError:
+        head = {}
+    if head.get("checkpoint") != FORMAT or head.get("policy_sha256") != policy_sha256:
+        raise ValueError(f"checkpoint {path}, line 1: not a format-{FORMAT} checkpoint of policy "
+                         f"{policy_sha256[:16]}; use another --checkpoint directory")
+    done: dict[tuple, tuple[int, int]] = {}
+    other = bad = 0
+    for line in lines[1:]:
+        try:
+            got = _counts(json.loads(line))
+        except json.JSONDecodeError:
+            got = None
+        if got is None:
+            bad += 1
+        elif got[0][0] in mine:
+            done[got[0]] = got[1]
+        else:
+            other += 1
+    return done, other, bad
+
+
+def finished_ranges(directory: str | Path, policy: QualificationPolicy, methods: list) -> set[tuple]:
+    """``(point, start, stop)`` of every task whose counts the checkpoint in ``directory``
+    holds for all of ``methods``: what a resumed run reads back instead of computing (for
+    its time estimate).  Reads only; no file means nothing finished."""
+    path = checkpoint_path(directory, policy)
+    if not path.exists() or not path.stat().st_size:
+        return set()
+    tokens = [method_token(m) for m in methods]
+    done = _parse(path, path.read_text(errors="replace"), policy.sha256, set(tokens))[0]
+    have: dict[tuple, set[str]] = {}
+    for token, point, start, stop in done:
+        have.setdefault((point, start, stop), set()).add(token)
+    return {key for key, got in have.items() if got >= set(tokens)}
+
+
 class Checkpoint:
     """Finished task counts of one policy's qualification, read from and appended to
     ``path``.  ``lookup(task)`` gives the counts of every method of ``task`` (or None);
@@ -88,27 +130,8 @@ class Checkpoint:
             cut = text.rfind("\n") + 1
             with open(self.path, "r+b") as f:
                 f.truncate(len(text[:cut].encode()))
-            text = text[:cut]
-        lines = text.split("\n")[:-1]
-        try:
-            head = json.loads(lines[0]) if lines else {}
-        except json.JSONDecodeError:
-            head = {}
-        if head.get("checkpoint") != FORMAT or head.get("policy_sha256") != self.policy_sha256:
-            raise ValueError(f"checkpoint {self.path}, line 1: not a format-{FORMAT} checkpoint of policy "
-                             f"{self.policy_sha256[:16]}; use another --checkpoint directory")
-        mine = set(self.tokens.values())
-        for line in lines[1:]:
-            try:
-                got = _counts(json.loads(line))
-            except json.JSONDecodeError:
-                got = None
-            if got is None:
-                self.bad_lines += 1
-            elif got[0][0] in mine:
-                self.done[got[0]] = got[1]
-            else:
-                self.other_lines += 1
+        self.done, self.other_lines, self.bad_lines = _parse(self.path, text, self.policy_sha256,
+                                                            set(self.tokens.values()))
 
     def _append(self, rows: list[dict]) -> None:
         with open(self.path, "a") as f:

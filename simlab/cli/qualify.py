@@ -37,11 +37,17 @@ def run_qualify(args: argparse.Namespace) -> None:
     out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
     check_writable(out_dir / "record.json", "--out")
     say = log_to_stderr(args)
+    finished = set()
+    if args.checkpoint:
+        from studies.qualify_checkpoint import finished_ranges
+
+        finished = finished_ranges(args.checkpoint, policy, methods)
     with executor_from_args(args, args.n_jobs) as ex:
-        estimate = qualify_estimate(methods, policy, ex.workers)
+        estimate = qualify_estimate(methods, policy, ex.workers, finished)
         check_time(args, estimate.low, f"this qualification's first round (the whole run: {estimate.describe()})")
+        resumed = f"; {len(finished)} tasks already in the checkpoint not counted" if finished else ""
         say(f"estimated {estimate.describe()} on {ex.describe()} (first round to every scenario at "
-            f"{policy.max_replications:,} replications)")
+            f"{policy.max_replications:,} replications{resumed})")
         run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say, checkpoint=args.checkpoint)
     payload = {"policy_sha256": policy.sha256, **run.stats(),
                "records": [summary_payload(o.record, o.record_path) for o in run.outcomes]}

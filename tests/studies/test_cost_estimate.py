@@ -61,6 +61,9 @@ def test_model_interpolates_in_pairs_and_adds_overhead_per_call(clock):
 def test_estimate_describes_a_range_or_a_point():
     assert cost.TimeEstimate(30, 31, 1).describe() == "about 30 s"
     assert cost.TimeEstimate(300, 7200 * 2, 2).describe() == "5 min to 4.0 h"
+    assert cost.TimeEstimate(0.01, 0.5, 1).describe() == "under 1 s"
+    assert cost.TimeEstimate(0.2, 30.2, 1).describe() == "under 1 s to 30 s"
+    assert cost.TimeEstimate(0, 0, 2).describe() == "under 1 s"
 
 
 def test_study_estimate_divides_by_workers_and_counts_every_point(clock, monkeypatch):
@@ -115,3 +118,26 @@ def test_real_pilot_is_positive_and_finite():
                                     "difference": -0.03}})
     est = cost.study_estimate(spec, workers=1, chunk_size=100)
     assert 0 < est.low < 60
+
+
+def test_qualify_estimate_leaves_out_the_tasks_a_checkpoint_holds(clock, monkeypatch):
+    """A resumed run's estimate counts only what it will compute: each scenario's
+    first-round cost is in exactly one of two complementary resumed estimates, and with
+    every first-round task finished only the escalation is left."""
+    import studies.qualify as qualify
+    from studies.qualify_tasks import grid_specs
+
+    monkeypatch.setattr(qualify, "run_task",
+                        lambda policy, task, estimands: clock.work(0.001, 1e-7 * task.spec.clusters)(task.stop))
+    policy = named_policy("reduced-small")
+    m = [get("paired_wald")]
+    first = policy.replication_schedule()[0]
+    specs = grid_specs(policy)
+    full = cost.qualify_estimate(m, policy, workers=1)
+    a = cost.qualify_estimate(m, policy, workers=1, finished={(s.point, 0, first) for s in specs[::2]})
+    b = cost.qualify_estimate(m, policy, workers=1, finished={(s.point, 0, first) for s in specs[1::2]})
+    assert 0 < a.low < full.low and 0 < b.low < full.low
+    assert a.low + b.low == pytest.approx(full.low)
+    assert full.high - a.high == pytest.approx(full.low - a.low)
+    done = cost.qualify_estimate(m, policy, workers=1, finished={(s.point, 0, first) for s in specs})
+    assert done.low == 0 and done.high == pytest.approx(full.high - full.low)

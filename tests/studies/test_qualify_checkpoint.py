@@ -153,3 +153,27 @@ def test_a_checkpointed_run_saves_in_finer_batches_with_the_same_records(clean, 
         total = sum(c for b in batches for c in b)
         for b in batches:
             assert len(b) == 1 or sum(b) <= total / min(per_worker, sum(map(len, batches))) * (1 + 1e-12)
+
+
+def test_finished_ranges_are_the_tasks_saved_for_every_method(tmp_path):
+    """What a resumed run's time estimate leaves out: a task counts as finished only when the
+    checkpoint holds it for every method of the run; reading changes nothing."""
+    from studies.qualify_checkpoint import finished_ranges
+
+    both_methods = [registry.get(n) for n in METHODS]
+    assert finished_ranges(tmp_path, small_policy(), both_methods) == set()
+    _run(tmp_path)
+    before = checkpoint_path(tmp_path, small_policy()).read_bytes()
+    per_task: dict[tuple, set[str]] = {}
+    for line in _lines(tmp_path)[1:]:
+        r = json.loads(line)
+        per_task.setdefault((tuple(r["point"]), r["start"], r["stop"]), set()).add(r["method"])
+    both = finished_ranges(tmp_path, small_policy(), both_methods)
+    assert both == {k for k, v in per_task.items() if len(v) == 2}
+    alone = finished_ranges(tmp_path, small_policy(), [registry.get("tango_score")])
+    assert both < alone     # tango_score escalates scenarios binomial_loss has settled
+    assert checkpoint_path(tmp_path, small_policy()).read_bytes() == before
+    other = small_policy().model_copy(update={"seed": 4})
+    checkpoint_path(tmp_path, other).write_bytes(before)     # another policy's header
+    with pytest.raises(ValueError, match="not a format-1 checkpoint of policy"):
+        finished_ranges(tmp_path, other, both_methods)
