@@ -23,10 +23,6 @@ EXACT_TRIAL = ["exact_discordant", "binomial_loss"]
 # Built-in methods without a record over the standard domain, and why (README of
 # results/qualification): the test fails if one of them gains such a record or another loses it.
 NOT_ON_STANDARD_DOMAIN = {
-    # qualified on reduced-small: its standard-coarse run needs about 2.5 h on 2 cores (first
-    # round 4459 s, then 271 scenarios to 8000 replications), resumed across work sessions from
-    # results/checkpoints; see results/qualification/README.md
-    "bayes_hierarchical",
     # the naive trial-level bootstrap (a practitioner rule to measure): ~85 s per scenario at
     # 500 x 10, so a record over reduced-small only
     "trial_bootstrap",
