@@ -14,7 +14,8 @@ The adapter runs the function once per batch, then applies the protocol's decisi
 (pass iff ``lower >= -margin``; NaN lower bound -> inconclusive).  It is slower than a numba
 kernel (numpy temporaries per batch instead of one fused pass) but needs no compiler; for
 speed write a numba kernel like ``methods/fixed/paired_wald.py``.  The method's identity
-hashes the function's own source file, this adapter and the protocol.
+hashes the code of the function, of what it calls, of this adapter and of the protocol
+(``methods.identity``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand, FixedMethod, source_files_of
+from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand, FixedMethod
 
 
 def _decide(lower: np.ndarray, margin: float, status: np.ndarray) -> None:
@@ -55,5 +56,4 @@ def numpy_method(func: Callable, *, name: str, version: str, estimand: Estimand,
         _decide(lower, margin, status)
 
     return FixedMethod(name=name, version=version, estimand=Estimand(estimand), citation=citation,
-                       summary=summary, options=dict(options or {}), kernel=kernel, prepare=prepare,
-                       source_files=source_files_of(func, numpy_method, FixedMethod))
+                       summary=summary, options=dict(options or {}), kernel=kernel, prepare=prepare)

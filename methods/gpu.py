@@ -3,7 +3,7 @@
 ``clustered_normal`` and ``cluster_t`` decide from each replication's integer cluster
 moments ``(k_used, S1 = sum D_k, S2 = sum D_k^2)`` (``methods.fixed._moments``).  This
 module gives the same decision as a CUDA device function, for kernels that fuse it with
-sampling and tallying (``studies.gpu``), and as a batch kernel writing exactly what the
+sampling and tallying (``studies.engine.gpu``), and as a batch kernel writing exactly what the
 CPU's ``cluster_mean_moments_kernel`` writes (tested bit for bit).
 
 The mean and variance come from the CPU source itself (``moments_mean_var``, compiled

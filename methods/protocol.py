@@ -28,14 +28,16 @@ Writing your own method: see ``methods/adapters.py`` (a vectorised numpy functio
 from __future__ import annotations
 
 import hashlib
-import inspect
 import math
-from dataclasses import dataclass, field, replace
-from enum import Enum, IntEnum
-from pathlib import Path
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+from enum import IntEnum
 from typing import Any, Callable
 
 import numpy as np
+
+from simlab.estimands import Estimand, true_value
+from simlab.hashing import PREFIX
 
 
 class Status(IntEnum):
@@ -48,13 +50,6 @@ class Status(IntEnum):
 
 FAIL, PASS, INCONCLUSIVE, HARM = (int(s) for s in Status)
 STATUS_NAMES = {FAIL: "fail", PASS: "pass", INCONCLUSIVE: "inconclusive", HARM: "stop_for_harm"}
-
-
-class Estimand(str, Enum):
-    """What a method's estimate targets (DESIGN.md "Data conventions")."""
-    TRIAL = "trial_weighted"      # sum(n01 - n10) / sum(n)
-    CLUSTER = "cluster_weighted"  # mean over clusters of (n01 - n10) / n
-    LOSS_RATE = "loss_rate"       # sum(n10) / sum(n): the candidate's loss rate
 
 
 # ---------------------------------------------------------------- levels and inputs
@@ -112,12 +107,6 @@ def check_tables(tables: np.ndarray) -> np.ndarray:
     if tables.ndim != 3 or tables.shape[2] != 4:
         raise ValueError(f"tables must have shape (R, K, 4), got {tables.shape}")
     return np.ascontiguousarray(tables, dtype=np.int32)
-
-
-def source_files_of(*objs: Any) -> tuple[str, ...]:
-    """Source files that define a method (its module, the helper modules its kernel
-    inlines, and the protocol that runs it): what its identity hashes."""
-    return tuple(sorted({inspect.getsourcefile(getattr(o, "py_func", o)) for o in objs}))
 
 
 # ---------------------------------------------------------------- identity and results
@@ -209,8 +198,9 @@ class DecisionMethod:
 
     ``options`` are the method's numeric settings (defaults); ``choices`` names values of an
     option (``spending="pocock"``).  ``inner`` is a wrapped fixed-sample method, if any: its
-    identity is part of this method's identity.  ``source_files`` are hashed into the
-    identity (see :func:`source_files_of`)."""
+    identity is part of this method's identity.  The identity hashes the code the method's
+    decisions run through (``methods.identity``): every callable field (kernels,
+    ``prepare``...) and the protocol methods named in ``DECISION_PATH``, with all they reach."""
     name: str
     version: str
     estimand: Estimand
@@ -218,11 +208,19 @@ class DecisionMethod:
     summary: str
     options: dict[str, float] = field(default_factory=dict)
     choices: dict[str, dict[str, float]] = field(default_factory=dict)
-    source_files: tuple[str, ...] = ()
     inner: Any = None
     origin: str | None = None  # "package.module:ATTR" when found by reference (not hashed)
 
     kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
+    DECISION_PATH = ()  # protocol methods that run the kernels (hashed into the identity)
+
+    def true_value(self, scenario) -> float:
+        """True value in ``scenario`` of the estimand this method targets
+        (``simlab.estimands.true_value``)."""
+        try:
+            return true_value(scenario, self.estimand)
+        except ValueError as exc:
+            raise ValueError(f"method {self.name!r}: {exc}") from None
 
     @property
     def sequential(self) -> bool:
@@ -252,15 +250,24 @@ class DecisionMethod:
             values[k] = float(v)
         return replace(self, options={**self.options, **values})
 
-    @property
+    def decision_roots(self) -> list[Any]:
+        """What the identity hashes from: the callable fields and the ``DECISION_PATH`` methods."""
+        roots = [getattr(self, f.name) for f in fields(self) if f.name not in ("inner", "origin")]
+        roots = [r for r in roots if callable(r)]
+        return roots + [getattr(type(self), name) for name in self.DECISION_PATH]
+
+    @cached_property
     def identity(self) -> MethodIdentity:
+        """Name, version and the sha256 of name, version, options, the decision code
+        (``methods.identity.code_sha256``) and a wrapped method's identity."""
+        from methods.identity import code_sha256
+
         h = hashlib.sha256()
-        h.update(f"{self.name}|{self.version}|{sorted(self.options.items())}".encode())
-        for path in sorted(self.source_files):
-            h.update(Path(path).read_bytes())
+        h.update(f"{self.name}|{self.version}|{self.kind}|{sorted(self.options.items())}".encode())
+        h.update(code_sha256(self.decision_roots()).encode())
         if self.inner is not None:
             h.update(self.inner.identity.source_sha256.encode())
-        return MethodIdentity(self.label, self.version, h.hexdigest())
+        return MethodIdentity(self.label, self.version, PREFIX + h.hexdigest())
 
 
 def _default_prepare(method: "FixedMethod", alpha: float, tables: np.ndarray) -> np.ndarray:
@@ -280,6 +287,7 @@ class FixedMethod(DecisionMethod):
     prepare: Callable = _default_prepare
 
     kind = "fixed"
+    DECISION_PATH = ("batch", "consts", "analyze")
 
     def consts(self, alpha: float, tables: np.ndarray) -> np.ndarray:
         check_alpha(alpha)

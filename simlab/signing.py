@@ -15,11 +15,11 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from simlab.hashing import canonical_bytes  # the bytes that are signed
 from simlab.models import FrozenModel
 
 
@@ -31,11 +31,6 @@ class Signature(FrozenModel):
     """One detached signature: which key, and the base64 Ed25519 signature bytes."""
     key_id: str
     signature: str
-
-
-def canonical_bytes(payload: Any) -> bytes:
-    """RFC 8785 canonical JSON of ``payload`` (the bytes that are signed)."""
-    return rfc8785.dumps(payload)
 
 
 def _raw_public(key: Ed25519PublicKey) -> bytes:

@@ -2,10 +2,10 @@
 
 Stable API (other layers and the CLI call only these)::
 
-    from studies.spec import StudySpec, MethodRef, load_spec, parse_spec
-    from studies.runner import evaluate_scenario, run_study, ScenarioCounts, target_value
-    from studies.results import save_dataset, open_dataset, summary_rows
-    from studies.exact import exact_engine, exact_measures, ExactResult
+    from studies.engine.spec import StudySpec, MethodRef, load_spec, parse_spec
+    from studies.engine.runner import evaluate_scenario, run_study, ScenarioCounts, target_value
+    from studies.engine.study_dataset import save_dataset, open_dataset, summary_rows
+    from studies.exact.fixed import exact_engine, exact_measures, ExactResult
     from simlab.sampling import scenario_tables
 
     spec = load_spec("study.toml")            # or StudySpec.model_validate({...}); spec.hash
@@ -27,8 +27,8 @@ Stable API (other layers and the CLI call only these)::
     exact_engine(scenario, method)   # -> ("unit" | "pooled" | "moments" | None, reason)
 
 Replication ``r`` of a scenario is a pure function of ``(seed, scenario.key, r)``
-(``simlab.sampling``), and tallies are integers (``studies.tally``), so results are
+(``simlab.sampling``), and tallies are integers (``studies.engine.tally``), so results are
 bitwise identical for any ``n_jobs``, chunk size, batch size or split into ``start``
 ranges.  Measures and MC SEs follow Morris, White & Crowther (2019, Stat Med
-38:2074-2102); see ``studies.measures``.
+38:2074-2102); see ``studies.engine.measures``.
 """

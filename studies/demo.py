@@ -28,9 +28,9 @@ from typing import Callable
 from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
 
-from .exact import exact_engine, exact_grid, exact_measures
-from .runner import RunInfo, ScenarioCounts, _now, evaluate_scenario, target_value
-from .spec import MethodRef, StudySpec
+from studies.exact.fixed import exact_engine, exact_grid, exact_measures
+from studies.engine.runner import RunInfo, ScenarioCounts, _now, evaluate_scenario
+from studies.engine.spec import MethodRef, StudySpec
 
 SEED_CELLS = (0.96, 0.04, 0.0, 0.0)
 SEED_CLUSTERS = 30
@@ -97,9 +97,9 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     ``progress(message)`` is told as each of its stages starts."""
     from methods import registry
 
-    from .plot import plot_dataset
-    from .datasets import save_dataset
-    from .results import build_dataset
+    from studies.plots.study import plot_dataset
+    from studies.datasets import save_dataset
+    from studies.engine.study_dataset import build_dataset
 
     t_start = time.perf_counter()
     started = _now()
@@ -134,7 +134,7 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     for ref, m in zip(refs, methods):
         r = m.batch(table, MARGIN, ALPHA)
         est = str(getattr(m.estimand, "value", m.estimand))
-        unequal_rows.append({"method": ref.key, "estimand": est, "target": target_value(su, m),
+        unequal_rows.append({"method": ref.key, "estimand": est, "target": m.true_value(su),
                              "estimate": float(r.estimate[0]), "lower": float(r.lower[0]),
                              "upper": float(r.upper[0]),
                              "status": {0: "fail", 1: "pass", 2: "inconclusive"}[int(r.status[0])]})

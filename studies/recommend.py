@@ -11,11 +11,11 @@ For a design ``(clusters K, trials per cluster M, margin m, rho_max)`` and an al
    and the rate of that worst scenario (its baseline, discordance and rho named).
 3. Power at the alternative (baseline, discordance, ``rho = rho_max`` unless given -- power
    falls as rho grows, so the default is the conservative end): exact where an engine
-   applies cheaply (``studies.power_frame.exact_pass_rate``), else simulated with
+   applies cheaply (``studies.engine.frame.exact_pass_rate``), else simulated with
    ``power_reps`` replications (MC SE reported).
 4. Ranking: covered methods by power (descending; ties by the smaller false-pass bound).
    For the ``top`` of them, the K at which the target power is reached
-   (``studies.sizing.size``; the false-pass check at that K is run only when
+   (``studies.sizing.size.size``; the false-pass check at that K is run only when
    ``check_false_pass`` -- ``simlab size`` runs it).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from methods.qualification import (CERT_SUFFIX, RESULTS_DIR, DesignPoint, Record
                                    load_certificate, load_record)
 from simlab.scenario import FixedSize, PairedScenario
 
-from .power_frame import PowerFrame, exact_pass_rate
+from studies.engine.frame import PowerFrame, exact_pass_rate
 
 
 def _record_worst(coverage) -> dict[str, Any] | None:
@@ -77,7 +77,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     """The recommendation payload (see the module docstring)."""
     from methods import registry
 
-    from .sizing import size
+    from studies.sizing.size import size
 
     t0 = time.perf_counter()
     if not isinstance(clusters, int) or clusters < 2:

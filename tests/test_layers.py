@@ -77,12 +77,12 @@ def test_imports_point_down_and_stay_public():
 
 
 @pytest.mark.parametrize("source, rel, expect", [
-    ("import studies.runner\n", "simlab/x.py", "upward"),
+    ("import studies.engine.runner\n", "simlab/x.py", "upward"),
     ("from methods.fixed._moments import X\n", "studies/x.py", "private"),
     ("from methods.fixed import _moments\n", "studies/x.py", "private"),
     ("def f():\n    from evidence import ledger\n", "methods/x.py", "upward"),
     ("from ..runner import run_study\n", "studies/bench/x.py", None),
-    ("from studies.runner import run_study\n", "simlab/cli/x.py", None),
+    ("from studies.engine.runner import run_study\n", "simlab/cli/x.py", None),
     ("from methods.fixed._moments import X\n", "methods/x.py", None),
 ])
 def test_the_checker_catches_what_it_should(tmp_path, monkeypatch, source, rel, expect):

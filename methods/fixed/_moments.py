@@ -127,6 +127,8 @@ class MomentMethod(FixedMethod):
     tables with those moments (tested).  ``consts`` come from the same ``prepare``."""
     moments_kernel: Callable | None = None
 
+    DECISION_PATH = FixedMethod.DECISION_PATH + ("batch_moments", "moment_consts")
+
     def batch_moments(self, stats: np.ndarray, size: int, clusters: int, margin: float,
                       alpha: float = 0.025, consts: np.ndarray | None = None) -> BatchResult:
         """Decide every row of ``stats`` (``int64[R, 3]``, see the class docstring) for a

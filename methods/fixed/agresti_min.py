@@ -17,7 +17,7 @@ never degenerate; pass iff z/(n+2) <= margin.  Every pair a loss -> finite bound
 """
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, wald_half_width
@@ -53,5 +53,4 @@ METHOD = FixedMethod(
              "matched proportions. Stat Med 24:729-740 (Wald interval after adding 1/2 to each cell)",
     summary="pooled trial pairs; Wald interval on the table with 0.5 added to each cell (n + 2)",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, _trial, FixedMethod),
 )

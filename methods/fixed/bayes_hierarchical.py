@@ -76,7 +76,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _dirichlet_mixture, _hier_quadrature, _special
 from methods.fixed._common import decide, write_inconclusive
 from methods.fixed._hier_quadrature import credible_interval
@@ -580,5 +580,4 @@ METHOD = FixedMethod(
             "(Dirichlet-multinomial, uniform prior on the ICC), exact mixture posterior",
     kernel=kernel,
     prepare=prepare,
-    source_files=source_files_of(kernel, _hier_quadrature, _dirichlet_mixture, _special, _common, FixedMethod),
 )

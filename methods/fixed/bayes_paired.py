@@ -25,7 +25,7 @@ inconclusive.
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _dirichlet_mixture, _special
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._dirichlet_mixture import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
@@ -86,5 +86,4 @@ METHOD = FixedMethod(
             "pooled cells (exact quadrature)",
     kernel=kernel,
     prepare=prepare,
-    source_files=source_files_of(kernel, _dirichlet_mixture, _special, _common, FixedMethod),
 )

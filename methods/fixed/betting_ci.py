@@ -44,7 +44,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _bounded, _common
 from methods.fixed._bounded import scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
@@ -121,5 +121,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=truncation_consts,
     options={"truncation": 0.5},
-    source_files=source_files_of(kernel, _bounded, _common, FixedMethod),
 )

@@ -33,7 +33,7 @@ from numba import types
 from numba.typed import Dict
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common
 from methods.fixed._common import decide, write_inconclusive
 
@@ -241,5 +241,4 @@ METHOD = FixedMethod(
             "trials assumed independent",
     kernel=kernel,
     prepare=prepare,
-    source_files=source_files_of(kernel, _common, FixedMethod),
 )

@@ -19,7 +19,7 @@ h = z sqrt(2) / (n + 2), never degenerate.  Every pair a loss -> fail.
 """
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, wald_half_width
@@ -53,5 +53,4 @@ METHOD = FixedMethod(
              "binomial proportions based on paired data. J Educ Behav Stat 37(4):479-488",
     summary="pooled trial pairs; Wald interval with Laplace estimates (n10+1)/(n+2), (n01+1)/(n+2)",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, _trial, FixedMethod),
 )

@@ -27,7 +27,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _bootstrap, _common
 from methods.fixed._common import decide, no_bounds
 from methods.fixed._bootstrap import order_quantile, sorted_bootstrap
@@ -88,5 +88,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, _bootstrap, rng, _common, FixedMethod),
 )

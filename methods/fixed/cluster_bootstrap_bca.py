@@ -23,7 +23,7 @@ order statistic of rank ``(B + 1) p``, linearly interpolated, clamped to the sam
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _bootstrap, _common, _special
 from methods.fixed._common import decide, no_bounds, write_inconclusive
 from methods.fixed._bootstrap import bca_level, jackknife_acceleration, order_quantile, sorted_bootstrap
@@ -81,5 +81,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, prepare, _bootstrap, _special, rng, _common, FixedMethod),
 )

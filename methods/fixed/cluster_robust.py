@@ -38,7 +38,7 @@ import math
 
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import scaled_residual, t_consts, trial_totals
 from methods.fixed._common import decide, no_bounds, write_inconclusive
@@ -84,5 +84,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=t_consts,
     options={"min_clusters": 2.0},
-    source_files=source_files_of(kernel, _cluster, _common, FixedMethod),
 )

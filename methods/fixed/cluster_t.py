@@ -17,7 +17,7 @@ interval is a point (30 customers who all tie still pass).  Estimand: cluster-we
 """
 import sys
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import t_consts
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
@@ -32,6 +32,5 @@ METHOD = MomentMethod(
     kernel=cluster_mean_kernel,
     prepare=t_consts,
     options={"min_clusters": 2.0},
-    source_files=source_files_of(sys.modules[__name__], cluster_mean_kernel, _cluster, _common, FixedMethod),
     moments_kernel=cluster_mean_moments_kernel,
 )

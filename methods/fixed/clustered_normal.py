@@ -18,7 +18,7 @@ the interval is the textbook large-sample z interval for a mean of cluster summa
 """
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of, z_value
+from methods.protocol import Estimand, FixedMethod, z_value
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import check_min_clusters
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
@@ -40,6 +40,5 @@ METHOD = MomentMethod(
     kernel=cluster_mean_kernel,
     prepare=prepare,
     options={"min_clusters": 30.0},
-    source_files=source_files_of(prepare, cluster_mean_kernel, _cluster, _common, FixedMethod),
     moments_kernel=cluster_mean_moments_kernel,
 )

@@ -46,7 +46,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of, z_value
+from methods.protocol import Estimand, FixedMethod, z_value
 from methods.fixed import _common
 from methods.fixed._common import decide, write_inconclusive
 
@@ -155,5 +155,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"icc_floor": 0.0},
-    source_files=source_files_of(kernel, _common, FixedMethod),
 )

@@ -41,7 +41,7 @@ cover.
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import cp_lookup, cp_ranges
@@ -114,5 +114,4 @@ METHOD = FixedMethod(
             "rectangle image of delta = psi (1 - 2 theta); exact when the baseline always passes",
     kernel=kernel,
     prepare=prepare,
-    source_files=source_files_of(kernel, _common, _trial, FixedMethod),
 )

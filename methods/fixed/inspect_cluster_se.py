@@ -30,7 +30,7 @@ import math
 
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common
 from methods.fixed._common import decide, no_bounds, write_inconclusive
 
@@ -86,5 +86,4 @@ METHOD = FixedMethod(
     summary="practitioner rule: each model's Inspect clustered stderr on per-sample means, unpaired combination, "
             "normal interval",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, FixedMethod),
 )

@@ -22,7 +22,7 @@ import math
 
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common
 from methods.fixed._common import decide, no_bounds, pooled_counts, write_inconclusive
 
@@ -56,5 +56,4 @@ METHOD = FixedMethod(
              "accuracies) with lm_eval/api/metrics.py mean_stderr (ddof = 1); Wald form of the two-proportion test",
     summary="practitioner rule: unpaired two-proportion z on pooled pass rates, clusters and pairing ignored",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, FixedMethod),
 )

@@ -23,7 +23,7 @@ against round-off (every pair a loss gives -1 - 2e-16 otherwise).
 """
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, newcombe_phi, square_and_add, wilson_limits
@@ -60,5 +60,4 @@ METHOD = FixedMethod(
              "binomial proportions based on paired data. Stat Med 17:2635-2650, method 10",
     summary="pooled trial pairs; Wilson limits of both margins combined with Newcombe's phi",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, _trial, FixedMethod),
 )

@@ -36,7 +36,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of, z_value
+from methods.protocol import Estimand, FixedMethod, z_value
 from methods.fixed import _cluster, _common
 from methods.fixed._cluster import check_min_clusters, scaled_residual, trial_totals
 from methods.fixed._common import decide, no_bounds, write_inconclusive
@@ -86,5 +86,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"min_clusters": 2.0},
-    source_files=source_files_of(kernel, _cluster, _common, FixedMethod),
 )

@@ -16,7 +16,7 @@ degeneracy is reproduced on purpose, not fixed.  Every pair a loss -> [-1, -1], 
 """
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import clip_unit, wald_half_width
@@ -49,5 +49,4 @@ METHOD = FixedMethod(
              "method 1; Fagerland, Lydersen & Laake (2014) Stat Med 33:2850-2875",
     summary="pooled trial pairs; p01 - p10 +- z sqrt(((p10+p01) - (p01-p10)^2)/n), truncated to [-1, 1]",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, _trial, FixedMethod),
 )

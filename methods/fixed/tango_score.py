@@ -21,7 +21,7 @@ Every pair a loss -> lower bound -1, fail; every pair a win -> upper bound 1.
 """
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _common, _trial
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._trial import tango_bounds
@@ -52,5 +52,4 @@ METHOD = FixedMethod(
              "with closed-form constrained MLE; bounds by bracketed root finding, tol 1e-10)",
     summary="pooled trial pairs; inverted Tango score test, bounds by root finding inside numba",
     kernel=kernel,
-    source_files=source_files_of(kernel, _common, _trial, FixedMethod),
 )

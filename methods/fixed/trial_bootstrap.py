@@ -21,7 +21,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 from methods.fixed import _bootstrap, _common
 from methods.fixed._common import decide, no_bounds, pooled_counts
 from methods.fixed._bootstrap import BOOT_SALT1, bootstrap_statistics, order_quantile
@@ -83,5 +83,4 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
-    source_files=source_files_of(kernel, _bootstrap, mix64, _common, resamples_option, FixedMethod),
 )

@@ -14,11 +14,12 @@ The public API (the private layout below may change; import from here):
 - ``records``     -- where records live (``records_dir``: ``--records``, ``SIMLAB_RECORDS``,
                      the checkout's ``results/qualification``, or the installed copy);
 - ``coverage``    -- ``DesignPoint``, ``covers``, ``find_coverage`` (grid points only);
-- ``certificate`` -- a method certified at exactly one design (``studies.certify`` makes them).
+- ``certificate`` -- a method certified at exactly one design (``studies.qualify.certify`` makes them).
 """
 from __future__ import annotations
 
-from ._hashing import canonical_sha256, file_sha256, format_time, parse_time, utcnow
+from simlab.clock import format_time, parse_time, utcnow
+from simlab.hashing import content_hash, file_hash, same_digest, short
 from .build import COVERAGE_RULE, build_record, cell_verdicts, check_scenarios, qualified_subdomain, worst_case
 from .certificate import (CERT_SUFFIX, Certificate, CertifiedDesign, CertPoint, certificate_covers,
                           certificate_paths, load_certificate, verify_certificate)
@@ -41,11 +42,11 @@ __all__ = [
     "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "RecordedMethod", "QUALIFIED",
     "QualificationDomain", "QualificationPolicy", "QualificationRecord", "QualifiedRule", "QualifiedSubdomain",
     "RESULTS_DIR", "RecordError", "SCHEMA_VERSION", "ScenarioTable", "StaleRecordError", "TamperedRecordError",
-    "UNDETERMINED", "UntrustedRecordError", "VERDICTS", "WorstCase", "build_record", "canonical_sha256",
+    "UNDETERMINED", "UntrustedRecordError", "VERDICTS", "WorstCase", "build_record", "content_hash",
     "cell_verdicts", "certificate_covers", "certificate_paths", "check_scenarios", "clip_discordance",
-    "combine_verdicts", "covers", "cp_bounds", "cp_lower", "cp_upper", "discordance_limits", "file_sha256",
+    "combine_verdicts", "covers", "cp_bounds", "cp_lower", "cp_upper", "discordance_limits", "file_hash",
     "find_coverage", "format_time", "load_certificate", "load_record", "named_policy", "nuisance_grid", "parse_time",
     "policy_names", "qualified_subdomain", "record_paths", "record_stem", "records_dir", "reduced_domain",
-    "stage_confidence", "standard_domain", "standard_policy", "utcnow", "verdict_of", "verify_certificate", "verify_record",
+    "stage_confidence", "standard_domain", "standard_policy", "same_digest", "short", "utcnow", "verdict_of", "verify_certificate", "verify_record",
     "worst_case",
 ]

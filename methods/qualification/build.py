@@ -10,7 +10,7 @@ import numpy as np
 
 from simlab.scenario import FixedSize
 
-from ._hashing import format_time, utcnow
+from simlab.clock import format_time, utcnow
 from .policy import QualificationPolicy
 from .record import (CellVerdict, DatasetRef, RecordedMethod, QualificationRecord, QualifiedRule, QualifiedSubdomain,
                      ScenarioTable, WorstCase)

@@ -7,12 +7,14 @@ nuisance domain searched (baseline and discordance ranges, rho up to ``rho_max``
 label-noise models), every evaluated nuisance point with its false-pass rate (exact, or
 Monte Carlo counts with the staged Clopper-Pearson bounds of ``verdicts``), the worst case,
 the verdict, created / valid-until, a content hash and optionally an Ed25519 signature.
-``studies.certify`` makes them; this module reads, verifies and consults them.
+``studies.qualify.certify`` makes them; this module reads, verifies and consults them.
 
 Proven supremum (exact engine, perfect labels).  When the method's decision depends on the
 data only through the discordant counts ``(n10, n01)`` of ``N = K M`` independent pairs,
-the data law at discordance ``q`` is trinomial with ``p10 = (q + m)/2``, ``p01 = (q - m)/2``
-(any baseline), so the nuisance is one-dimensional.  For any event ``A`` and laws ``P, Q``
+the data law at discordance ``q`` is trinomial, on the null boundary of the method's estimand
+(a difference: ``p10 = (q + m)/2``, ``p01 = (q - m)/2``; the loss rate: ``p10 = m``,
+``p01 = q - m``; ``simlab.estimands``), whatever the baseline, so the nuisance is
+one-dimensional.  For any event ``A`` and laws ``P, Q``
 ``|asin sqrt P(A) - asin sqrt Q(A)| <= acos BC(P, Q)`` (BC the Bhattacharyya coefficient:
 for two Bernoulli laws ``acos BC`` is exactly that angle, and BC only grows under the
 map data -> 1_A, the data-processing inequality for Hellinger affinity; Tsybakov 2009,
@@ -35,11 +37,13 @@ from typing import Iterable, Literal, Mapping
 import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
+from simlab.estimands import null_pair_rates
 from simlab.models import FrozenModel
 from simlab.scenario import FixedSize, LabelNoise
 from simlab.signing import Signature
 
-from ._hashing import canonical_sha256, parse_time, utcnow
+from simlab.clock import parse_time, utcnow
+from simlab.hashing import content_hash, short
 from .coverage import Coverage, DesignPoint
 from .record import RecordedMethod, body_of, signed_payload
 from .records import json_files, safe_name
@@ -117,7 +121,7 @@ class Certificate(FrozenModel):
         return body_of(self.model_dump(mode="json"))
 
     def content_sha256(self) -> str:
-        return canonical_sha256(self.body())
+        return content_hash(self.body())
 
     def sealed(self) -> "Certificate":
         return self.model_copy(update={"certificate_sha256": self.content_sha256()})
@@ -140,23 +144,26 @@ class Certificate(FrozenModel):
     def file_name(self) -> str:
         d = self.design
         return (f"{safe_name(self.method.name)}.K{d.clusters}.M{d.trials}.m{d.margin:g}."
-                f"{self.certificate_sha256[:10]}{CERT_SUFFIX}")
+                f"{short(self.certificate_sha256, 10)}{CERT_SUFFIX}")
 
 
 # ------------------------------------------------------------- the proven supremum
 
 
-def discordant_law(q: np.ndarray, margin: float) -> np.ndarray:
-    """Per-pair probabilities (p10, p01, p_concordant) at the null boundary, perfect labels."""
+def discordant_law(q: np.ndarray, margin: float, estimand: str = "trial_weighted") -> np.ndarray:
+    """Per-pair probabilities (p10, p01, p_concordant) on the null boundary of ``estimand``
+    (``simlab.estimands.null_pair_rates``), perfect labels: affine in ``q``."""
     q = np.asarray(q, dtype=np.float64)
-    p10, p01 = (q + margin) / 2.0, np.maximum((q - margin) / 2.0, 0.0)
+    p10, p01 = null_pair_rates(estimand, q, margin)
+    p01 = np.maximum(p01, 0.0)
     return np.stack([p10, p01, np.maximum(1.0 - p10 - p01, 0.0)], axis=-1)
 
 
-def interval_bounds(q: np.ndarray, rate: np.ndarray, margin: float, pairs: int) -> np.ndarray:
+def interval_bounds(q: np.ndarray, rate: np.ndarray, margin: float, pairs: int,
+                    estimand: str = "trial_weighted") -> np.ndarray:
     """Upper bound of the false-pass rate on each interval ``[q_i, q_{i+1}]`` of sorted nodes
     (see the module docstring): min over both ends of ``sin^2(asin sqrt P + acos BC^N)``."""
-    law = discordant_law(q, margin)
+    law = discordant_law(q, margin, estimand)
     bc = np.sum(np.sqrt(law[:-1] * law[1:]), axis=1).clip(0.0, 1.0)
     angle = np.arccos(np.exp(pairs * np.log(np.maximum(bc, 1e-300))).clip(0.0, 1.0))
     a = np.arcsin(np.sqrt(np.clip(rate, 0.0, 1.0)))
@@ -164,13 +171,13 @@ def interval_bounds(q: np.ndarray, rate: np.ndarray, margin: float, pairs: int) 
     return np.sin(up) ** 2
 
 
-def proven_upper(points: Iterable[CertPoint], design: CertifiedDesign) -> float:
+def proven_upper(points: Iterable[CertPoint], design: CertifiedDesign, estimand: str = "trial_weighted") -> float:
     pts = sorted(points, key=lambda p: p.discordance)
     q = np.array([p.discordance for p in pts])
     r = np.array([p.rate for p in pts])
     if q.size == 1:
         return float(r[0])
-    return float(max(interval_bounds(q, r, design.margin, design.clusters * design.trials).max(), r.max()))
+    return float(max(interval_bounds(q, r, design.margin, design.clusters * design.trials, estimand).max(), r.max()))
 
 
 # ------------------------------------------------------------- verification
@@ -213,7 +220,7 @@ def check_points(cert: Certificate, label: str) -> None:
                     verdict_of(p.lower, p.upper, cert.threshold) != p.verdict:
                 raise TamperedRecordError(f"{label}: exact point {i} is inconsistent")
         if cert.proven_upper is not None and not math.isclose(
-                cert.proven_upper, proven_upper(pts, cert.design), rel_tol=1e-9, abs_tol=1e-15):
+                cert.proven_upper, proven_upper(pts, cert.design, cert.method.estimand), rel_tol=1e-9, abs_tol=1e-15):
             raise TamperedRecordError(f"{label}: proven_upper does not follow from its points")
     worst = max(range(len(pts)), key=lambda i: (pts[i].upper, pts[i].rate, -i))
     if worst != cert.worst:

@@ -1,5 +1,6 @@
 """The domain a qualification covers: discrete design cells and the continuous nuisance
-(baseline pass rate, discordance) at the null boundary (true difference = -margin)."""
+(baseline pass rate, discordance) at the null boundary of the method's estimand (true
+value = -margin; ``simlab.estimands`` builds the scenarios)."""
 from __future__ import annotations
 
 import itertools
@@ -7,8 +8,11 @@ import math
 
 from pydantic import Field, field_validator, model_validator
 
+from simlab.estimands import Estimand, null_discordance_range
 from simlab.models import FrozenModel
 from simlab.scenario import ClusterSize, ExplicitSizes, FixedSize, LabelNoise
+
+DIFFERENCE = Estimand.TRIAL.value  # the default null: a difference of -margin
 
 
 class Axis(FrozenModel):
@@ -138,34 +142,30 @@ class QualificationDomain(FrozenModel):
                                       self.margin.grid, range(len(self.label_noise))))
 
 
-def discordance_limits(baseline: float, margin: float, lo: float, hi: float) -> tuple[float, float] | None:
-    """Feasible discordance at the null boundary (difference = -margin), within [lo, hi].
-
-    With p10 = (q + m)/2, p01 = (q - m)/2: p01 >= 0 needs q >= m, p11 = b - p10 >= 0 needs
-    q <= 2b - m, p00 = 1 - b - p01 >= 0 needs q <= 2(1 - b) + m."""
-    q_lo = max(lo, margin)
-    q_hi = min(hi, 2.0 * baseline - margin, 2.0 * (1.0 - baseline) + margin)
-    if q_hi < q_lo - 1e-12:
-        return None
-    return q_lo, max(q_lo, q_hi)
+def discordance_limits(baseline: float, margin: float, lo: float, hi: float,
+                       estimand: str = DIFFERENCE) -> tuple[float, float] | None:
+    """Feasible discordance at the null boundary of ``estimand``, within [lo, hi]
+    (``simlab.estimands.null_discordance_range``)."""
+    return null_discordance_range(estimand, baseline, margin, lo, hi)
 
 
-def clip_discordance(q: float, baseline: float, margin: float, lo: float, hi: float) -> float | None:
-    lim = discordance_limits(baseline, margin, lo, hi)
+def clip_discordance(q: float, baseline: float, margin: float, lo: float, hi: float,
+                     estimand: str = DIFFERENCE) -> float | None:
+    lim = discordance_limits(baseline, margin, lo, hi, estimand)
     if lim is None:
         return None
     return min(max(q, lim[0]), lim[1])
 
 
-def nuisance_grid(domain: QualificationDomain, margin: float) -> list[tuple[float, float]]:
-    """Grid of (baseline, discordance) at the null boundary for one margin: every grid
-    discordance clipped into the feasible interval of each baseline (deduplicated)."""
+def nuisance_grid(domain: QualificationDomain, margin: float, estimand: str = DIFFERENCE) -> list[tuple[float, float]]:
+    """Grid of (baseline, discordance) at the null boundary of ``estimand`` for one margin:
+    every grid discordance clipped into the feasible interval of each baseline (deduplicated)."""
     out: list[tuple[float, float]] = []
     d = domain.discordance
     for b in domain.baseline.grid:
         seen: set[float] = set()
         for q in d.grid:
-            qc = clip_discordance(q, b, margin, d.lo, d.hi)
+            qc = clip_discordance(q, b, margin, d.lo, d.hi, estimand)
             if qc is None:
                 continue
             qc = round(qc, 12)

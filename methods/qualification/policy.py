@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from simlab.models import FrozenModel
 
-from ._hashing import canonical_sha256
+from simlab.hashing import content_hash
 from .domain import QualificationDomain
 from .verdicts import MC_RULE, stage_confidence
 
@@ -69,7 +69,7 @@ class QualificationPolicy(FrozenModel):
 
     @property
     def sha256(self) -> str:
-        return canonical_sha256(self.canonical())
+        return content_hash(self.canonical())
 
     @classmethod
     def load(cls, path: str | Path) -> "QualificationPolicy":

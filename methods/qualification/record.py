@@ -19,11 +19,12 @@ from methods.ref import MethodRef
 from simlab.models import FrozenModel
 from simlab.signing import Signature
 
-from ._hashing import canonical_sha256, parse_time, utcnow
+from simlab.clock import parse_time, utcnow
+from simlab.hashing import content_hash
 from .policy import QualificationPolicy
 from .verdicts import MCRule, StaleRecordError, stage_confidence
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"  # 3: every hash in the one form sha256:<hex> (simlab.hashing)
 
 
 class RecordedMethod(FrozenModel):
@@ -139,7 +140,7 @@ class DatasetRef(FrozenModel):
 
 
 class QualificationRecord(FrozenModel):
-    schema_version: Literal["1", "2"] = SCHEMA_VERSION
+    schema_version: Literal["1", "2", "3"] = SCHEMA_VERSION
     mc_rule: MCRule = "unadjusted"   # schema 1 records carry no rule: their bounds were unadjusted
     method: RecordedMethod
     policy: QualificationPolicy
@@ -167,7 +168,7 @@ class QualificationRecord(FrozenModel):
         return body_of(self.model_dump(mode="json"))
 
     def content_sha256(self) -> str:
-        return canonical_sha256(self.body())
+        return content_hash(self.body())
 
     def sealed(self) -> "QualificationRecord":
         return self.model_copy(update={"record_sha256": self.content_sha256()})

@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+from simlab.hashing import short
+
 ENV_VAR = "SIMLAB_RECORDS"
 _HERE = Path(__file__).resolve().parent
 SOURCE_RECORDS = _HERE.parents[1] / "results" / "qualification"
@@ -60,7 +62,7 @@ def record_paths(name: str | None = None, directory: str | Path | None = None) -
 def record_stem(method_name: str, policy) -> str:
     """File stem ``<method>.<policy hash prefix>``; a wrapper's ``outer[inner]`` becomes
     ``outer--inner`` (no shell glob characters in file names)."""
-    return f"{safe_name(method_name)}.{policy.sha256[:10]}"
+    return f"{safe_name(method_name)}.{short(policy.sha256, 10)}"
 
 
 def safe_name(method_name: str) -> str:

@@ -19,7 +19,8 @@ from typing import Mapping
 
 from pydantic import ValidationError
 
-from ._hashing import canonical_sha256, file_sha256, format_time, parse_time, utcnow
+from simlab.clock import format_time, parse_time, utcnow
+from simlab.hashing import content_hash, file_hash, same_digest, short
 from .build import cell_verdicts, check_scenarios
 from .record import RecordedMethod, QualificationRecord, body_of, signed_payload
 from .verdicts import RecordError, StaleRecordError, TamperedRecordError
@@ -50,9 +51,9 @@ def check_content_hash(data: dict, field: str, label: str) -> None:
     stated = data.get(field)
     if not isinstance(stated, str):
         raise TamperedRecordError(f"{label}: no {field}")
-    computed = canonical_sha256(body_of(data))
-    if stated != computed:
-        raise TamperedRecordError(f"{label}: content hash mismatch (stated {stated[:12]}, computed {computed[:12]})")
+    computed = content_hash(body_of(data))
+    if not same_digest(stated, computed):  # schema < 3 stored the bare hex digest
+        raise TamperedRecordError(f"{label}: content hash mismatch (stated {stated[:19]}, computed {computed[:19]})")
 
 
 def check_signature(data: dict, trusted_keys: Mapping | None, label: str) -> str | None:
@@ -87,9 +88,9 @@ def check_method_current(ref: RecordedMethod, label: str) -> None:
     if ident.version != ref.version:
         raise StaleRecordError(f"{label} is stale: method version changed ({ref.version} -> {ident.version}); "
                                "re-run `simlab qualify` (or `simlab records regenerate`)")
-    if ident.source_sha256 != ref.source_sha256:
-        raise StaleRecordError(f"{label} is stale: method source changed (sha256 {ref.source_sha256[:12]} -> "
-                               f"{ident.source_sha256[:12]}); re-run `simlab qualify` (or `simlab records regenerate`)")
+    if not same_digest(ident.source_sha256, ref.source_sha256):
+        raise StaleRecordError(f"{label} is stale: method source changed (sha256 {short(ref.source_sha256)} -> "
+                               f"{short(ident.source_sha256)}); re-run `simlab qualify` (or `simlab records regenerate`)")
 
 
 def dataset_scenarios(path: Path) -> dict[str, list]:
@@ -113,15 +114,15 @@ def check_dataset(record: QualificationRecord, directory: Path, label: str) -> N
     path = Path(directory) / name
     if not path.is_file():
         raise TamperedRecordError(f"{label}: dataset {path} is missing")
-    actual = file_sha256(path)
-    if actual != record.dataset.sha256:
-        raise TamperedRecordError(f"{label}: dataset {name} sha256 mismatch (record {record.dataset.sha256[:12]}, "
-                                  f"file {actual[:12]})")
+    actual = file_hash(path)
+    if not same_digest(actual, record.dataset.sha256):
+        raise TamperedRecordError(f"{label}: dataset {name} sha256 mismatch (record {short(record.dataset.sha256)}, "
+                                  f"file {short(actual)})")
     data = dataset_scenarios(path)
-    if data["policy_sha256"] != record.policy_sha256:
+    if not same_digest(data["policy_sha256"], record.policy_sha256):
         raise TamperedRecordError(f"{label}: dataset {name} was made under another policy")
     ident = data["method_identity"]
-    if ident.get("name") != record.method.name or ident.get("source_sha256") != record.method.source_sha256:
+    if ident.get("name") != record.method.name or not same_digest(ident.get("source_sha256"), record.method.source_sha256):
         raise TamperedRecordError(f"{label}: dataset {name} was made for another method or method source")
     scen = record.scenarios
     if len(data["n_reps"]) != len(scen):
@@ -140,7 +141,7 @@ def verify_record(record: QualificationRecord, directory: Path | None, *, check_
     """Raise unless ``record`` (already hash-checked) is consistent, backed by its dataset and
     current; see the module docstring."""
     label = f"record for {record.method.name!r}"
-    if record.policy_sha256 != record.policy.sha256:
+    if not same_digest(record.policy_sha256, record.policy.sha256):
         raise TamperedRecordError(f"{label}: policy hash mismatch")
     if not (math.isclose(record.threshold, record.policy.threshold)
             and math.isclose(record.confidence, record.policy.confidence)):
@@ -167,7 +168,7 @@ def load_record(path: str | Path, *, check_current: bool = True, check_dataset: 
     if not isinstance(data.get("policy"), dict):
         raise TamperedRecordError(f"record {path}: does not match the record schema (no policy)")
     check_content_hash(data, "record_sha256", f"record {path.name}")
-    if canonical_sha256(data["policy"]) != data.get("policy_sha256"):
+    if not same_digest(content_hash(data["policy"]), data.get("policy_sha256")):
         raise TamperedRecordError(f"record {path.name}: policy hash mismatch")
     check_signature(data, trusted_keys, f"record {path.name}")
     try:

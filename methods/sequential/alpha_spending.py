@@ -29,7 +29,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, source_files_of
+from methods.protocol import Estimand
 from methods.sequential import _clusterstats, _spending
 from methods.sequential._clusterstats import welford_add
 from methods.sequential.base import LOOK_CONTINUE, LOOK_HARM, LOOK_PROMOTE, SequentialMethod
@@ -104,7 +104,6 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"spending": 0.0, "gamma": -4.0, "harm_alpha": 0.0, "min_clusters": 2.0},
-    source_files=source_files_of(kernel, _spending, _clusterstats, SequentialMethod),
     stops_for_harm=True,
     units=("clusters",),
     choices={"spending": SPENDING_CODES},

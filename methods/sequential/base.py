@@ -18,7 +18,7 @@ returns the decision (``PROMOTE``, ``NO_PROMOTION``, ``STOP_HARM``), the stoppin
 non-empty clusters and trials used up to it, and the bound and estimate there.
 
 ``markov`` methods decide at a look from the cumulative counts alone (not their order);
-only those can be enumerated exactly (studies.sequential_exact).
+only those can be enumerated exactly (studies.exact.sequential).
 
 Levels: ``alpha`` is the one-sided overall type I error the design targets for the null
 ``Delta <= -margin`` (the seed's alpha = 0.05): the protocol's one level convention
@@ -329,6 +329,7 @@ class SequentialMethod(DecisionMethod):
     units: tuple[str, ...] = ("clusters", "trials")
 
     kind = "sequential"
+    DECISION_PATH = ("batch", "_check", "evaluate_looks", "_combine", "statuses_at", "analyze")
 
     def with_inner(self, inner: Any) -> "SequentialMethod":
         """Wrap another fixed-sample method (a FixedMethod or a registered name)."""

@@ -34,7 +34,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, source_files_of
+from methods.protocol import Estimand
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
 
 
@@ -142,6 +142,5 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"truncation": 0.5, "all_bounds": 0.0},
-    source_files=source_files_of(kernel, SequentialMethod),
     markov=False,
 )

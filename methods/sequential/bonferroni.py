@@ -6,7 +6,6 @@ looks; the union bound P(any look falsely promotes) <= sum of per-look levels = 
 Seed: ten looks at 50, ..., 500, exact binomial test at 0.005 per look, true loss 0.03
 -> P(promote) = 0.00849.  Default wrapped method: ``binomial_loss``.
 """
-from methods.protocol import source_files_of
 from methods.fixed.binomial_loss import METHOD as BINOMIAL_LOSS
 from methods.sequential import _wrap
 from methods.sequential.base import SequentialMethod
@@ -19,6 +18,5 @@ METHOD = SequentialMethod(
              "cx_eval_lab evidence spine (seed chapter), Sequential Decisions Lab",
     summary="the wrapped fixed-sample method at alpha / L at every one of the L looks",
     evaluate=_wrap.make_evaluate(lambda alpha, L: alpha / L, lambda L: list(range(L))),
-    source_files=source_files_of(_wrap, SequentialMethod) + (__file__,),
     inner=BINOMIAL_LOSS,
 )

@@ -13,7 +13,6 @@ Source: cx_eval_lab evidence spine (seed chapter), "Sample size and sequential l
 from methods.fixed.binomial_loss import METHOD as BINOMIAL_LOSS
 from methods.sequential import _wrap
 from methods.sequential.base import SequentialMethod
-from methods.protocol import source_files_of
 
 METHOD = SequentialMethod(
     name="fixed_final",
@@ -22,6 +21,5 @@ METHOD = SequentialMethod(
     citation="cx_eval_lab evidence spine (seed chapter), sequential_policy fixed_sample_no_interim_looks",
     summary="the wrapped fixed-sample method at level alpha on the last look only",
     evaluate=_wrap.make_evaluate(lambda alpha, L: alpha, lambda L: [L - 1]),
-    source_files=source_files_of(_wrap, SequentialMethod) + (__file__,),
     inner=BINOMIAL_LOSS,
 )

@@ -29,7 +29,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, source_files_of
+from methods.protocol import Estimand
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
 
 
@@ -117,5 +117,4 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"alternative": 0.01},
-    source_files=source_files_of(kernel, SequentialMethod),
 )

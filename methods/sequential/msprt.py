@@ -30,7 +30,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, source_files_of
+from methods.protocol import Estimand
 from methods.sequential import _clusterstats
 from methods.sequential._clusterstats import welford_add
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
@@ -89,5 +89,4 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"tau": 0.0, "min_clusters": 2.0},
-    source_files=source_files_of(kernel, _clusterstats, SequentialMethod),
 )

@@ -8,7 +8,6 @@ the exact binomial test (alpha = 0.05, margin 0.03, true loss 0.03) promote 0.11
 Default wrapped method: ``binomial_loss``; any registered fixed-sample method can be
 wrapped with ``METHOD.with_inner(name)``.
 """
-from methods.protocol import source_files_of
 from methods.fixed.binomial_loss import METHOD as BINOMIAL_LOSS
 from methods.sequential import _wrap
 from methods.sequential.base import SequentialMethod
@@ -21,6 +20,5 @@ METHOD = SequentialMethod(
              "Armitage, McPherson & Rowe (1969) J R Stat Soc A 132:235-244",
     summary="the wrapped fixed-sample method at the nominal level alpha at every look",
     evaluate=_wrap.make_evaluate(lambda alpha, L: alpha, lambda L: list(range(L))),
-    source_files=source_files_of(_wrap, SequentialMethod) + (__file__,),
     inner=BINOMIAL_LOSS,
 )

@@ -246,7 +246,7 @@ def scenario_from_args(args: argparse.Namespace):
 
 
 def add_device_option(p: argparse.ArgumentParser) -> None:
-    """``--device {cpu,gpu}``: the command's simulations run under ``studies.device.using``,
+    """``--device {cpu,gpu}``: the command's simulations run under ``studies.engine.device.using``,
     which every simulation it calls consults (same counts on either device)."""
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                    help="where simulations run; gpu: cluster-moment methods on a CUDA GPU, "
@@ -256,7 +256,7 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 def on_selected_device(func: Callable) -> Callable:
     """Wrap a command function so it runs on the device its ``--device`` names."""
     def run(args: argparse.Namespace):
-        from studies.device import using
+        from studies.engine.device import using
 
         with using(args.device):
             return func(args)

@@ -12,7 +12,7 @@ DEFAULT_MARGIN = 0.03
 DEFAULT_ALPHA = 0.05
 DEFAULT_METHODS = "repeated_fixed,likelihood_ratio,bonferroni,fixed_final"
 WRAPPERS = ("fixed_final", "repeated_fixed", "bonferroni")
-CHUNK_TABLE_BYTES = 64 << 20  # studies.sequential_exact evaluates states in 64 MB chunks of tables
+CHUNK_TABLE_BYTES = 64 << 20  # studies.exact.sequential evaluates states in 64 MB chunks of tables
 # Each state at look j is decided on a representative table of n_j cluster rows: measured
 # 22 ns per cluster row per method (binomial, looks 5000 vs 20000, repeated_fixed +
 # likelihood_ratio).  Check: trinomial, one look at 800, bonferroni: 6.1 s and 71 MB peak RSS

@@ -1,4 +1,4 @@
-"""``simlab certify``: certify a method at exactly one design (``studies.certify``)."""
+"""``simlab certify``: certify a method at exactly one design (``studies.qualify.certify``)."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +18,7 @@ def _pair(text: str) -> tuple[float, float]:
 
 def cmd_certify(args: argparse.Namespace) -> None:
     from simlab.cli._backend import executor_from_args
-    from studies.certify import certificate_payload, certify, write_certificate
+    from studies.qualify.certify import certificate_payload, certify, write_certificate
 
     key = None
     if args.sign_key:

@@ -23,8 +23,8 @@ DEFAULT_SEED = 20261129
 
 
 def run_false_pass(args: argparse.Namespace) -> None:
-    from studies.single import false_pass
-    from studies.spec import MethodRef
+    from studies.engine.one_scenario import false_pass
+    from studies.engine.spec import MethodRef
 
     if args.simulate and args.exact_seconds is not None:
         raise UsageError("--exact-seconds bounds the exact evaluation, which --simulate skips; give one of them",

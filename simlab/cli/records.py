@@ -115,7 +115,7 @@ def cmd_coverage(args: argparse.Namespace) -> None:
 
 
 def cmd_regenerate(args: argparse.Namespace) -> None:
-    from studies.regenerate import plan, regenerate
+    from studies.qualify.regenerate import plan, regenerate
 
     d = _records_dir(args)
     only = set(args.only.split(",")) if args.only else None

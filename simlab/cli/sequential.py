@@ -39,7 +39,7 @@ from simlab.cli.study import POINT_BYTES, check_writable
 def run_exact(args: argparse.Namespace) -> None:
     import time
 
-    from studies import sequential_exact as se
+    from studies.exact import sequential as se
 
     design = {"--looks": args.looks, "--margin": args.margin, "--alpha": args.alpha, "--methods": args.methods,
               "--inner": args.inner, "--alternative": args.alternative, "--win": args.win}
@@ -92,7 +92,7 @@ def _template(args: argparse.Namespace) -> dict:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from studies.sequential import parse_sequential_spec, run_sequential_study, summary_rows
+    from studies.engine.sequential import parse_sequential_spec, run_sequential_study, summary_rows
 
     schedule = schedule_of(args, args.looks)
     most = args.clusters if args.unit == "clusters" else args.clusters * args.trials
@@ -146,7 +146,7 @@ def _render_rows(rows: list[dict]) -> None:
 def run_run(args: argparse.Namespace) -> None:
     from simlab.cli._backend import executor_from_args
     from studies.datasets import save_dataset
-    from studies.sequential import load_sequential_spec, run_sequential_study, summary_rows
+    from studies.engine.sequential import load_sequential_spec, run_sequential_study, summary_rows
 
     spec = load_sequential_spec(args.spec)
     if args.out:
@@ -171,7 +171,7 @@ def run_run(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
-    from studies.sequential import summary_rows
+    from studies.engine.sequential import summary_rows
 
     ds = open_sequential(args.path)
     payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
@@ -193,7 +193,7 @@ def open_sequential(path: str):
 
 
 def run_plot(args: argparse.Namespace) -> None:
-    from studies.sequential_plot import plot_sequential
+    from studies.plots.sequential import plot_sequential
 
     check_writable(args.out, "--out")
     out = plot_sequential(open_sequential(args.path), args.out, args.margin)

@@ -9,7 +9,7 @@ from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_m
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
-# Memory model of studies.runner.run_study (bytes), from its data structures: every grid
+# Memory model of studies.engine.runner.run_study (bytes), from its data structures: every grid
 # point is a (coords, PairedScenario) pair built up front (2.9 KiB each, measured with
 # tracemalloc on a 10^4-point 3-field grid); each task keeps an int64 tally [methods, margins,
 # alphas, NF] plus its dict entry; the dataset holds 53 variables, 417 B per (point,
@@ -22,7 +22,7 @@ DATASET_BYTES_PER_CELL = 420 * 3
 
 
 def study_memory(spec, chunk: int, workers: int) -> float:
-    from studies.tally import NF
+    from studies.engine.tally import NF
 
     points = math.prod(spec.shape) if spec.shape else 1
     cells = len(spec.methods) * len(spec.margins) * len(spec.alphas)
@@ -103,10 +103,10 @@ def run_study_run(args: argparse.Namespace) -> None:
     import numpy as np
 
     from simlab.cli._backend import executor_from_args
-    from studies.results import summary_rows
-    from studies.cost import study_estimate
-    from studies.runner import run_study
-    from studies.spec import load_spec
+    from studies.engine.study_dataset import summary_rows
+    from studies.engine.cost import study_estimate
+    from studies.engine.runner import run_study
+    from studies.engine.spec import load_spec
 
     if args.no_checkpoint and (args.restart or args.work_dir is not None):
         flag = "--restart" if args.restart else "--work-dir"
@@ -142,7 +142,7 @@ def run_study_run(args: argparse.Namespace) -> None:
 
 
 def run_study_show(args: argparse.Namespace) -> None:
-    from studies.results import grid_dims, summary_rows
+    from studies.engine.study_dataset import grid_dims, summary_rows
 
     ds = open_study(args.file)
     rows = summary_rows(ds, args.margin, args.alpha)
@@ -160,7 +160,7 @@ def run_study_show(args: argparse.Namespace) -> None:
 def run_study_plot(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from studies.plot import plot_dataset
+    from studies.plots.study import plot_dataset
 
     out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
     check_writable(out, "--out")

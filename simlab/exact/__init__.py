@@ -1,7 +1,7 @@
 """Exact distributions of the paired, clustered DGM (no Monte Carlo error).
 
 These engines know nothing of decision methods (layering: simlab <- methods <- studies);
-``studies.exact`` runs a method's own batch kernel on the tables enumerated here and
+``studies.exact.fixed`` runs a method's own batch kernel on the tables enumerated here and
 weights its outputs by their probabilities.
 
 * :mod:`simlab.exact.cluster_pmf` -- the exact law of one cluster's recorded table
@@ -19,7 +19,7 @@ weights its outputs by their probabilities.
   representative cluster-difference vector kept per state.  Cluster-moment methods
   (``clustered_normal``, ``cluster_t``) are functions of these statistics only.
 
-What is exact, and when (see ``studies.exact`` for the method-side checks):
+What is exact, and when (see ``studies.exact.fixed`` for the method-side checks):
 
 1. Any method whose result depends on the pooled table only ("trial-level" methods:
    Wald, score, Newcombe, exact-conditional ...) is exact through ``pooled`` for every

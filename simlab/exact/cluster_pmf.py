@@ -55,39 +55,64 @@ def compositions(m: int, parts: int) -> np.ndarray:
     return _compositions_cached(int(m), int(parts))
 
 
-def _log_rising(a: float, n_max: int) -> np.ndarray:
-    """``log [a]^(n)`` for n = 0..n_max (cumulative sums of log(a + i))."""
-    out = np.zeros(n_max + 1)
-    if n_max:
-        out[1:] = np.cumsum(np.log(a + np.arange(n_max, dtype=np.float64)))
+# Every law is computed with the four IEEE operations only, in a fixed order, and sums are
+# math.fsum (correctly rounded): no log, exp or BLAS, whose last bits differ between CPUs
+# (numpy's AVX-512 exp/log, glibc's FMA variants, OpenBLAS kernels).  The composition
+# sampler's alias tables amplify a one-ulp change in a law into different draws, so a law
+# must be the same bits on every machine for the tables to be.
+
+@lru_cache(maxsize=64)
+def _coefficients(m: int, parts: int) -> np.ndarray:
+    """``m! / prod c_j!`` of every composition (exact integers, rounded once to float64)."""
+    comp = compositions(m, parts)
+    fact = [math.factorial(i) for i in range(m + 1)]
+    out = np.array([float(fact[m] // math.prod(fact[c] for c in row)) for row in comp.tolist()])
+    out.setflags(write=False)
     return out
 
 
-def _log_factorials(n_max: int) -> np.ndarray:
-    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, n_max + 1, dtype=np.float64)))])
+def _powers(x: float, n_max: int) -> np.ndarray:
+    """``x^n`` for n = 0..n_max by repeated multiplication."""
+    out = np.empty(n_max + 1)
+    acc = 1.0
+    for n in range(n_max + 1):
+        out[n] = acc
+        acc *= x
+    return out
+
+
+def _rising_ratios(a: float, alpha: float, n_max: int) -> np.ndarray:
+    """``[a]^(n) / alpha^n = prod_{i < n} (a + i) / alpha`` for n = 0..n_max (every factor is
+    O(1), so large ``alpha`` -- small rho -- neither overflows nor underflows)."""
+    out = np.empty(n_max + 1)
+    acc = 1.0
+    for n in range(n_max + 1):
+        out[n] = acc
+        acc *= (a + n) / alpha
+    return out
+
+
+def _product(comp: np.ndarray, coef: np.ndarray, tables: list[np.ndarray]) -> np.ndarray:
+    """``coef * prod_j tables[j][comp[:, j]]``, multiplied in cell order."""
+    out = coef.copy()
+    for j, tab in enumerate(tables):
+        out *= tab[comp[:, j]]
+    return out
 
 
 def _multinomial(m: int, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     comp = compositions(m, probs.size)
     keep = np.all((probs > 0) | (comp == 0), axis=1)  # structural zeros
-    comp = comp[keep]
-    lf = _log_factorials(m)
-    with np.errstate(divide="ignore"):
-        logp = np.where(probs > 0, np.log(np.where(probs > 0, probs, 1.0)), 0.0)
-    ll = lf[m] - lf[comp].sum(axis=1) + (comp * logp[None, :]).sum(axis=1)
-    return comp, np.exp(ll)
+    pr = _product(comp[keep], _coefficients(m, probs.size)[keep], [_powers(float(x), m) for x in probs])
+    return comp[keep], pr
 
 
 def _dirichlet_multinomial(m: int, probs: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     comp = compositions(m, probs.size)
     keep = np.all((probs > 0) | (comp == 0), axis=1)
-    comp = comp[keep]
-    lf = _log_factorials(m)
-    ll = lf[m] - lf[comp].sum(axis=1) - _log_rising(alpha, m)[m]
-    for j in range(probs.size):
-        if probs[j] > 0:
-            ll = ll + _log_rising(alpha * probs[j], m)[comp[:, j]]
-    return comp, np.exp(ll)
+    tabs = [_rising_ratios(alpha * float(x), alpha, m) for x in probs]
+    pr = _product(comp[keep], _coefficients(m, probs.size)[keep], tabs) / _rising_ratios(alpha, alpha, m)[m]
+    return comp[keep], pr
 
 
 def _normalised(tables: np.ndarray, probs: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -125,9 +150,9 @@ def cluster_law(cells: tuple[float, ...] | np.ndarray, size: int, rho: float,
     if rho > 0.0 and size > 1:
         raise ExactUnsupported("exact laws with rho > 0 need perfect recording (no label noise, no loss) "
                                f"for clusters of more than one trial (m={size})")
-    q = p @ np.asarray(measurement, dtype=np.float64)  # 5 outcomes, the last = pair lost
-    q = np.clip(q, 0.0, None)
-    q = q / q.sum()
+    Q = np.asarray(measurement, dtype=np.float64)  # 5 outcomes, the last = pair lost
+    q = np.array([max(0.0, math.fsum(p[i] * Q[i, j] for i in range(4))) for j in range(Q.shape[1])])
+    q = q / math.fsum(q)
     comp, pr = _multinomial(size, q)
     return _normalised(comp[:, :4], pr, f"recorded cluster law (m={size})")
 

@@ -11,7 +11,7 @@ Two data models, one observation (one trial pair = one cluster of one trial) per
 
 A sequential rule is given as its *decision regions*: for look ``j`` at ``n_j`` steps an
 int8 array over the states with 0 = continue, 1 = promote, 3 = stop for harm (this module
-knows nothing of methods; ``studies.sequential_exact`` derives the regions from a method's
+knows nothing of methods; ``studies.exact.sequential`` derives the regions from a method's
 own kernel).  The engine carries the probability mass of the paths that have not stopped,
 state by state: ``n_j - n_{j-1}`` steps of the one-step transition (a two- or three-point
 stencil, applied in place), then the mass on stopping states is booked as first crossings

@@ -11,7 +11,7 @@ group's joint law has at most ``GROUP_OUTCOMES`` outcomes (e.g. three 3-trial cl
 ONE uniform through Walker's alias method (Walker 1977, ACM TOMS 3:253-256; table set-up
 by Vose 1991, IEEE TSE 17:972-975): ``x = u n``, ``j = floor(x)``, take ``j`` if
 ``x - j < prob[j]`` else ``alias[j]``.  The uniform is ``simlab.rng.uniform(k1, k2, rep,
-group)`` with the key of ``(seed, scenario key | composition-v1)``, so every replication
+group)`` with the key of ``(seed, scenario key | composition-v2)``, so every replication
 is still a pure function of its index: identical for any chunking or worker count.
 The joint law is the product of the member laws, so the tables have exactly the
 scenario's distribution (the 53-bit uniform leaves ``53 - log2(n)`` bits for the alias
@@ -31,6 +31,7 @@ tables per cluster) and ``trial`` otherwise.
 from __future__ import annotations
 
 import abc
+import math
 
 import numba as nb
 import numpy as np
@@ -42,7 +43,7 @@ from simlab.scenario import PairedScenario
 
 from .moments import common_size, row_moments
 
-COMPOSITION_VERSION = "1"
+COMPOSITION_VERSION = "2"  # 2: laws computed with IEEE +-*/ only, the same bits on every CPU
 GROUP_OUTCOMES = 8192      # joint outcomes per group (alias table rows)
 TOTAL_OUTCOMES = 1 << 21   # all distinct alias tables of a scenario together
 SINGLE_OUTCOMES = 65_536   # tables of one cluster's law, beyond which ``auto`` falls back
@@ -165,7 +166,7 @@ def joint_law(members: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray,
             seen[id(t)] = row_moments(t[:, None, :])
         joint_p = (joint_p[:, None] * p[None, :]).ravel()
         mom = (mom[:, None, :] + seen[id(t)][None, :, :]).reshape(-1, 3)
-    joint_p = joint_p / joint_p.sum()
+    joint_p = joint_p / math.fsum(joint_p)  # correctly rounded: the same on every CPU
     pr, al = vose_alias(joint_p)
     return pr, al, mom
 

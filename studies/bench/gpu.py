@@ -5,7 +5,7 @@ Workload: the standard one (``studies.bench``: K = 30 clusters x M = 3 trials,
 independent arms 0.97 / 0.93, rho = 0, ``clustered_normal`` at margin 0.03 and one-sided alpha 0.025).
 Rows, each the fastest of ``repeat`` timed runs after a warm-up:
 
-* ``gpu_study_runner`` -- :func:`studies.runner.run_study` with ``device='gpu'``: moment
+* ``gpu_study_runner`` -- :func:`studies.engine.runner.run_study` with ``device='gpu'``: moment
   draws, decisions and integer tallies on the device, the dataset on the host;
 * ``gpu_evaluate_scenario`` -- the same without the dataset (``evaluate_scenario``);
   ``gpu_kernels`` times the two launches alone;
@@ -53,7 +53,7 @@ def _kernel_split(source, reps: int, repeat: int) -> dict:
     from simlab.gpu import launch_shape, simulated
     from simlab.gpu.moments import GpuMomentSampler, ptx_of_fill_kernel
 
-    from ..gpu import GPU_BATCH, ITEMS_PER_THREAD, _kernel
+    from studies.engine.gpu import GPU_BATCH, ITEMS_PER_THREAD, _kernel
 
     sampler = GpuMomentSampler(source.k1, source.k2, *source.moment_tables())
     n = min(reps, GPU_BATCH)
@@ -103,9 +103,9 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
 
     from simlab.sampling import table_source
 
-    from ..exact import exact_measures
-    from ..runner import evaluate_scenario, run_study
-    from ..spec import parse_spec
+    from studies.exact.fixed import exact_measures
+    from studies.engine.runner import evaluate_scenario, run_study
+    from studies.engine.spec import parse_spec
 
     require()
     cores = n_jobs or _cores()

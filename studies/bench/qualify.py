@@ -8,7 +8,7 @@ escalation or refinement -- for ``clustered_normal`` (cluster-moment path).  ``r
 takes more rounds of the replication schedule (0: the policy's whole qualification,
 refinement included).  ``clusters`` keeps only those K of the grid (a sub-grid).
 
-Both engines run :func:`studies.qualify.qualify` in this process on one worker (``n_jobs``:
+Both engines run :func:`studies.qualify.run.qualify` in this process on one worker (``n_jobs``:
 more), after a warm-up of both on the grid's first cell (numba caches, the registry), the
 per-scenario engine first.  The two runs must give equal records -- every scenario's
 ``n_reps``, ``n_pass``, ``n_inconclusive``, bounds and verdict, and every cell -- or the
@@ -69,7 +69,7 @@ def bench_qualify(policy: str = "standard", methods: tuple[str, ...] = ("cluster
     """Time both engines on the workload (module docstring); raises if their records differ."""
     from methods import registry
 
-    from ..qualify import qualify
+    from studies.qualify.run import qualify
 
     pol = workload_policy(policy, rounds, clusters)
     ms = [registry.get(n) for n in methods]

@@ -22,7 +22,7 @@ import numpy as np
 from methods.sequential.base import LookSchedule
 from simlab.scenario import FixedSize, PairedScenario
 
-from ..sequential_exact import (SEED_ALPHA, SEED_CASES, SEED_LOOKS, SEED_MARGIN, SEED_METHODS, exact_for_scenario,
+from studies.exact.sequential import (SEED_ALPHA, SEED_CASES, SEED_LOOKS, SEED_MARGIN, SEED_METHODS, exact_for_scenario,
                                seed_method, seed_scenario)
 
 EXACT_TARGET_S = 1.0

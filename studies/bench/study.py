@@ -7,7 +7,7 @@ process:
 
 * ``numpy_vectorised`` -- the textbook numpy implementation of the same workload (two
   uniform arrays per chunk, cluster means, SD, normal bound), one thread;
-* ``study_runner_1job`` -- :func:`studies.runner.run_study` on a one-scenario spec with
+* ``study_runner_1job`` -- :func:`studies.engine.runner.run_study` on a one-scenario spec with
   ``n_jobs = 1`` (composition sampler: one uniform per group of three clusters; every
   method here decides from cluster moments and the clusters share one size, so the
   runner takes its moment path: each replication's ``(K, sum D, sum D^2)`` is drawn
@@ -24,7 +24,7 @@ process:
 
 Each row is the fastest of ``repeat`` runs, as ``timeit`` reports.
 
-The exact pass probability (``studies.exact``, cluster-moment engine) is reported so
+The exact pass probability (``studies.exact.fixed``, cluster-moment engine) is reported so
 each implementation's pass rate can be checked against it.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ def numpy_reference(seed: int, R: int, chunk: int = 20_000) -> int:
 
 
 def bench_spec(reps: int, seed: int):
-    from ..spec import StudySpec
+    from studies.engine.spec import StudySpec
 
     return StudySpec.model_validate({
         "name": "bench-study", "methods": ["clustered_normal"],
@@ -119,9 +119,9 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     from methods import registry
     from simlab.sampling import table_source
 
-    from ..exact import exact_measures
-    from ..runner import moment_path, run_study
-    from ..spec import parse_spec
+    from studies.exact.fixed import exact_measures
+    from studies.engine.runner import moment_path, run_study
+    from studies.engine.spec import parse_spec
 
     cores = n_jobs or _cores()
     spec = bench_spec(reps, seed)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from ..datasets import make_attrs, save_json
+from studies.datasets import make_attrs, save_json
 
 DEFAULT_OUT = Path("results") / "bench"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -138,7 +138,7 @@ def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs
     if limit_kernel is None:
         limit_kernel = next((p for p in LIMIT_KERNELS if p.exists()), None)
     if out_dir is not None:
-        from ..datasets import check_output_path
+        from studies.datasets import check_output_path
         check_output_path(Path(out_dir) / f"{machine_key()}.json")
     t0 = time.perf_counter()
     rows: list[dict] = []

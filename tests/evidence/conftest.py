@@ -51,7 +51,7 @@ def world(tmp_path_factory) -> World:
     from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, load_record
     from simlab import signing
     from simlab.scenario import FixedSize
-    from studies.qualify import qualify
+    from studies.qualify.run import qualify
 
     root = tmp_path_factory.mktemp("evidence-world")
     dom = QualificationDomain(

@@ -204,7 +204,7 @@ def test_records_cannot_be_shopped(world, tmp_path):
 
     from methods import registry
     from methods.qualification import load_record
-    from studies.qualify import qualify
+    from studies.qualify.run import qualify
 
     qdir = tmp_path / "q"
     shutil.copytree(world.qdir, qdir)
@@ -226,7 +226,7 @@ def test_records_cannot_be_shopped(world, tmp_path):
 def test_pinned_certificate_covers_an_off_grid_design(world, tmp_path):
     """K = 250 is off the record's grid: only a certificate at exactly that design covers it."""
     from simlab import signing
-    from studies.certify import certify, write_certificate
+    from studies.qualify.certify import certify, write_certificate
 
     grid_only = world.run(tmp_path / "grid", clusters=250)
     assert "clusters=250 is not on the record's grid" in findings(grid_only)

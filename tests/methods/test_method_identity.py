@@ -1,73 +1,137 @@
-"""A method's identity hashes every file that defines it: an edit to any of them must make
-its qualification records stale."""
+"""A method's identity covers the code its decisions run through (``methods.identity``): a
+comment, a docstring, a moved file or another import style changes no identity; any change
+to executed code -- in the kernel, in a helper it inlines, in a constant it reads, in the
+protocol that runs it -- does."""
 from __future__ import annotations
 
-import contextlib
-import inspect
+import importlib.util
+import subprocess
 import sys
-import types
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from methods import registry
+from methods.identity import reached_names
+from methods.protocol import Estimand, FixedMethod
+
+HELPER = '''
+"""A helper module."""
+import math
+
+SCALE = 2.0
+
+
+def half_width(x, n):
+    """Docstring of the helper."""
+    return SCALE * math.sqrt(x / n)  # a comment
+'''
+
+METHOD = '''
+"""A method module."""
+import numpy as np
+
+import {helper}
+from {helper} import half_width
+
+LIMIT = 0.5
+
+
+def prepare(method, alpha, tables):
+    return np.array([alpha])
+
+
+def kernel(tables, margin, consts, lower, upper, estimate, status):
+    """Kernel docstring."""
+    for r in range(tables.shape[0]):
+        n = tables[r].sum()
+        d = (tables[r, :, 2].sum() - tables[r, :, 1].sum()) / n
+        h = {call}(LIMIT, n)
+        estimate[r] = d
+        lower[r] = d - h
+        upper[r] = d + h
+        status[r] = 1 if lower[r] >= -margin else 0
+'''
+
+
+def _load(directory: Path, name: str, text: str):
+    path = directory / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _method(tmp_path: Path, tag: str, helper: str = HELPER, method: str = METHOD, call: str = "half_width",
+            subdir: str = "a") -> FixedMethod:
+    d = tmp_path / subdir
+    d.mkdir(parents=True, exist_ok=True)
+    h = f"helper_{tag}"
+    _load(d, h, helper)
+    mod = _load(d, f"method_{tag}", method.format(helper=h, call=call.format(helper=h)))
+    return FixedMethod(name="toy", version="1", estimand=Estimand.TRIAL, citation="-", summary="-",
+                       kernel=mod.kernel, prepare=mod.prepare)
+
+
+def test_comments_docstrings_moves_and_import_style_change_no_identity(tmp_path):
+    base = _method(tmp_path, "base").identity
+    commented = HELPER.replace('"""Docstring of the helper."""', '"""Another docstring."""\n    # more words')
+    assert _method(tmp_path, "doc", helper=commented).identity == base
+    moved = _method(tmp_path, "moved", subdir="elsewhere/deeper")
+    assert moved.identity == base
+    # the same helper reached through its module instead of a from-import
+    assert _method(tmp_path, "attr", call="{helper}.half_width").identity == base
+    blank = METHOD.replace("    for r in", "\n    # loop over replications\n    for r in")
+    assert _method(tmp_path, "blank", method=blank).identity == base
+
+
+@pytest.mark.parametrize("edit", [
+    ("helper", "SCALE = 2.0", "SCALE = 2.5"),                                  # a constant a helper reads
+    ("helper", "math.sqrt(x / n)", "math.sqrt(x / (n + 1))"),                 # a helper's arithmetic
+    ("method", "LIMIT = 0.5", "LIMIT = 0.25"),                                # a constant the kernel reads
+    ("method", "lower[r] >= -margin", "lower[r] > -margin"),                  # the decision rule
+    ("method", "np.array([alpha])", "np.array([alpha / 2])"),                # prepare
+])
+def test_any_change_to_executed_code_changes_the_identity(tmp_path, edit):
+    base = _method(tmp_path, "base").identity
+    where, old, new = edit
+    helper = HELPER.replace(old, new) if where == "helper" else HELPER
+    method = METHOD.replace(old, new) if where == "method" else METHOD
+    assert (helper, method) != (HELPER, METHOD)
+    changed = _method(tmp_path, "changed", helper=helper, method=method).identity
+    assert changed.source_sha256 != base.source_sha256
+
+
+def test_options_version_and_the_protocol_are_part_of_the_identity(tmp_path):
+    m = _method(tmp_path, "base")
+    assert "FixedMethod.batch" in reached_names(m.decision_roots())
+    assert "half_width" in reached_names(m.decision_roots())
+    import dataclasses
+    assert dataclasses.replace(m, version="2").identity != m.identity
+    assert dataclasses.replace(m, options={"x": 1.0}).identity != m.identity
 
 
 @pytest.mark.parametrize("name", registry.names())
-def test_source_files_include_the_method_module_and_the_protocol(name):
+def test_every_registered_method_reaches_its_kernel_and_protocol(name):
     m = registry.get(name)
-    module = sys.modules[f"methods.{m.kind}.{name}"]
-    files = {str(Path(p).resolve()) for p in m.source_files}
-    assert str(Path(inspect.getsourcefile(module)).resolve()) in files
-    assert all(Path(p).is_file() for p in files)
-    assert any(p.endswith(str(Path("methods", "protocol.py"))) or p.endswith(str(Path("sequential", "base.py")))
-               for p in files)
-    # and the kernel's own file, wherever the kernel lives (wrappers run their inner method's)
-    if m.kernel is not None:
-        assert str(Path(inspect.getsourcefile(m.kernel.py_func)).resolve()) in files
+    names = reached_names(m.decision_roots())
+    protocol = "SequentialMethod.batch" if m.sequential else "FixedMethod.batch"
+    assert protocol in names
+    for attr in ("kernel", "moments_kernel", "prepare"):
+        f = getattr(m, attr, None)
+        if f is not None:
+            assert getattr(getattr(f, "py_func", f), "__qualname__") in names
 
 
-def _code_names(code) -> set[str]:
-    names = set(code.co_names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            names |= _code_names(c)
-    return names
-
-
-def _project_files_reached(*fns) -> set[str]:
-    """Project source files of every function (numba dispatchers by their ``py_func``) that
-    ``fns`` reach through the names their code uses: module globals, attributes of imported
-    modules (``_common.decide``) and closures -- what a kernel compiles in."""
-    root = Path(__file__).resolve().parents[2]
-    seen, files, stack = set(), set(), list(fns)
-    while stack:
-        f = stack.pop()
-        f = getattr(f, "py_func", f)
-        if not inspect.isfunction(f) or f in seen:
-            continue
-        seen.add(f)
-        path = Path(inspect.getsourcefile(f)).resolve()
-        if root in path.parents and ".venv" not in path.parts and "site-packages" not in path.parts:
-            files.add(str(path))
-        names = _code_names(f.__code__)
-        for n in names:
-            obj = f.__globals__.get(n)
-            found = [getattr(obj, a, None) for a in names] if isinstance(obj, types.ModuleType) else [obj]
-            stack += [o for o in found if inspect.isfunction(o) or hasattr(o, "py_func")]
-        for cell in f.__closure__ or ():
-            with contextlib.suppress(ValueError):
-                stack.append(cell.cell_contents)
-    return files
-
-
-@pytest.mark.parametrize("name", registry.names())
-def test_identity_hashes_every_project_file_the_kernel_reaches(name):
-    """A helper module (``methods/fixed/_bootstrap.py``) or simlab function
-    (``simlab/rng.py``'s stream) compiled into the kernel is part of what was qualified: an
-    edit to it must make the records stale, so its file must be hashed."""
-    m = registry.get(name)
-    entry = [f for f in (getattr(m, a, None) for a in ("kernel", "prepare", "evaluate")) if f is not None]
-    entry = [getattr(f, "py_func", f) for f in entry]
-    files = {str(Path(p).resolve()) for p in m.source_files}
-    assert _project_files_reached(*entry) - files == set()
+def test_identities_are_the_same_in_a_fresh_process():
+    """No memory address or run-time state leaks into an identity."""
+    here = {n: registry.get(n).identity.source_sha256 for n in registry.names()}
+    code = ("import json; from methods import registry; "
+            "print(json.dumps({n: registry.get(n).identity.source_sha256 for n in registry.names()}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    import json
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == here

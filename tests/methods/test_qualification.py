@@ -70,7 +70,7 @@ def test_verdicts():
 def test_policy_hash_is_content_hash_and_roundtrips(tmp_path):
     p = QualificationPolicy(domain=tiny_domain())
     assert p.sha256 == QualificationPolicy(domain=tiny_domain()).sha256
-    assert len(p.sha256) == 64
+    assert len(p.sha256) == 71 and p.sha256.startswith("sha256:")
     assert QualificationPolicy(domain=tiny_domain(), alpha=0.05).sha256 != p.sha256
     f = tmp_path / "p.json"
     f.write_text(json.dumps(p.canonical(), indent=3))
@@ -212,7 +212,7 @@ def _write(rec, tmp_path, stem="x"):
     """Write ``rec`` with its real dataset (the counts ``load_record`` re-derives)."""
     ds = save_dataset(build_dataset(rec.policy, rec.method.model_dump(include={"name", "version", "source_sha256"}),
                                      rec.scenarios, rec.software), tmp_path / f"{stem}.nc", compress=True)
-    rec = rec.model_copy(update={"dataset": q.DatasetRef(file=ds.name, sha256=q.file_sha256(ds))}).sealed()
+    rec = rec.model_copy(update={"dataset": q.DatasetRef(file=ds.name, sha256=q.file_hash(ds))}).sealed()
     path = tmp_path / f"{stem}.json"
     path.write_text(rec.to_json())
     return rec, path
@@ -286,10 +286,9 @@ def test_stale_record_when_method_version_or_source_changes(tmp_path, monkeypatc
     monkeypatch.setattr(registry, "get", patched(dataclasses.replace(real, version="2")))
     with pytest.raises(StaleRecordError, match="version changed"):
         load_record(path)
-    extra = tmp_path / "patch.py"
-    extra.write_text("# an edit to the method's source\n")
-    monkeypatch.setattr(registry, "get",
-                        patched(dataclasses.replace(real, source_files=real.source_files + (str(extra),))))
+    def edited_prepare(method, alpha, tables):   # an edit to the code the method runs
+        return real.prepare(method, alpha * 1.0, tables)
+    monkeypatch.setattr(registry, "get", patched(dataclasses.replace(real, prepare=edited_prepare)))
     with pytest.raises(StaleRecordError, match="source changed"):
         load_record(path)
     assert load_record(path, check_current=False) == rec  # intact, merely stale

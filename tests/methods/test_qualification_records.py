@@ -123,7 +123,7 @@ def test_trial_level_methods_fail_when_trials_are_clustered(records):
 def test_records_reproduce_their_counts_from_the_seed(records):
     """Re-simulate one recorded scenario per standard record from (policy seed, scenario):
     the counts are identical (counter-based streams; no state outside the record)."""
-    from studies.qualify import Spec, Task, method_key, run_task
+    from studies.qualify.run import Spec, Task, method_key, run_task
 
     for name in ("clustered_normal", "tango_score"):
         rec = _standard(records, name)

@@ -11,9 +11,9 @@ from methods.qualification import (DesignPoint, TamperedRecordError, certificate
                                    load_certificate)
 from methods.qualification.certificate import interval_bounds
 from simlab.scenario import FixedSize, PairedScenario
-from studies.certify import certify, write_certificate
-from studies.certify_exact import DiscordantStates, discordant_probe
-from studies.exact import exact_measures
+from studies.qualify.certify import certify, write_certificate
+from studies.exact.discordant import DiscordantStates, discordant_probe
+from studies.exact.fixed import exact_measures
 
 ISSUE_POINT = dict(clusters=110, margin=0.01)   # tango_score, one trial per cluster, rho 0
 
@@ -90,8 +90,8 @@ def test_simulation_engine_and_tampering(tmp_path):
     data = json.loads(path.read_text())
     data["points"][cert.worst]["n_pass"] = 0
     from methods.qualification.record import body_of
-    from methods.qualification import canonical_sha256
-    data["certificate_sha256"] = canonical_sha256(body_of(data))
+    from methods.qualification import content_hash
+    data["certificate_sha256"] = content_hash(body_of(data))
     path.write_text(json.dumps(data))
     with pytest.raises(TamperedRecordError, match="do not follow from 0/"):
         load_certificate(path)
@@ -109,7 +109,7 @@ def test_arrange_deals_the_pooled_pairs_in_order():
     then the concordant kind, M consecutive pairs per cluster."""
     import numpy as np
 
-    from studies.certify_exact import arrange
+    from studies.exact.discordant import arrange
 
     for K, M in ((1, 1), (7, 3), (5, 10), (12, 1)):
         N = K * M

@@ -6,8 +6,8 @@ import pytest
 
 from methods.qualification import named_policy
 from methods.registry import get
-from studies import cost
-from studies.spec import parse_spec
+from studies.engine import cost
+from studies.engine.spec import parse_spec
 
 
 class FakeClock:
@@ -69,7 +69,7 @@ def test_estimate_describes_a_range_or_a_point():
 def test_study_estimate_divides_by_workers_and_counts_every_point(clock, monkeypatch):
     """Every grid point costs ``chunks x overhead + per_rep x reps``; the pilot runs at the
     cheapest and the costliest point (here with a fake engine: a + b K)."""
-    import studies.runner as runner
+    import studies.engine.runner as runner
 
     monkeypatch.setattr(runner, "evaluate_scenario",
                         lambda sc, *a, replications, **k: clock.work(0.01, 1e-6 * sc.clusters)(replications))
@@ -82,7 +82,7 @@ def test_study_estimate_divides_by_workers_and_counts_every_point(clock, monkeyp
 
 
 def test_qualify_estimate_brackets_the_first_round_and_full_escalation(clock, monkeypatch):
-    import studies.qualify as qualify
+    import studies.qualify.run as qualify
 
     monkeypatch.setattr(qualify, "run_task",
                         lambda policy, task, estimands: clock.work(0.001, 1e-7 * task.spec.clusters)(task.stop))
@@ -97,8 +97,8 @@ def test_qualify_estimate_does_not_undercount_costs_that_grow_with_discordance(c
     """A method whose cost grows with the counts (per replication ~ K x (1 + 10 x
     discordance)): the pilot's costliest scenario is the most discordant one at the largest
     K x M, so the first-round estimate is not below the true first round."""
-    import studies.qualify as qualify
-    from studies.qualify_tasks import grid_specs
+    import studies.qualify.run as qualify
+    from studies.qualify.tasks import grid_specs
 
     def per_rep(spec):
         return 1e-7 * spec.clusters * (1 + 10 * spec.discordance)
@@ -108,7 +108,7 @@ def test_qualify_estimate_does_not_undercount_costs_that_grow_with_discordance(c
     policy = named_policy("reduced-small")
     est = cost.qualify_estimate([get("paired_wald")], policy, workers=1)
     first = policy.replication_schedule()[0]
-    true_first = sum(per_rep(s) * first for s in grid_specs(policy))
+    true_first = sum(per_rep(s) * first for s in grid_specs(policy, "trial_weighted"))
     assert est.low >= true_first
 
 
@@ -124,15 +124,15 @@ def test_qualify_estimate_leaves_out_the_tasks_a_checkpoint_holds(clock, monkeyp
     """A resumed run's estimate counts only what it will compute: each scenario's
     first-round cost is in exactly one of two complementary resumed estimates, and with
     every first-round task finished only the escalation is left."""
-    import studies.qualify as qualify
-    from studies.qualify_tasks import grid_specs
+    import studies.qualify.run as qualify
+    from studies.qualify.tasks import grid_specs
 
     monkeypatch.setattr(qualify, "run_task",
                         lambda policy, task, estimands: clock.work(0.001, 1e-7 * task.spec.clusters)(task.stop))
     policy = named_policy("reduced-small")
     m = [get("paired_wald")]
     first = policy.replication_schedule()[0]
-    specs = grid_specs(policy)
+    specs = grid_specs(policy, "trial_weighted")
     full = cost.qualify_estimate(m, policy, workers=1)
     a = cost.qualify_estimate(m, policy, workers=1, finished={(s.point, 0, first) for s in specs[::2]})
     b = cost.qualify_estimate(m, policy, workers=1, finished={(s.point, 0, first) for s in specs[1::2]})

@@ -12,11 +12,11 @@ import pytest
 from methods import registry
 from methods.qualification import named_policy
 from studies.datasets import open_dataset, same_data
-from studies.executor import DaskExecutor, SerialExecutor, make_executor
-from studies.qualify import qualify
-from studies.runner import run_study
-from studies.sequential import parse_sequential_spec, run_sequential_study
-from studies.spec import parse_spec
+from studies.engine.executor import DaskExecutor, SerialExecutor, make_executor
+from studies.qualify.run import qualify
+from studies.engine.runner import run_study
+from studies.engine.sequential import parse_sequential_spec, run_sequential_study
+from studies.engine.spec import parse_spec
 
 SPEC = {"name": "dask", "methods": ["clustered_normal", "paired_wald", "agresti_min"],
         "scenario": {"clusters": 12, "trials": 3, "rho": 0.1, "baseline": 0.9, "discordance": 0.1,
@@ -101,7 +101,7 @@ def test_bad_backend_options_are_clear_errors():
 
 def test_sizing_on_dask_equals_serial(cluster):
     """``size``'s false-pass certificate runs its simulation on the executor: same answer."""
-    from studies.sizing import size
+    from studies.sizing.size import size
 
     kw = dict(margin=0.1, difference=0.0, trials=3, rho=0.1, policy=named_policy("reduced-small"), max_reps=8000)
     a = size(registry.get("empirical_bernstein"), executor=cluster, **kw)

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from studies import tally
+from studies.engine import tally
 from studies.datasets import open_dataset, same_data
-from studies.durable import exclusive, load_chunk, save_chunk
-from studies.runner import run_key, run_study
-from studies.spec import parse_spec
+from studies.engine.durable import exclusive, load_chunk, save_chunk
+from studies.engine.runner import run_key, run_study
+from studies.engine.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = {"name": "durable", "methods": ["clustered_normal", "paired_wald"],
@@ -41,8 +41,8 @@ def _runner_code(spec_file: Path, work: Path, out: Path, kill_after: int | None 
         hook = f"lambda done, total: done == {kill_after} and os.kill(os.getpid(), signal.SIGKILL)"
     return textwrap.dedent(f"""
         import os, signal
-        from studies.spec import load_spec
-        from studies.runner import run_study
+        from studies.engine.spec import load_spec
+        from studies.engine.runner import run_study
         run_study(load_spec({str(spec_file)!r}), chunk_size={CHUNK}, work_dir={str(work)!r}, out={str(out)!r},
                   on_task_done={hook})
     """)
@@ -159,7 +159,7 @@ def test_concurrent_runs_on_one_output_or_work_dir_are_refused(tmp_path):
         with pytest.raises(ValueError, match="work directory .* is in use by another run"):
             run_study(spec, chunk_size=CHUNK, work_dir=tmp_path / "work")
     # a lock whose holder died is no obstacle (the kernel released it)
-    code = (f"import os, signal\nfrom studies.durable import exclusive\n"
+    code = (f"import os, signal\nfrom studies.engine.durable import exclusive\n"
             f"with exclusive({str(run_dir / '.lock')!r}, 'w'):\n    os.kill(os.getpid(), signal.SIGKILL)\n")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == -9
     assert (run_dir / ".lock").exists()

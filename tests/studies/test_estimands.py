@@ -6,7 +6,7 @@ that make the trial-weighted, cluster-weighted and loss-rate truths differ; stud
 Scenario: K = 100 clusters alternating 1 and 3 trial pairs; the one-trial clusters have cells
 (0.5, 0.05, 0.25, 0.2) (difference +0.2), the three-trial ones (0.5, 0.25, 0.05, 0.2)
 (difference -0.2); rho = 0.2.  Truths: trial-weighted -0.1, cluster-weighted 0, loss rate
-0.2 (reported by loss-rate methods as -0.2, see ``studies.runner.estimand_value``)."""
+0.2 (reported by loss-rate methods as -0.2, see ``simlab.estimands.true_value``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +16,9 @@ from methods import registry
 from methods.qualification import QualificationPolicy, standard_domain
 from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
-from studies.qualify import Spec, scenario_of
-from studies.runner import estimand_value, evaluate_scenario, target_value
+from studies.qualify.run import Spec, scenario_of
+from simlab.estimands import Estimand, true_value
+from studies.engine.runner import evaluate_scenario
 
 K = 100
 R = 400
@@ -43,9 +44,9 @@ def test_the_three_truths_differ():
     assert sc.true_difference_trial() == pytest.approx(-0.1)
     assert sc.true_difference_cluster() == pytest.approx(0.0)
     assert sc.true_loss_rate() == pytest.approx((0.05 + 3 * 0.25) / 4)
-    assert estimand_value(sc, "loss_rate") == -sc.true_loss_rate()
+    assert true_value(sc, "loss_rate") == -sc.true_loss_rate()
     with pytest.raises(ValueError, match="unknown estimand"):
-        estimand_value(sc, "median")
+        true_value(sc, "median")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def test_estimate_is_consistent_for_the_declared_estimand(name, tables):
     e = r.estimate[np.isfinite(r.estimate)]
     assert e.size >= 0.99 * R
     se = e.std(ddof=1) / np.sqrt(e.size)
-    assert abs(e.mean() - target_value(sc, m)) <= 4 * se + 0.004, (m.estimand.value, e.mean(), target_value(sc, m))
+    assert abs(e.mean() - m.true_value(sc)) <= 4 * se + 0.004, (m.estimand.value, e.mean(), m.true_value(sc))
 
 
 def test_bayes_hierarchical_targets_the_cluster_level_mean():
@@ -79,7 +80,7 @@ def test_bayes_hierarchical_targets_the_cluster_level_mean():
     est = []
     for k in (60, 120, 240):
         sc = deterministic_clusters(k)
-        assert sc.true_difference_trial() == pytest.approx(-0.8) and target_value(sc, m) == 0.0
+        assert sc.true_difference_trial() == pytest.approx(-0.8) and m.true_value(sc) == 0.0
         est.append(float(m.batch(scenario_tables(sc, 1, 0, 1), 0.03, 0.025).estimate[0]))
     assert abs(est[2]) < abs(est[1]) < abs(est[0]) < 0.02
     assert abs(est[2]) < 0.005
@@ -107,8 +108,28 @@ def test_binomial_loss_is_scored_against_the_loss_rate():
     assert np.isfinite(meas["power"][1, 0, 0])  # the difference -0.1 > -0.15 is an alternative
 
 
-def test_qualification_accepts_loss_rate_null_scenarios():
+def test_qualification_puts_loss_rate_nulls_on_the_loss_rate_boundary():
+    """The null of a loss-rate method is ``loss rate >= m``; its least favourable laws have a
+    loss rate of exactly ``m``.  A difference of ``-m`` (the difference methods' boundary)
+    would put the scenario inside the loss-rate null (loss rate (q + m)/2 > m) and certify
+    an easier point than the boundary."""
     pol = QualificationPolicy(domain=standard_domain())
     sc = scenario_of(pol, Spec(clusters=10, size=0, rho=0.0, margin=0.03, noise=0, baseline=0.9, discordance=0.1),
                      "loss_rate")
-    assert sc.true_loss_rate() == pytest.approx(0.065) and sc.true_loss_rate() >= 0.03
+    assert sc.true_loss_rate() == pytest.approx(0.03, abs=1e-15)
+    assert sc.true_difference_trial() == pytest.approx(0.1 - 2 * 0.03, abs=1e-15)
+
+
+@pytest.mark.parametrize("estimand", [e.value for e in Estimand])
+def test_every_grid_null_scenario_has_true_value_minus_margin(estimand):
+    """The one null builder, checked against the definition of the null boundary on every
+    (cell, baseline, discordance) of the standard grid: the estimand's true value is -m."""
+    from studies.qualify.tasks import grid_specs
+
+    pol = QualificationPolicy(domain=standard_domain())
+    specs = grid_specs(pol, estimand)
+    assert len(specs) > 1000
+    for spec in specs[::7]:
+        sc = scenario_of(pol, spec, estimand)
+        assert true_value(sc, estimand) == pytest.approx(-spec.margin, abs=1e-12), spec
+        assert min(sc.cells) >= 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from methods import registry
 from simlab.scenario import FixedSize, PairedScenario
-from studies.exact import exact_engine
+from studies.exact.fixed import exact_engine
 
 
 def test_order_dependent_methods_get_no_moments_engine():

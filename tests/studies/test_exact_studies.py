@@ -1,4 +1,4 @@
-"""studies.exact: exact operating characteristics of the registered methods.
+"""studies.exact.fixed: exact operating characteristics of the registered methods.
 
 1. Worked example: the seed chapter's headline (evidence spine, "Three different
    decisions"): clustered_normal, 30 one-trial customers, loss probability 0.04,
@@ -21,8 +21,8 @@ import pytest
 from methods import registry
 from simlab.exact import ExactUnsupported, cluster_laws
 from simlab.scenario import ExplicitSizes, FixedSize, LabelNoise, Missingness, PairedScenario
-from studies.exact import exact_engine, exact_measures
-from studies.runner import evaluate_scenario, target_value
+from studies.exact.fixed import exact_engine, exact_measures
+from studies.engine.runner import evaluate_scenario
 from tests.reference_values import SEED_FALSE_PASS, SEED_FALSE_PASS_5DP
 
 MARGIN, ALPHA = 0.03, 0.025
@@ -70,7 +70,7 @@ def _brute(scenario, method):
     tables = np.array([[law[0][i] for law, i in zip(laws, c)] for c in combos], np.int32)
     w = np.array([math.prod(law[1][i] for law, i in zip(laws, c)) for c in combos])
     r = method.batch(tables, MARGIN, ALPHA)
-    theta = target_value(scenario, method)
+    theta = method.true_value(scenario)
     has = ~(np.isnan(r.lower) | np.isnan(r.upper))
     cover = has & (r.lower <= theta) & (theta <= r.upper)
     ok = np.isfinite(r.estimate)

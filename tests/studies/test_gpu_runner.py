@@ -7,9 +7,9 @@ import pytest
 
 from simlab import gpu
 from simlab.scenario import ExplicitSizes, FixedSize, PairedScenario, PoissonSize
-from studies import device as _device
-from studies.runner import evaluate_scenario, run_study
-from studies.spec import parse_spec
+from studies.engine import device as _device
+from studies.engine.runner import evaluate_scenario, run_study
+from studies.engine.spec import parse_spec
 
 
 METHODS = ["clustered_normal", {"name": "cluster_t", "options": {"min_clusters": 5}}, "cluster_t"]

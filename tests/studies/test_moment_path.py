@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from methods import registry
 from methods.fixed._moments import cluster_mean_var
 from simlab.scenario import ExplicitSizes, FixedSize, LabelNoise, Missingness, PairedScenario, PoissonSize
-from studies.runner import evaluate_scenario, moment_path
+from studies.engine.runner import evaluate_scenario, moment_path
 from simlab.sampling import scenario_tables, table_source
 
 def table_moments(tables, out):
@@ -143,14 +143,14 @@ def test_batch_moments_rejects_bad_input():
 def test_qualification_tasks_count_the_same_on_both_paths(monkeypatch):
     """The qualifier's run_task takes the moment path for cluster-moment methods; forcing
     the table path gives the same counts."""
-    import studies.runner as runner
+    import studies.engine.runner as runner
     from methods.qualification import named_policy
-    from studies.qualify import Spec, Task, method_key, run_task
+    from studies.qualify.run import Spec, Task, method_key, run_task
 
     policy = named_policy("reduced")
     keys = tuple(method_key(registry.get(n)) for n in ("clustered_normal", "cluster_t"))
     specs = [Spec(30, 1, 0.2, 0.03, 0, 1.0, 0.03), Spec(10, 0, 0.0, 0.1, 0, 0.7, 0.1)]
-    from studies.qualify import scenario_of
+    from studies.qualify.run import scenario_of
     for s in specs:  # the fast run really takes the moment path
         src = table_source(scenario_of(policy, s, "cluster_weighted"), policy.seed, policy.sampler)
         assert moment_path(src, [registry.get("clustered_normal"), registry.get("cluster_t")])

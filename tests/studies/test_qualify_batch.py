@@ -1,4 +1,4 @@
-"""The batched qualification engine (studies.qualify_batch, issue 15.2): the records of
+"""The batched qualification engine (studies.qualify.batch, issue 15.2): the records of
 ``qualify(..., batched=True)`` -- every scenario's n_reps, n_pass, n_inconclusive, bounds
 and verdict, and every cell -- equal the per-scenario engine's, through escalation and
 refinement, for the moment path (cluster_t), the table path (tango_score), a loss-rate
@@ -11,9 +11,9 @@ import pytest
 from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
 from simlab.scenario import FixedSize, LabelNoise, PairedScenario, PoissonSize
-from studies import qualify_batch
-from studies.qualify import Spec, Task, method_key, qualify, run_task, scenario_of
-from studies.qualify_batch import _Shared, law_batches, run_batch
+from studies.qualify import batch as qualify_batch
+from studies.qualify.run import Spec, Task, method_key, qualify, run_task, scenario_of
+from studies.qualify.batch import _Shared, law_batches, run_batch
 
 NOISE = (LabelNoise(), LabelNoise(candidate_sensitivity=0.95, baseline_specificity=0.97))
 

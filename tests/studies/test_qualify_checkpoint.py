@@ -1,4 +1,4 @@
-"""Resumable qualifications (studies.qualify_checkpoint): a run stopped at any point and
+"""Resumable qualifications (studies.qualify.checkpoint): a run stopped at any point and
 run again with the same checkpoint ends with the records of an uninterrupted run; finished
 work is read back, not recomputed; a cut, corrupted or forged line is never trusted; counts
 of another method version are never reused; a second run cannot share a checkpoint."""
@@ -11,11 +11,11 @@ import pytest
 from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
 from simlab.scenario import FixedSize
-from studies.durable import exclusive
-from studies.executor import SerialExecutor
-from studies.qualify import qualify
-from studies.qualify_checkpoint import Checkpoint, checkpoint_path
-from studies.qualify_tasks import task_cost
+from studies.engine.durable import exclusive
+from studies.engine.executor import SerialExecutor
+from studies.qualify.run import qualify
+from studies.qualify.checkpoint import Checkpoint, checkpoint_path
+from studies.qualify.tasks import task_cost
 
 
 def small_policy() -> QualificationPolicy:
@@ -86,7 +86,7 @@ def test_corrupted_or_impossible_lines_are_recomputed_not_trusted(clean, tmp_pat
     forged["n_pass"] += 1                                   # checksum no longer matches
     sealed = json.loads(lines[4])
     sealed["n_pass"] = sealed["stop"] - sealed["start"] + 1   # more passes than replications
-    from studies.qualify_checkpoint import _line_sum
+    from studies.qualify.checkpoint import _line_sum
     sealed["sum"] = _line_sum(sealed)
     lines[3], lines[4], lines[5] = json.dumps(forged), json.dumps(sealed), "{not json"
     path.write_text("\n".join(lines) + "\n")
@@ -103,7 +103,7 @@ def test_counts_of_another_method_version_are_not_reused(clean, tmp_path):
 
 
 def test_a_method_whose_source_changed_gets_a_new_token(monkeypatch):
-    from studies.qualify_checkpoint import method_token
+    from studies.qualify.checkpoint import method_token
 
     m = registry.get("cluster_t")
     before = method_token(m)
@@ -142,7 +142,7 @@ def test_a_checkpointed_run_saves_in_finer_batches_with_the_same_records(clean, 
     """With a checkpoint each batch of a round costs at most 1/16 of the round (per
     worker) or is a single task, so a killed run loses little; without one a serial
     round is one batch."""
-    from studies.qualify_book import CHECKPOINT_BATCHES_PER_WORKER as per_worker
+    from studies.qualify.book import CHECKPOINT_BATCHES_PER_WORKER as per_worker
 
     plain, kept = CountingExecutor(), CountingExecutor()
     _same(_run(executor=plain), clean)
@@ -158,7 +158,7 @@ def test_a_checkpointed_run_saves_in_finer_batches_with_the_same_records(clean, 
 def test_finished_ranges_are_the_tasks_saved_for_every_method(tmp_path):
     """What a resumed run's time estimate leaves out: a task counts as finished only when the
     checkpoint holds it for every method of the run; reading changes nothing."""
-    from studies.qualify_checkpoint import finished_ranges
+    from studies.qualify.checkpoint import finished_ranges
 
     both_methods = [registry.get(n) for n in METHODS]
     assert finished_ranges(tmp_path, small_policy(), both_methods) == set()

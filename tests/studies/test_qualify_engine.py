@@ -1,4 +1,4 @@
-"""The qualifier (studies.qualify): grid + adaptive replications + golden-section refinement,
+"""The qualifier (studies.qualify.run): grid + adaptive replications + golden-section refinement,
 checked against exact false-pass probabilities, for worker-count invariance, and for the
 seed's design point (clustered_normal, 30 customers, one trial each, margin 0.03)."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from methods import registry
 from methods.qualification import (Axis, DesignPoint, IntAxis, QualificationDomain, QualificationPolicy, covers,
                                    load_record)
 from simlab.scenario import FixedSize, PairedScenario
-from studies.exact import exact_measures
-from studies.qualify import GOLDEN, LineSearch, qualify
+from studies.exact.fixed import exact_measures
+from studies.qualify.run import GOLDEN, LineSearch, qualify
 from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
 METHODS = ["clustered_normal", "paired_wald", "tango_score"]
@@ -76,7 +76,7 @@ def test_seed_design_point_is_not_qualified_for_clustered_normal(run):
 
 
 def test_single_trial_rates_agree_with_exact_enumeration(run):
-    """Simulator vs exact (studies.exact, pooled trinomial law): within 4 MC SE."""
+    """Simulator vs exact (studies.exact.fixed, pooled trinomial law): within 4 MC SE."""
     pol = engine_policy()
     checked = 0
     for name in ("paired_wald", "tango_score"):

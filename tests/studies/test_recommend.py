@@ -11,8 +11,8 @@ from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy, load_record
 from simlab.cli import main
 from simlab.scenario import FixedSize, PairedScenario
-from studies.exact import exact_measures
-from studies.qualify import qualify
+from studies.exact.fixed import exact_measures
+from studies.qualify.run import qualify
 from studies.recommend import recommend
 
 QUALIFIED_HERE = ("tango_score", "clustered_normal", "paired_wald")
@@ -87,9 +87,9 @@ def test_recommend_command(records, capsys):
 
 
 def test_recommend_uses_a_certificate_at_exactly_the_design(tmp_path):
-    """A certificate (studies.certify) covers exactly its design: recommend reports its worst
+    """A certificate (studies.qualify.certify) covers exactly its design: recommend reports its worst
     point and engine; one cluster more is not covered by it."""
-    from studies.certify import certify, write_certificate
+    from studies.qualify.certify import certify, write_certificate
 
     cert = certify("exact_discordant", 40, 1, 0.1, 0.0)
     assert cert.verdict == "qualified"

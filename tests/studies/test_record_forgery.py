@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from methods.qualification import (Axis, IntAxis, QualificationDomain, QualificationPolicy, QualificationRecord,
-                                   TamperedRecordError, UntrustedRecordError, build_record, canonical_sha256,
-                                   cell_verdicts, cp_bounds, file_sha256, format_time, load_certificate, load_record,
+                                   TamperedRecordError, UntrustedRecordError, build_record, content_hash,
+                                   cell_verdicts, cp_bounds, file_hash, format_time, load_certificate, load_record,
                                    verdict_of)
 from methods.qualification.dataset import build_dataset
 from studies.datasets import save_dataset
@@ -19,8 +19,8 @@ from methods.qualification.record import body_of, signed_payload
 from methods import registry
 from simlab import signing
 from simlab.scenario import FixedSize
-from studies.certify import certify, write_certificate
-from studies.qualify import qualify
+from studies.qualify.certify import certify, write_certificate
+from studies.qualify.run import qualify
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def files(made, tmp_path):
 
 
 def _reseal(data: dict) -> dict:
-    data["record_sha256"] = canonical_sha256(body_of(data))
+    data["record_sha256"] = content_hash(body_of(data))
     return data
 
 
@@ -72,13 +72,13 @@ def _swap_in_zero_dataset(data: dict, ds) -> QualificationRecord:
     zero = record.scenarios.model_copy(update={"n_pass": (0,) * len(record.scenarios)})
     save_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
                                 zero, record.software), ds, compress=True)
-    data["dataset"]["sha256"] = file_sha256(ds)
+    data["dataset"]["sha256"] = file_hash(ds)
     return record
 
 
 def test_genuine_record_loads(files):
     rec, _ = files
-    assert load_record(rec).dataset.sha256 == file_sha256(files[1])
+    assert load_record(rec).dataset.sha256 == file_hash(files[1])
 
 
 def test_forger_recomputing_cells_and_hash_is_caught(files):
@@ -153,7 +153,7 @@ def test_certificates_are_signed_and_verified(tmp_path):
     assert load_certificate(path, trusted_keys=trusted) == cert
     data = json.loads(path.read_text())
     data["verdict"] = "qualified" if cert.verdict != "qualified" else "exceeds"
-    data["certificate_sha256"] = canonical_sha256(body_of(data))
+    data["certificate_sha256"] = content_hash(body_of(data))
     path.write_text(json.dumps(data))
     with pytest.raises(UntrustedRecordError, match="does not verify"):
         load_certificate(path, trusted_keys=trusted)

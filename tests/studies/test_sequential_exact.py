@@ -17,7 +17,7 @@ from simlab.exact import ExactUnsupported
 from simlab.exact.sequential import binomial_paths, trinomial_paths
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, LabelNoise, Missingness, PairedScenario
-from studies import sequential_exact as se
+from studies.exact import sequential as se
 from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
 LOOKS = tuple(range(50, 501, 50))

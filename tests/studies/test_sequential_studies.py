@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from studies.results import open_dataset, save_dataset
-from studies.sequential import parse_sequential_spec, run_sequential_study, summary_rows
-from studies.sequential_plot import plot_sequential
+from studies.engine.study_dataset import open_dataset, save_dataset
+from studies.engine.sequential import parse_sequential_spec, run_sequential_study, summary_rows
+from studies.plots.sequential import plot_sequential
 from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
 LOOKS = [50, 100, 150, 200]

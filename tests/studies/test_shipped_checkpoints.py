@@ -14,9 +14,9 @@ from pathlib import Path
 
 from methods import registry
 from methods.qualification import load_record, named_policy, policy_names, record_paths
-from studies.qualify import Spec, Task, method_estimand, run_task
-from studies.qualify_checkpoint import Checkpoint, method_token
-from studies.qualify_tasks import method_key, task_cost
+from studies.qualify.run import Spec, Task, method_estimand, run_task
+from studies.qualify.checkpoint import Checkpoint, method_token
+from studies.qualify.tasks import method_key, task_cost
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 CHECKPOINTS = RESULTS / "checkpoints"

@@ -1,11 +1,11 @@
-"""Sample sizing (studies.sizing): the analytic paired non-inferiority formula, the
+"""Sample sizing (studies.sizing.size): the analytic paired non-inferiority formula, the
 simulated root search against it and against exact power, monotonicity in K,
 reproducibility, and the false-pass constraint.
 
 Published worked example: none with printed digits was retrievable for the Nam (1997) /
 Tango (1998) restricted-variance sample size, so the formula is validated by an independent
 numerical maximisation of the constrained likelihood, by inverting the normal power
-function, and by simulation and exact enumeration (studies.exact)."""
+function, and by simulation and exact enumeration (studies.exact.fixed)."""
 from __future__ import annotations
 
 import json
@@ -19,8 +19,8 @@ from scipy import optimize, stats
 from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
 from simlab.scenario import FixedSize, PairedScenario
-from studies.exact import exact_measures
-from studies.sizing import analytic_clusters, analytic_pairs, restricted_p10, size
+from studies.exact.fixed import exact_measures
+from studies.sizing.size import analytic_clusters, analytic_pairs, restricted_p10, size
 
 
 def _expected_loglik(p, p10, p01, d0):

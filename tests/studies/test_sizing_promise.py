@@ -13,9 +13,9 @@ from scipy import special
 from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
 from simlab.scenario import FixedSize, PairedScenario
-from studies.exact import exact_measures
-from studies.nuisance import design_false_pass, nuisance_points
-from studies.sizing import size
+from studies.exact.fixed import exact_measures
+from studies.qualify.nuisance import design_false_pass, nuisance_points
+from studies.sizing.size import size
 
 
 def exact_unit_power(method, clusters: int, p10: float, p01: float, margin: float, alpha: float = 0.025) -> float:
@@ -133,8 +133,8 @@ def test_false_pass_check_covers_the_nuisance_domain_and_names_the_worst_case():
 def test_loss_rate_null_points_sit_on_the_loss_boundary():
     pol = _policy()
     for p in nuisance_points(pol, 0.05, 1, 0.0, "loss_rate"):
-        from studies.nuisance import null_scenario
-        sc = null_scenario("loss_rate", p, 0.05, 10, 1, pol.domain.label_noise[0])
+        from studies.qualify.nuisance import null_point_scenario
+        sc = null_point_scenario("loss_rate", p, 0.05, 10, 1, pol.domain.label_noise[0])
         assert sc.true_loss_rate() == pytest.approx(0.05, abs=1e-12)
 
 

@@ -19,11 +19,11 @@ from simlab.generate import simulate_tables
 from simlab.proportions import clopper_pearson
 from simlab.sampling import scenario_tables, table_source
 from simlab.scenario import FixedSize, PairedScenario
-from studies import tally
+from studies.engine import tally
 from studies.datasets import same_data as data_equal
-from studies.results import open_dataset, save_dataset, summary_rows
-from studies.runner import ScenarioCounts, evaluate_scenario, run_study
-from studies.spec import parse_spec
+from studies.engine.study_dataset import open_dataset, save_dataset, summary_rows
+from studies.engine.runner import ScenarioCounts, evaluate_scenario, run_study
+from studies.engine.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = {"name": "t",
@@ -169,8 +169,8 @@ def test_resume_after_killed_run(tmp_path):
     work = tmp_path / "work"
     code = textwrap.dedent(f"""
         import os, signal
-        from studies.spec import load_spec
-        from studies.runner import run_study
+        from studies.engine.spec import load_spec
+        from studies.engine.runner import run_study
         def hook(done, total):
             if done == 3:
                 os.kill(os.getpid(), signal.SIGKILL)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from simlab.scenario import ExplicitSizes, FixedSize, GeometricSize, PairedScenario
-from studies.spec import MethodRef, ScenarioTemplate, load_spec, parse_spec
+from studies.engine.spec import MethodRef, ScenarioTemplate, load_spec, parse_spec
 
 TOML = """
 name = "boundary"

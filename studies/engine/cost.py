@@ -1,0 +1,168 @@
+"""Wall-time estimates for long work, made before it starts (so a run that would take a day
+is refused in a second, not killed after an hour).
+
+The estimate times a short *pilot* of the real work -- the same methods, margins and
+levels, through the same engine -- at the cheapest and the costliest scenario of the
+grid, each at two replication counts ``R`` and ``4R``.  The pair gives a per-scenario
+overhead ``a`` and a per-replication cost ``b`` (``t(R) = a + b R``).  Between the two
+scenarios ``b`` is interpolated linearly in the number of pairs ``K x M``: exact for the
+linear-cost kernels (every closed-form method and the samplers), an *over*-estimate for
+the superlinear ones (bootstraps at fixed B are linear too; ``bayes_hierarchical`` grows
+about as ``K^2.7``, so the chord lies above the curve).  The total divides by the
+executor's workers.  Kernels are compiled (or loaded from numba's cache) by a one-
+replication warm-up outside the timing.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Collection, Sequence
+
+PILOT_MIN_SECONDS = 0.02   # grow R until t(R) is this long, so timer noise stays small
+PILOT_MAX_REPLICATIONS = 1024  # R's cap (the pilot then runs 4R)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """``seconds(pairs, reps) = overhead + per_rep(pairs) * reps`` for one scenario."""
+    pairs: tuple[float, float]        # K x M of the cheapest and the costliest piloted scenario
+    per_rep: tuple[float, float]      # seconds per replication at those two
+    overhead: float                   # seconds per scenario (or task), whatever its size
+
+    def per_rep_at(self, pairs: float) -> float:
+        (p0, p1), (b0, b1) = self.pairs, self.per_rep
+        return max(b1 if p1 <= p0 else b0 + (b1 - b0) * (pairs - p0) / (p1 - p0), 0.0)
+
+    def seconds(self, pairs: float, reps: int, calls: int = 1) -> float:
+        """``reps`` replications of a scenario of ``pairs`` pairs, run as ``calls`` tasks."""
+        return calls * self.overhead + self.per_rep_at(pairs) * reps
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """Estimated wall seconds: ``low`` is what the work certainly costs (e.g. a
+    qualification's first round), ``high`` what it costs if every adaptive step is taken."""
+    low: float
+    high: float
+    workers: int
+
+    def describe(self) -> str:
+        low, high = _duration(self.low), _duration(self.high)
+        if high == "under 1 s":
+            return high
+        if low == high or math.isclose(self.low, self.high, rel_tol=0.05):
+            return f"about {low}"
+        return f"{low} to {high}"
+
+
+def _duration(s: float) -> str:
+    if s < 1:
+        return "under 1 s"
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def _timed(run: Callable[[int], object], reps: int) -> float:
+    t0 = time.perf_counter()
+    run(reps)
+    return time.perf_counter() - t0
+
+
+def _pilot(run: Callable[[int], object]) -> tuple[float, float]:
+    """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1."""
+    run(1)  # compile or load the kernels outside the timing
+    reps = 4
+    t1 = _timed(run, reps)
+    while t1 < PILOT_MIN_SECONDS and 4 * reps <= PILOT_MAX_REPLICATIONS:
+        reps *= 4
+        t1 = _timed(run, reps)
+    t4 = _timed(run, 4 * reps)
+    b = max((t4 - t1) / (3 * reps), t4 / (4 * reps) / 4, 0.0)  # noise guard: never below a quarter of the mean
+    return max(t1 - b * reps, 0.0), b
+
+
+def fit(cheap: Callable[[int], object], cheap_pairs: float, costly: Callable[[int], object],
+        costly_pairs: float) -> CostModel:
+    """Pilot ``cheap`` and ``costly`` (each ``run(R)``; the same callable when the grid has
+    one size) and return the interpolating cost model."""
+    a1, b1 = _pilot(costly)
+    if costly is cheap or costly_pairs <= cheap_pairs:
+        return CostModel((costly_pairs, costly_pairs), (b1, b1), a1)
+    a0, b0 = _pilot(cheap)
+    return CostModel((cheap_pairs, costly_pairs), (b0, b1), max(a0, a1))
+
+
+def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
+    """Wall seconds of ``runner.run_study(spec)`` on ``workers`` workers (on the device
+    ``studies.engine.device`` selects, like the run itself)."""
+    from studies.engine.runner import evaluate_scenario
+
+    points = [sc for _, sc in spec.points()]
+    pairs = [sc.clusters * sc.cluster_size.mean() for sc in points]
+    lo, hi = points[pairs.index(min(pairs))], points[pairs.index(max(pairs))]
+
+    def runner(sc) -> Callable[[int], object]:
+        return lambda r: evaluate_scenario(sc, spec.methods, spec.margins, spec.alphas, replications=r,
+                                           seed=spec.seed, sampler=spec.sampler)
+
+    model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
+    n = spec.n_replications
+    chunks = math.ceil(n / chunk_size)
+    wall = sum(model.seconds(p, n, chunks) for p in pairs) / max(workers, 1)
+    return TimeEstimate(wall, wall, workers)
+
+
+def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collection[tuple] = ()) -> TimeEstimate:
+    """Wall seconds of ``qualify.qualify(methods, policy)``: ``low`` the first round over
+    every grid scenario (always run), ``high`` every scenario escalated to the policy's
+    largest replication count (refinement scenarios not counted: each adds at most one
+    scenario's cost per line searched).  ``finished``: ``(point, start, stop)`` of the tasks
+    a checkpoint already holds (``qualify_checkpoint.finished_ranges``), which a resumed run
+    reads back and so are not counted.  The pilot runs the per-scenario engine, whose
+    per-scenario overhead the batched default shares across K: for closed-form methods,
+    where that overhead dominates, the estimate is high; for costly kernels it is close.
+    Methods whose estimands have different null boundaries run on separate grids, so
+    their estimates add."""
+    from simlab.estimands import is_difference
+    from studies.qualify.run import method_estimand
+
+    groups: dict[bool, list] = {}
+    for m in methods:
+        groups.setdefault(is_difference(method_estimand(m, policy)), []).append(m)
+    low = high = 0.0
+    finished = set(finished)
+    for group in groups.values():
+        lo, hi = _qualify_seconds(group, policy, finished)
+        low, high = low + lo, high + hi
+    return TimeEstimate(low / max(workers, 1), high / max(workers, 1), workers)
+
+
+def _qualify_seconds(methods: Sequence, policy, finished: set) -> tuple[float, float]:
+    from studies.qualify.run import Task, method_estimand, method_key, run_task
+    from studies.qualify.tasks import grid_specs
+
+    keys = tuple(method_key(m) for m in methods)
+    estimands = tuple(sorted({method_estimand(m, policy) for m in methods}))
+    specs = grid_specs(policy, estimands[0])
+    pairs = [s.clusters * policy.domain.cluster_sizes[s.size].mean() for s in specs]
+    # the pilot's costliest scenario has the largest K x M and, among those, the largest
+    # discordance: methods whose cost grows with the counts (bayes_hierarchical: tenfold from
+    # discordance 0.01 to 0.5 at 500 x 10) are then over- rather than under-estimated
+    order = range(len(specs))
+    lo = specs[min(order, key=lambda i: (pairs[i], specs[i].discordance))]
+    hi = specs[max(order, key=lambda i: (pairs[i], specs[i].discordance))]
+
+    def runner(spec) -> Callable[[int], object]:
+        return lambda r: run_task(policy, Task(spec, keys, 0, r), estimands)
+
+    model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
+    schedule = policy.replication_schedule()
+    stages = list(zip([0] + schedule[:-1], schedule))   # a scenario's tasks, round by round
+    low = high = 0.0
+    for spec, p in zip(specs, pairs):
+        for r, (start, stop) in enumerate(stages):
+            if (spec.point, start, stop) not in finished:
+                cost = model.seconds(p, stop - start)
+                high += cost
+                low += cost if r == 0 else 0.0
+    return low, high

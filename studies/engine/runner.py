@@ -1,0 +1,369 @@
+"""Run studies: every method on the same simulated tables, tallied in integers.
+
+* :func:`evaluate_scenario` -- one scenario, a replication range, all methods, every
+  margin and alpha level -> :class:`ScenarioCounts` (integer tallies).  Tallies of
+  disjoint replication ranges add (``a.merge(b)``) to exactly the tallies of their union,
+  so sequential-MC users may grow a study a block at a time.
+* :func:`run_study` -- a :class:`~studies.engine.spec.StudySpec` -> ``xarray.Dataset``:
+  ``(scenario, chunk)`` tasks through one executor (``studies.engine.executor``: serial, joblib
+  processes or a dask cluster), finished chunks saved on disk (``work_dir``, checked
+  chunk files of ``studies.engine.durable``) so an interrupted run resumes without recomputing
+  them, the output written atomically before the chunks go, an optional progress bar.
+
+Common random numbers: within a task one buffer of tables is generated per batch and
+every method (and margin, alpha) is evaluated on it.  When every method of the
+study decides from cluster moments and the scenario's clusters share one size, the
+buffer holds each replication's ``(k, sum D, sum D^2)`` instead (``moment_path``): the
+same draws, the same decisions, no tables written.  Bitwise reproducibility:
+replication ``r`` depends only on ``(seed, scenario, r)`` and tallies are integers, so
+the result is the same for any ``n_jobs``, backend, chunk size and batch size.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from simlab.rng import MAX_REPLICATIONS
+from simlab.sampling import COMPOSITION_VERSION, TableSource, source_name, table_source
+from simlab.scenario import PairedScenario
+
+from studies.engine import device as _device
+from studies.engine import tally as _tally
+from studies.engine.measures import measures as _measures
+from studies.engine.spec import MethodRef, StudySpec, as_method_refs
+
+BATCH_BYTES = 8 << 20  # table buffer per batch (fits a typical L2/L3 slice)
+MAX_BATCH = 16_384
+MOMENT_BATCH = 65_536  # rows of (k, S1, S2) per batch on the moment path
+
+
+@dataclass
+class ScenarioCounts:
+    """Integer tallies of one scenario: ``tally[method, margin, alpha, field]``."""
+    methods: tuple[str, ...]
+    margins: tuple[float, ...]
+    alphas: tuple[float, ...]
+    theta: np.ndarray            # float64[method]: targeted true value
+    tally: np.ndarray            # int64[method, margin, alpha, NF]
+    sampler: str = ""
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    def merge(self, other: "ScenarioCounts") -> "ScenarioCounts":
+        """Tallies of both replication ranges (they must not overlap)."""
+        if (self.methods, self.margins, self.alphas) != (other.methods, other.margins, other.alphas):
+            raise ValueError("cannot merge counts of different methods, margins or alpha levels")
+        for a0, a1 in self.ranges:
+            for b0, b1 in other.ranges:
+                if a0 < b1 and b0 < a1:
+                    raise ValueError(f"replication ranges overlap: [{a0}, {a1}) and [{b0}, {b1})")
+        return ScenarioCounts(self.methods, self.margins, self.alphas, self.theta,
+                              _tally.add(self.tally, other.tally), self.sampler,
+                              sorted(self.ranges + other.ranges))
+
+    @staticmethod
+    def concat(parts: Sequence["ScenarioCounts"]) -> "ScenarioCounts":
+        """Counts of several method groups of one scenario side by side (methods axis);
+        groups may cover different replication counts (each its first ``n``)."""
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        first = parts[0]
+        for p in parts[1:]:
+            if (p.margins, p.alphas) != (first.margins, first.alphas):
+                raise ValueError("cannot concatenate counts of different margins or alpha levels")
+        methods = tuple(m for p in parts for m in p.methods)
+        if len(set(methods)) != len(methods):
+            raise ValueError(f"duplicate methods: {methods}")
+        return ScenarioCounts(methods, first.margins, first.alphas,
+                              np.concatenate([p.theta for p in parts]),
+                              np.concatenate([p.tally for p in parts], axis=0), first.sampler,
+                              sorted({r for p in parts for r in p.ranges}))
+
+    def measures(self, mc_confidence: float = 0.95) -> dict[str, np.ndarray]:
+        """Measures with MC SEs, arrays shaped ``[method, margin, alpha]``."""
+        theta = self.theta[:, None, None]
+        margin = np.asarray(self.margins)[None, :, None]
+        return _measures(self.tally, theta, margin, mc_confidence)
+
+    def count(self, field_name: str, method: str, margin: float | None = None,
+              alpha: float | None = None) -> int:
+        i = self.methods.index(method)
+        j = 0 if margin is None else self.margins.index(margin)
+        c = 0 if alpha is None else self.alphas.index(alpha)
+        return int(self.tally[i, j, c, _tally.F[field_name]])
+
+
+def _resolve(methods) -> tuple[tuple[MethodRef, ...], list]:
+    refs = as_method_refs(methods)
+    if not refs:
+        raise ValueError("give at least one method")
+    keys = [r.key for r in refs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"duplicate method labels: {keys}")
+    return refs, [r.resolve("fixed") for r in refs]
+
+
+def _batch_size(clusters: int) -> int:
+    return int(max(1, min(MAX_BATCH, BATCH_BYTES // (16 * max(clusters, 1)))))
+
+
+def evaluate_tables(tables: np.ndarray, methods: Sequence, thetas: Sequence[float], margins: Sequence[float],
+                    alphas: Sequence[float], out: np.ndarray) -> None:
+    """Add the tallies of every method x margin x alpha on ``tables`` to ``out``."""
+    for i, m in enumerate(methods):
+        for c, alpha in enumerate(alphas):
+            for j, margin in enumerate(margins):
+                r = m.batch(tables, margin, alpha)
+                _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
+
+
+def moment_path(source: TableSource, methods: Sequence) -> bool:
+    """True when every method can decide from cluster moments and ``source`` can draw
+    them: the runner then skips the tables (bitwise-identical tallies, tested)."""
+    return source.moment_size is not None and all(
+        getattr(m, "moments_kernel", None) is not None for m in methods)
+
+
+def _evaluate_moments(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
+                      out: np.ndarray, batch: int | None) -> None:
+    K, m = source.clusters, source.moment_size
+    consts = [[meth.moment_consts(alpha, K) for alpha in alphas] for meth in methods]
+    b = batch or MOMENT_BATCH
+    buf = np.empty((min(b, stop - start), 3), np.int64)
+    for s in range(start, stop, b):
+        n = min(b, stop - s)
+        stats = source.fill_moments(buf[:n], s)
+        for i, meth in enumerate(methods):
+            for c, alpha in enumerate(alphas):
+                for j, margin in enumerate(margins):
+                    r = meth.batch_moments(stats, m, K, margin, alpha, consts[i][c])
+                    _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
+
+
+def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
+                    batch: int | None = None, moments: bool = True, device: str = "cpu") -> np.ndarray:
+    out = np.zeros((len(methods), len(margins), len(alphas), _tally.NF), np.int64)
+    if device == "gpu":  # the moment path on the device (a clear error where it cannot apply)
+        from studies.engine.gpu import evaluate_moments_gpu
+
+        evaluate_moments_gpu(source, methods, thetas, margins, alphas, start, stop, out, batch)
+        return out
+    if stop <= start:
+        return out
+    if moments and moment_path(source, methods):
+        _evaluate_moments(source, methods, thetas, margins, alphas, start, stop, out, batch)
+        return out
+    b = batch or _batch_size(source.clusters)
+    buf = np.empty((min(b, stop - start), source.clusters, 4), np.int32)
+    for s in range(start, stop, b):
+        n = min(b, stop - s)
+        tables = source.fill(buf[:n], s)
+        evaluate_tables(tables, methods, thetas, margins, alphas, out)
+    return out
+
+
+def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequence[float] = (0.03,),
+                      alphas: Sequence[float] = (0.025,), replications: int = 10_000, seed: int = 20261129,
+                      start: int = 0, sampler: str = "auto", batch: int | None = None,
+                      moments: bool = True, device: str | None = None) -> ScenarioCounts:
+    """Evaluate ``methods`` (names, ``MethodRef`` or ``{name, options, label}``) on
+    replications ``start .. start + replications - 1`` of ``scenario`` under ``seed``.
+    ``moments=False`` forces the table path where the moment path would apply (the
+    results are the same; for tests and benchmarks).  ``device``: 'cpu' or 'gpu' (default:
+    ``studies.engine.device``'s selection; the same counts on either)."""
+    device = _device.resolve(device)
+    if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
+        raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
+    refs, resolved = _resolve(methods)
+    margins, alphas = tuple(float(m) for m in margins), tuple(float(c) for c in alphas)
+    thetas = np.array([m.true_value(scenario) for m in resolved])
+    source = table_source(scenario, seed, sampler)
+    t = _evaluate_range(source, resolved, thetas, margins, alphas, start, start + replications, batch,
+                        moments, device)
+    return ScenarioCounts(tuple(r.key for r in refs), margins, alphas, thetas, t, source.name,
+                          [(start, start + replications)])
+
+
+# ---------------------------------------------------------------- whole studies
+
+def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
+          start: int, stop: int, moments: bool = True, device: str = "cpu") -> np.ndarray:
+    resolved = [r.resolve("fixed") for r in refs]
+    thetas = [m.true_value(scenario) for m in resolved]
+    return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, alphas,
+                           start, stop, moments=moments, device=device)
+
+
+def run_key(spec: StudySpec, chunk_size: int) -> str:
+    """Identity of a run's chunk files: spec hash, method implementations, samplers, chunking."""
+    from simlab.generate import GENERATOR_VERSION
+
+    refs = spec.methods
+    ids = [r.resolve("fixed").identity.as_dict() for r in refs]
+    blob = json.dumps({"spec": spec.hash, "methods": ids, "composition": COMPOSITION_VERSION,
+                       "generator": GENERATOR_VERSION, "chunk": int(chunk_size)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+@dataclass
+class RunInfo:
+    """What happened in :func:`run_study` (also stored in the dataset's attrs)."""
+    tasks: int = 0
+    computed: int = 0
+    resumed: int = 0
+    started: str = ""
+    finished: str = ""
+    seconds: float = 0.0
+    work_dir: str | None = None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _chunk_path(run_dir: Path, task: tuple[int, int, int]) -> Path:
+    return run_dir / f"t{task[0]:05d}_{task[1]}_{task[2]}.npz"
+
+
+def _chunk_check(task: tuple[int, int, int]):
+    """A chunk's tallies must count exactly the task's replications in every cell."""
+    n = task[2] - task[1]
+
+    def check(arr: np.ndarray) -> str:
+        F = _tally.F
+        if np.any(arr[..., F["n_reps"]] != n):
+            return f"counts {int(arr[..., F['n_reps']].min())}..{int(arr[..., F['n_reps']].max())} replications, " \
+                   f"the task has {n}"
+        if np.any(arr[..., F["n_pass"]] + arr[..., F["n_fail"]] + arr[..., F["n_inconclusive"]] != n) \
+                or np.any(arr[..., [F[f] for f in _tally.FIELDS if f.startswith("n_")]] < 0):
+            return "inconsistent counts"
+        return ""
+    return check
+
+
+def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, work_dir: str | Path | None = None,
+              resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
+              on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None,
+              moments: bool = True, device: str | None = None, executor=None, out: str | Path | None = None,
+              on_rejected: Callable[[Path, str], Any] | None = None):
+    """Run ``spec`` and return its ``xarray.Dataset`` (see ``studies.engine.study_dataset``).
+
+    ``n_jobs``: local worker processes (-1 = all cores), or ``executor`` (a
+    ``studies.engine.executor.Executor``: serial, joblib or dask; the caller keeps it open).
+    ``chunk_size``: replications per task (default ``spec.chunk_size``).  ``work_dir``:
+    where finished chunks are kept while the run is going (a sub-folder per run key,
+    locked against a second run); with ``resume`` an earlier interrupted run's chunks are
+    reused after checking their run key, task key, checksum and counts (a chunk that
+    fails is recomputed and reported to ``on_rejected(path, why)``).  ``out``: write the
+    dataset there (atomically; the path is checked and locked before any work); the
+    chunks are removed only after that write, unless ``keep_chunks``.  ``progress``: rich
+    progress bar on an interactive terminal (None = only for long runs).
+    ``on_task_done(done, total)`` is called after each finished chunk is saved.
+    ``exact``: add exact results where an exact engine applies (default ``spec.exact``).
+    ``moments=False``: never take the moment path (same results; for benchmarks).
+    ``device``: 'cpu' or 'gpu' (default: ``studies.engine.device``'s selection); on the GPU the
+    tasks run one after another in this process, whatever ``n_jobs`` or ``executor``."""
+    from studies.datasets import check_output_path, save_dataset, save_json
+    from studies.engine.durable import exclusive, load_chunk, save_chunk
+    from studies.engine.executor import SerialExecutor, as_executor
+    from studies.engine.study_dataset import build_dataset
+
+    device = _device.resolve(device)
+
+    t0 = time.perf_counter()
+    info = RunInfo(started=_now())
+    chunk = int(chunk_size or spec.chunk_size)
+    if chunk < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk}")
+    if out is not None:
+        out = check_output_path(out)
+    refs, resolved = _resolve(spec.methods)
+    points = spec.points()
+    n = spec.n_replications
+    tasks = [(si, s, min(s + chunk, n)) for si in range(len(points)) for s in range(0, n, chunk)]
+    shape = (len(refs), len(spec.margins), len(spec.alphas), _tally.NF)
+    info.tasks = len(tasks)
+    results: dict[tuple[int, int, int], np.ndarray] = {}
+    run_dir = key = None
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(exclusive(out.with_name(f".{out.name}.lock"), f"output {out}"))
+        if work_dir is not None:
+            key = run_key(spec, chunk)
+            run_dir = Path(work_dir) / key
+            run_dir.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(exclusive(run_dir / ".lock", f"work directory {run_dir}"))
+            info.work_dir = str(run_dir)
+            meta = run_dir / "run.json"
+            if not meta.exists():
+                save_json({"run_key": key, "spec": json.loads(spec.to_json())}, meta)
+            if resume:
+                for t in tasks:
+                    f = _chunk_path(run_dir, t)
+                    if f.exists():
+                        arr, why = load_chunk(f, key, t, shape, _chunk_check(t))
+                        if arr is not None:
+                            results[t] = arr
+                        elif on_rejected is not None:
+                            on_rejected(f, why)
+            info.resumed = len(results)
+        todo = [t for t in tasks if t not in results]
+        total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
+        show = progress if progress is not None else total_work > 20_000_000
+        payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments,
+                     device) for si, s, e in todo]
+
+        from simlab.progress import progress_bar
+
+        done = len(results)
+        ex, owned = (SerialExecutor(), True) if device == "gpu" else as_executor(executor, n_jobs)
+        if owned:
+            stack.enter_context(ex)
+        with progress_bar(sum(e - s for _, s, e in tasks), f"study {spec.name}", enabled=bool(show)) as advance:
+            advance(sum(e - s for (_, s, e) in results))
+            for i, arr in ex.imap(_task, payloads):
+                t = todo[i]
+                if run_dir is not None:
+                    save_chunk(_chunk_path(run_dir, t), arr, key, t)
+                results[t] = arr
+                info.computed += 1
+                done += 1
+                advance(t[2] - t[1])
+                if on_task_done is not None:
+                    on_task_done(done, len(tasks))
+        counts = []
+        for si, (coords, scenario) in enumerate(points):
+            tot = np.zeros(shape, np.int64)
+            for s in range(0, n, chunk):
+                tot = _tally.add(tot, results[(si, s, min(s + chunk, n))])
+            thetas = np.array([m.true_value(scenario) for m in resolved])
+            counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
+                                         thetas, tot, source_name(scenario, spec.sampler), [(0, n)]))
+        exact_rows = None
+        if exact if exact is not None else spec.exact:
+            from studies.exact.fixed import exact_grid
+
+            with progress_bar(len(points) * len(refs), f"study {spec.name}: exact values",
+                              enabled=bool(show)) as advance:
+                exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas, advance=advance)
+        info.finished = _now()
+        info.seconds = time.perf_counter() - t0
+        ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)
+        if out is not None:
+            save_dataset(ds, out)  # durable (fsync + rename) before any chunk goes
+        if run_dir is not None and not keep_chunks:
+            for f in run_dir.iterdir():
+                if f.name != ".lock":
+                    f.unlink()
+    if run_dir is not None and not keep_chunks:
+        with contextlib.suppress(OSError):  # another run may have started in it meanwhile
+            run_dir.rmdir()
+    return ds
+
+

@@ -1,0 +1,197 @@
+"""Exact operating characteristics: the method's own kernel on enumerated tables.
+
+For a scenario and a method, :func:`exact_engine` picks the first engine that applies
+(``simlab.exact`` explains why each is exact, ``studies.exact.probes`` checks the method):
+
+1. ``unit``    -- every cluster has at most one trial pair and the method ignores the
+   order of clusters: the pooled law (``simlab.exact.pooled``) is the law of the
+   multiset of cluster tables; one representative K-cluster table per state.
+   Any rho, label noise and loss.
+2. ``pooled``  -- the method is a function of the pooled table: the same law, each
+   state as a one-cluster table.
+3. ``moments`` -- the method is a function of the cluster means' sum and sum of
+   squares (``clustered_normal``, ``cluster_t``): ``simlab.exact.moments``, one
+   representative table per ``(S1, S2)``; fixed cluster sizes, no loss.
+
+:func:`exact_measures` weights the kernel's per-state outputs by the state
+probabilities: pass / fail / inconclusive probabilities; coverage and the lower-bound
+miss rate among states with an interval; the mean, bias and SD (the "empirical SE") of
+finite estimates; the mean of finite widths -- the same definitions the simulator's
+tallies use, with no Monte Carlo error.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from simlab.exact import ExactUnsupported, cluster_laws
+from simlab.exact.cluster_pmf import cluster_sizes, law_has_loss
+from simlab.exact.moments import moment_distribution, moment_tables
+from simlab.exact.pooled import pooled_distribution, unit_cluster_tables
+from simlab.scenario import PairedScenario
+
+from studies.exact.probes import probe
+
+BLOCK = 8192
+PILOT = 256
+_DIST_CACHE: dict[tuple[str, str], tuple] = {}
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    engine: str
+    states: int
+    true_value: float
+    pass_rate: float
+    fail_rate: float
+    inconclusive_rate: float
+    p_interval: float
+    coverage: float
+    lower_miss_rate: float
+    mean_estimate: float
+    bias: float
+    empirical_se: float
+    mean_width: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tuple[str | None, str]:
+    """``(engine, reason)``: the engine that is exact for this scenario and method, or
+    ``(None, why not)``."""
+    try:
+        laws = cluster_laws(scenario)
+        sizes = cluster_sizes(scenario)
+    except ExactUnsupported as exc:
+        return None, str(exc)
+    loss = any(law_has_loss(law) for law in laws)
+    why = []
+    if sizes.max() <= 1:
+        if probe("order", method, alpha, sizes, loss):
+            return "unit", "one trial per cluster; method invariant to cluster order"
+        why.append("depends on the order of clusters")
+    if probe("pooled", method, alpha, sizes, loss):
+        return "pooled", "method is a function of the pooled table"
+    why.append("uses more than the pooled table")
+    if sizes.max() > 1:
+        if loss:
+            why.append("cluster sizes vary through pair loss")
+        elif not probe("order", method, alpha, sizes, False):  # moments forget the order
+            why.append("depends on the order of clusters")
+        elif probe("moments", method, alpha, sizes, False):
+            return "moments", "method is a function of the cluster means' moments; fixed sizes"
+        else:
+            why.append("uses more than the cluster means' moments")
+    return None, "method " + "; ".join(why)
+
+
+def _distribution(scenario: PairedScenario, engine: str):
+    key = (scenario.key, engine)
+    if key in _DIST_CACHE:
+        return _DIST_CACHE[key]
+    laws = cluster_laws(scenario)
+    if engine in ("unit", "pooled"):
+        tables, probs = pooled_distribution(laws)
+        dist = (engine, tables, probs)
+    else:
+        d, probs, _ = moment_distribution(laws, cluster_sizes(scenario))
+        dist = (engine, d, probs)
+    if len(_DIST_CACHE) > 32:
+        _DIST_CACHE.clear()
+    _DIST_CACHE[key] = dist
+    return dist
+
+
+def _state_tables(scenario: PairedScenario, dist, lo: int, hi: int) -> np.ndarray:
+    engine, states, _ = dist
+    if engine == "unit":
+        return unit_cluster_tables(states[lo:hi], scenario.clusters)
+    if engine == "pooled":
+        return np.ascontiguousarray(states[lo:hi, None, :])
+    return moment_tables(states[lo:hi], cluster_sizes(scenario))
+
+
+def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float = 0.025,
+                   engine: str | None = None, max_seconds: float | None = None) -> ExactResult:
+    """Exact operating characteristics of ``method`` (a ``FixedMethod``) on ``scenario``.
+
+    Raises :class:`ExactUnsupported` when no engine applies, or when ``max_seconds`` is
+    given and the method's kernel, timed on the first ``PILOT`` states, would need longer
+    than that for all of them (slow Bayesian or resampling kernels on large state spaces)."""
+    if engine is None:
+        engine, why = exact_engine(scenario, method, alpha)
+        if engine is None:
+            raise ExactUnsupported(f"no exact engine for {method.name!r} here: {why}")
+    dist = _distribution(scenario, engine)
+    probs = dist[2]
+    theta = method.true_value(scenario)
+    acc = np.zeros(11)
+    bounds = [0] + list(range(min(PILOT, probs.size), probs.size, BLOCK)) + [probs.size]
+    if max_seconds is not None:  # load / compile the kernel outside the timing
+        method.batch(_state_tables(scenario, dist, 0, 1), margin, alpha)
+    t0 = time.perf_counter()
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if lo == bounds[1] and max_seconds is not None:
+            projected = (time.perf_counter() - t0) * probs.size / max(lo, 1)
+            if projected > max_seconds:
+                raise ExactUnsupported(f"exact evaluation of {method.name!r} over {probs.size:,} states would take "
+                                       f"about {projected:.0f} s (budget {max_seconds:g} s)")
+        w = probs[lo:hi]
+        r = method.batch(_state_tables(scenario, dist, lo, hi), margin, alpha)
+        has_int = ~(np.isnan(r.lower) | np.isnan(r.upper))
+        est_ok = np.abs(r.estimate) < 32768.0
+        width = r.upper - r.lower
+        wid_ok = has_int & (np.abs(width) < 32768.0)
+        e = np.where(est_ok, r.estimate, 0.0)
+        wd = np.where(wid_ok, width, 0.0)
+        acc += [np.sum(w[r.status == 1]), np.sum(w[r.status == 0]), np.sum(w[r.status == 2]),
+                np.sum(w[has_int]), np.sum(w[has_int & (r.lower <= theta) & (theta <= r.upper)]),
+                np.sum(w[has_int & (r.lower > theta)]),
+                np.sum(w[est_ok]), np.sum(w * e), np.sum(w * e * e), np.sum(w[wid_ok]), np.sum(w * wd)]
+    p_pass, p_fail, p_inc, p_int, p_cov, p_miss, p_est, s_e, s_e2, p_wid, s_w = acc
+    mean = s_e / p_est if p_est > 0 else math.nan
+    var = max(s_e2 / p_est - mean * mean, 0.0) if p_est > 0 else math.nan
+    return ExactResult(
+        engine=engine, states=int(probs.size), true_value=float(theta),
+        pass_rate=float(p_pass), fail_rate=float(p_fail), inconclusive_rate=float(p_inc),
+        p_interval=float(p_int),
+        coverage=float(p_cov / p_int) if p_int > 0 else math.nan,
+        lower_miss_rate=float(p_miss / p_int) if p_int > 0 else math.nan,
+        mean_estimate=float(mean), bias=float(mean - theta), empirical_se=float(math.sqrt(var)),
+        mean_width=float(s_w / p_wid) if p_wid > 0 else math.nan)
+
+
+def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | None = 60.0,
+               advance=None) -> dict[str, np.ndarray]:
+    """Exact measures over a study grid: arrays ``[point, method, margin, alpha]``
+    (NaN where no engine applies or it would exceed ``max_seconds`` per evaluation) and
+    ``engine[point, method]`` ('' where none).  ``advance(1)`` after each (point, method)."""
+    from studies.engine.study_dataset import EXACT_MEASURES
+
+    P, M = len(points), len(refs)
+    out = {name: np.full((P, M, len(margins), len(alphas)), np.nan) for name in EXACT_MEASURES}
+    engines = np.full((P, M), "", dtype=object)
+    for p, (_, scenario) in enumerate(points):
+        for i, method in enumerate(resolved):
+            for c, alpha in enumerate(alphas):
+                engine, _ = exact_engine(scenario, method, alpha)
+                if engine is None:
+                    continue
+                for j, margin in enumerate(margins):
+                    try:
+                        res = exact_measures(scenario, method, margin, alpha, engine, max_seconds)
+                    except ExactUnsupported:
+                        engine = None
+                        break
+                    for name in EXACT_MEASURES:
+                        out[name][p, i, j, c] = getattr(res, name)
+                if engine is not None:
+                    engines[p, i] = engine
+            if advance is not None:
+                advance(1)
+    out["engine"] = engines
+    return out

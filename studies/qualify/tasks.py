@@ -1,0 +1,192 @@
+"""One qualification task: replications ``start .. stop-1`` of one scenario for some
+methods, and the per-scenario path that runs it (``run_task``; ``qualify(...,
+batched=False)``).  The batched path (``studies.qualify.batch``) gives the same counts.
+
+Randomness: a scenario's tables are ``simlab.sampling.table_source(scenario, policy.seed,
+policy.sampler)`` -- exactly the tables a study of that scenario and seed evaluates, each
+replication a pure function of (seed, scenario, replication index).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from methods.protocol import INCONCLUSIVE, PASS
+from methods.qualification import QualificationPolicy, nuisance_grid
+from simlab.scenario import PairedScenario
+from simlab.estimands import null_scenario, true_value
+
+_MAX_CELLS_PER_CHUNK = 1 << 21  # K * replications per generated chunk (32 MB of int32 tables)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Coordinates of one scenario at the null boundary."""
+    clusters: int
+    size: int
+    rho: float
+    margin: float
+    noise: int
+    baseline: float
+    discordance: float
+    stage: str = "grid"
+
+    @property
+    def cell(self) -> tuple[int, int, float, float, int]:
+        return (self.clusters, self.size, self.rho, self.margin, self.noise)
+
+    @property
+    def point(self) -> tuple:
+        return self.cell + (round(self.baseline, 12), round(self.discordance, 12))
+
+
+@dataclass
+class Counts:
+    n_reps: int = 0
+    n_pass: int = 0
+    n_inconclusive: int = 0
+    verdict: str | None = None  # of the counts as they stand, and their Clopper-Pearson
+    upper: float | None = None    # upper bound at the stage confidence (``Book`` keeps both current)
+
+    @property
+    def rate(self) -> float:
+        return self.n_pass / self.n_reps if self.n_reps else float("nan")
+
+
+def grid_specs(policy: QualificationPolicy, estimand: str) -> list[Spec]:
+    """Every grid scenario of the policy for methods of ``estimand``: each cell x its
+    (baseline, discordance) grid on that estimand's null boundary."""
+    dom = policy.domain
+    return [Spec(k, s, r, m, n, b, q) for (k, s, r, m, n) in dom.cells()
+            for (b, q) in nuisance_grid(dom, m, estimand)]
+
+
+def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> PairedScenario:
+    """The DGM of ``spec`` on the null boundary of ``estimand`` (``simlab.estimands.null_scenario``);
+    checks that the estimand's true value is ``-margin``."""
+    dom = policy.domain
+    sc = null_scenario(estimand, spec.baseline, spec.discordance, spec.margin, clusters=spec.clusters,
+                       cluster_size=dom.cluster_sizes[spec.size], rho=spec.rho,
+                       label_noise=dom.label_noise[spec.noise])
+    check_null(sc, spec, estimand)
+    return sc
+
+
+def check_null(sc: PairedScenario, spec: Spec, estimand: str, true: float | None = None) -> None:
+    """Raise unless ``estimand``'s true value in ``sc`` (``true``, when already known) is
+    ``-margin``: the scenario is on the null boundary of the estimand it is evaluated for."""
+    if true is None:
+        true = true_value(sc, estimand)
+    if abs(true + spec.margin) > 1e-12:
+        raise ValueError(f"scenario {spec}: true {estimand} value {true} is not on the null boundary "
+                         f"-{spec.margin}")
+
+
+def method_key(method) -> tuple:
+    """How a worker process finds the same method: registry name, options, wrapped method."""
+    from methods import registry
+
+    inner = getattr(method, "inner", None)
+    return (registry.reference(method), tuple(sorted(method.options.items())),
+            None if inner is None else registry.reference(inner))
+
+
+_RESOLVED: dict[tuple, Any] = {}
+
+
+def resolve_method(key: tuple):
+    if key not in _RESOLVED:
+        from methods import registry
+        name, options, inner = key
+        m = registry.get(name)
+        if inner is not None:
+            m = m.with_inner(inner)
+        if options and dict(options) != m.options:
+            m = m.with_options(**dict(options))
+        _RESOLVED[key] = m
+    return _RESOLVED[key]
+
+
+@dataclass(frozen=True)
+class Task:
+    """Replications ``start .. stop-1`` of one scenario for some methods."""
+    spec: Spec
+    methods: tuple[tuple, ...]   # method keys
+    start: int
+    stop: int
+
+
+def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]) -> dict[tuple, tuple[int, int]]:
+    """Pass and inconclusive counts of each method on the task's replication range (on the
+    studies engine's moment path when every method can take it: the same counts)."""
+    from studies.engine.runner import MOMENT_BATCH, moment_path
+    from simlab.sampling import table_source
+
+    spec = task.spec
+    scenario = scenario_of(policy, spec, estimands[0])
+    for e in estimands[1:]:
+        scenario_of(policy, spec, e)
+    source = table_source(scenario, policy.seed, policy.sampler)
+    methods = [(k, resolve_method(k)) for k in task.methods]
+    out = {k: [0, 0] for k, _ in methods}
+    n = task.stop - task.start
+    if moment_path(source, [m for _, m in methods]):
+        consts = {k: m.moment_consts(policy.alpha, spec.clusters) for k, m in methods}
+        buf = np.empty((min(MOMENT_BATCH, n), 3), np.int64)
+        for s in range(task.start, task.stop, MOMENT_BATCH):
+            stats = source.fill_moments(buf[:min(MOMENT_BATCH, task.stop - s)], s)
+            for k, m in methods:
+                with _naming(k, spec):
+                    r = m.batch_moments(stats, source.moment_size, spec.clusters, spec.margin, policy.alpha,
+                                        consts[k])
+                _add_status(r.status, out[k])
+        return {k: (v[0], v[1]) for k, v in out.items()}
+    chunk = max(1, _MAX_CELLS_PER_CHUNK // spec.clusters)
+    buf = np.empty((min(chunk, n), spec.clusters, 4), np.int32)
+    schedule = None
+    if any(m.sequential for _, m in methods):
+        from methods.sequential.base import LookSchedule
+        schedule = LookSchedule(looks=policy.domain.look_schedule(spec.clusters))
+    for s in range(task.start, task.stop, chunk):
+        tables = source.fill(buf[:min(chunk, task.stop - s)], s)
+        for k, m in methods:
+            with _naming(k, spec):
+                _add_status(outcomes(m, tables, spec.margin, policy, schedule), out[k])
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+@contextlib.contextmanager
+def _naming(key: tuple, spec: Spec):
+    """A method's refusal of a domain point, as an error naming the method and the point."""
+    try:
+        yield
+    except ValueError as exc:
+        raise ValueError(f"method {key[0]!r} cannot run at K={spec.clusters}, margin={spec.margin:g} of this "
+                         f"policy's domain: {exc}") from None
+
+
+def _add_status(status: np.ndarray, acc: list[int]) -> None:
+    acc[0] += int(np.count_nonzero(status == PASS))
+    acc[1] += int(np.count_nonzero(status == INCONCLUSIVE))
+
+
+def outcomes(m, tables, margin: float, policy: QualificationPolicy, schedule) -> np.ndarray:
+    """Per replication of ``tables``: a status array whose ``PASS`` entries are the passes
+    (a sequential method's promotions) and ``INCONCLUSIVE`` entries the inconclusive ones."""
+    if m.sequential:
+        from methods.sequential.base import PROMOTE
+        return np.where(m.batch(tables, schedule, margin, policy.alpha).decision == PROMOTE, PASS, 0).astype(np.int8)
+    return m.batch(tables, margin, policy.alpha).status
+
+
+def task_cost(policy: QualificationPolicy, task: Task) -> float:
+    """Relative cost of a task (replications x clusters x (trials + 2 per method))."""
+    return (task.stop - task.start) * task.spec.clusters * (
+        policy.domain.cluster_sizes[task.spec.size].mean() + 2.0 * len(task.methods))
+
+
+def _run_batch(policy, batch, estimands):
+    return [(i, run_task(policy, t, estimands)) for i, t in batch]
