@@ -287,7 +287,7 @@ class FixedMethod(DecisionMethod):
     prepare: Callable = _default_prepare
 
     kind = "fixed"
-    DECISION_PATH = ("batch", "consts", "analyze")
+    DECISION_PATH = ("decide", "batch", "consts", "analyze")
 
     def consts(self, alpha: float, tables: np.ndarray) -> np.ndarray:
         check_alpha(alpha)
@@ -305,6 +305,13 @@ class FixedMethod(DecisionMethod):
         status = np.empty(R, np.int8)
         self.kernel(tables, float(margin), consts, lower, upper, estimate, status)
         return BatchResult(self.name, lower, upper, estimate, status)
+
+    def decide(self, tables: np.ndarray, margin: float, alpha: float, schedule: Any = None) -> BatchResult:
+        """The protocol's one entry for a batch, fixed or sequential (``SequentialMethod.decide``
+        takes the look schedule): per-replication ``status`` (and bounds, estimates)."""
+        if schedule is not None:
+            raise ValueError(f"method {self.name!r} is fixed-sample: it takes no look schedule")
+        return self.batch(tables, margin, alpha)
 
     def analyze(self, table: Any, margin: float, alpha: float = 0.025) -> IntervalResult:
         """One experiment's ``(K, 4)`` per-cluster tables through the same kernel (R = 1)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import platform
@@ -136,8 +135,7 @@ def make_attrs(kind: str, *, title: str, spec_json: str | None = None, spec_hash
     if kind not in DATASET_KINDS:
         raise ValueError(f"dataset kind must be one of {', '.join(DATASET_KINDS)}, got {kind!r}")
     if spec_json is not None and spec_hash is None:
-        import rfc8785
-        spec_hash = hashlib.sha256(rfc8785.dumps(json.loads(spec_json))).hexdigest()
+        spec_hash = content_hash(json.loads(spec_json))
     attrs: dict[str, Any] = {
         "title": title,
         "dataset_kind": kind,
@@ -291,3 +289,4 @@ def open_dataset(path: str | Path):
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
            "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset",
            "check_output_path", "check_output_dir"]
+from simlab.hashing import content_hash

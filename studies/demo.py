@@ -29,7 +29,8 @@ from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
 
 from studies.exact.fixed import exact_engine, exact_grid, exact_measures
-from studies.engine.runner import RunInfo, ScenarioCounts, _now, evaluate_scenario
+from studies.engine.chunks import RunInfo, timestamp
+from studies.engine.runner import ScenarioCounts, evaluate_scenario
 from studies.engine.spec import MethodRef, StudySpec
 
 SEED_CELLS = (0.96, 0.04, 0.0, 0.0)
@@ -99,10 +100,10 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
 
     from studies.plots.study import plot_dataset
     from studies.datasets import save_dataset
-    from studies.engine.study_dataset import build_dataset
+    from studies.engine.study_dataset import build_study_dataset
 
     t_start = time.perf_counter()
-    started = _now()
+    started = timestamp()
     names = registry.names("fixed")
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
@@ -154,9 +155,9 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
     seed_counts = _grouped_counts(s0, refs, plan, seed)
     seed_meas = seed_counts.measures()
     info = RunInfo(tasks=len(points), computed=len(points), started=started)
-    info.finished = _now()
+    info.finished = timestamp()
     info.seconds = time.perf_counter() - t_start
-    ds = build_dataset(spec, points, counts, methods, refs, exact_rows, info, kind="demo")
+    ds = build_study_dataset(spec, points, counts, methods, refs, exact_rows, info, kind="demo")
     ds.attrs["replications_by_method"] = json.dumps(plan, sort_keys=True)
     out = Path(out_dir)
     say(f"4/4 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")

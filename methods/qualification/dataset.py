@@ -13,7 +13,7 @@ from .record import ScenarioTable
 from .verdicts import MC_RULE, VERDICTS
 
 
-def build_dataset(policy: QualificationPolicy, method_identity: dict, scen: ScenarioTable, software: dict[str, str]):
+def build_qualification_dataset(policy: QualificationPolicy, method_identity: dict, scen: ScenarioTable, software: dict[str, str]):
     import xarray as xr
 
     dom = policy.domain

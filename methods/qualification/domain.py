@@ -4,7 +4,6 @@ value = -margin; ``simlab.estimands`` builds the scenarios)."""
 from __future__ import annotations
 
 import itertools
-import math
 
 from pydantic import Field, field_validator, model_validator
 
@@ -134,7 +133,8 @@ class QualificationDomain(FrozenModel):
         """Sequential methods: ``looks`` equally spaced looks, cumulative clusters ceil(j K / L)."""
         if self.looks is None:
             raise ValueError("this domain declares no look schedule (looks)")
-        return tuple(int(math.ceil(j * clusters / self.looks)) for j in range(1, self.looks + 1))
+        from methods.sequential.base import LookSchedule
+        return LookSchedule.equally_spaced(self.looks, clusters).looks
 
     def cells(self) -> list[tuple[int, int, float, float, int]]:
         """Discrete cells ``(clusters, size index, rho, margin, noise index)``."""

@@ -78,6 +78,16 @@ class LookSchedule(BaseModel):
         return cls(looks=tuple(range(step, last + 1, step)), unit=unit)
 
     @classmethod
+    def equally_spaced(cls, n_looks: int, last: int, unit: str = "clusters") -> "LookSchedule":
+        """``n_looks`` looks at ``ceil(j last / n_looks)``, j = 1..n_looks (the one spacing rule of
+        qualification domains, certificates and power frames)."""
+        if not isinstance(n_looks, int) or n_looks < 1:
+            raise ValueError(f"the number of looks must be a positive integer, got {n_looks!r}")
+        if n_looks > last:
+            raise ValueError(f"{n_looks} looks need at least {n_looks} {unit}, got {last}")
+        return cls(looks=tuple(-(-j * last // n_looks) for j in range(1, n_looks + 1)), unit=unit)
+
+    @classmethod
     def parse(cls, text: str, unit: str = "clusters") -> "LookSchedule":
         """``"50,100,150"`` or ``"50:500:50"`` (start:stop:step, stop inclusive)."""
         text = text.strip()
@@ -227,6 +237,11 @@ class SequentialBatchResult:
     def n_reps(self) -> int:
         return int(self.decision.shape[0])
 
+    @property
+    def status(self) -> np.ndarray:
+        """The decisions as protocol status codes (the fixed-sample results' ``status``)."""
+        return self.decision
+
     def promote_count(self) -> int:
         return int(np.count_nonzero(self.decision == PROMOTE))
 
@@ -329,7 +344,7 @@ class SequentialMethod(DecisionMethod):
     units: tuple[str, ...] = ("clusters", "trials")
 
     kind = "sequential"
-    DECISION_PATH = ("batch", "_check", "evaluate_looks", "_combine", "statuses_at", "analyze")
+    DECISION_PATH = ("decide", "batch", "_check", "evaluate_looks", "_combine", "statuses_at", "analyze")
 
     def with_inner(self, inner: Any) -> "SequentialMethod":
         """Wrap another fixed-sample method (a FixedMethod or a registered name)."""
@@ -376,6 +391,14 @@ class SequentialMethod(DecisionMethod):
         ends = schedule.look_ends(tables)
         status, bound, estimate = self.evaluate_looks(tables, ends, schedule, margin, alpha)
         return self._combine(tables, ends, schedule, status, bound, estimate)
+
+    def decide(self, tables: np.ndarray, margin: float, alpha: float, schedule: LookSchedule | None = None
+               ) -> SequentialBatchResult:
+        """The protocol's one entry for a batch (``FixedMethod.decide`` without a schedule):
+        per-replication ``status`` = the decision (promote counts as a pass)."""
+        if schedule is None:
+            raise ValueError(f"method {self.label!r} is sequential: it needs a look schedule")
+        return self.batch(tables, schedule, margin, alpha)
 
     def _combine(self, tables, ends, schedule, status, bound, estimate) -> SequentialBatchResult:
         R = tables.shape[0]

@@ -100,6 +100,8 @@ def run_study_run(args: argparse.Namespace) -> None:
     import os
     from pathlib import Path
 
+    from simlab.hashing import short
+
     import numpy as np
 
     from simlab.cli._backend import executor_from_args
@@ -112,7 +114,7 @@ def run_study_run(args: argparse.Namespace) -> None:
         flag = "--restart" if args.restart else "--work-dir"
         raise UsageError(f"{flag} concerns the on-disk chunks that --no-checkpoint turns off; give one of them", flag)
     spec = load_spec(args.spec)
-    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{spec.hash[:12]}.nc"
+    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
     chunk = args.chunk_size or spec.chunk_size
     workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs

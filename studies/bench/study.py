@@ -120,7 +120,8 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     from simlab.sampling import table_source
 
     from studies.exact.fixed import exact_measures
-    from studies.engine.runner import moment_path, run_study
+    from studies.engine.evaluate import moment_path
+    from studies.engine.runner import run_study
     from studies.engine.spec import parse_spec
 
     cores = n_jobs or _cores()

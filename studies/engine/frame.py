@@ -19,29 +19,39 @@ import numpy as np
 
 from methods.protocol import PASS
 from methods.qualification import cp_lower, cp_upper
+from studies.engine.evaluate import Block, PassCounts, evaluate
 
 _MAX_CELLS_PER_CHUNK = 1 << 22
 EXACT_MAX_STATES = 400_000         # states of the exact law the kernel is run on
 EXACT_MAX_CELLS = 120_000_000      # states x clusters (the representative tables' size)
 
 
+def look_schedule(k: int, looks: int | None):
+    """``looks`` equally spaced looks at cumulative cluster counts ``ceil(j K / looks)``
+    (``methods.sequential.base.LookSchedule.equally_spaced``)."""
+    from methods.sequential.base import LookSchedule
+    return LookSchedule.equally_spaced(looks or 1, k)
+
+
 def pass_count(method, tables: np.ndarray, margin: float, alpha: float, looks: int | None = None) -> int:
     """Replications in ``tables[R, K, 4]`` that pass (fixed) or promote (sequential)."""
-    if method.sequential:
-        from methods.sequential.base import PROMOTE
-        r = method.batch(np.ascontiguousarray(tables), look_schedule(tables.shape[1], looks), margin, alpha)
-        return int(np.count_nonzero(r.decision == PROMOTE))
-    r = method.batch(np.ascontiguousarray(tables), margin, alpha)
-    return int(np.count_nonzero(r.status == PASS))
+    counts = PassCounts(1)
+    evaluate(_Prefixes(tables, [tables.shape[1]]), 0, tables.shape[0], [method], (margin,), (alpha,), counts,
+             schedule=(lambda k: look_schedule(k, looks)) if method.sequential else None)
+    return counts.counts[0][0]
 
 
-def look_schedule(k: int, looks: int | None):
-    """``looks`` equally spaced looks at cumulative cluster counts ceil(j K / looks)."""
-    from methods.sequential.base import LookSchedule
-    n = looks or 1
-    if n > k:
-        raise ValueError(f"{n} looks need at least {n} clusters, got K={k}")
-    return LookSchedule(looks=tuple(int(math.ceil(j * k / n)) for j in range(1, n + 1)))
+class _Prefixes:
+    """Blocks of the prefixes ``tables[lo:, :k]`` of one frame of tables (``tag`` = k)."""
+
+    def __init__(self, tables: np.ndarray, ks, lows=None):
+        self.tables, self.ks = tables, list(ks)
+        self.lows = lows or [0] * len(self.ks)
+
+    def blocks(self, start, stop, methods):
+        for k, lo in zip(self.ks, self.lows):
+            if lo < self.tables.shape[0]:
+                yield Block(k, tables=np.ascontiguousarray(self.tables[lo:, :k, :]), tag=k)
 
 
 def ci(x: int, n: int, level: float) -> tuple[float, float]:
@@ -79,17 +89,23 @@ class PowerFrame:
             return
         chunk = max(1, _MAX_CELLS_PER_CHUNK // self.k_frame)
         buf = np.empty((min(chunk, n_reps - start), self.k_frame, 4), np.int32)
+        schedule = (lambda k: look_schedule(k, self.looks)) if self.method.sequential else None
         for s in range(start, n_reps, chunk):
             e = min(s + chunk, n_reps)
             tables = self.source.fill(buf[:e - s], s)
             self.replications_generated += e - s
-            for k in ks:
-                c = self.counts[k]
-                if c[0] >= e:
-                    continue
-                lo = max(c[0], s) - s
-                c[1] += pass_count(self.method, tables[lo:, :k, :], self.margin, self.alpha, self.looks)
-                c[0] = e
+            todo = [k for k in ks if self.counts[k][0] < e]
+            lows = [max(self.counts[k][0], s) - s for k in todo]
+            passes = {}
+
+            def tally(i, j, c, res, block):
+                passes[block.tag] = int(np.count_nonzero(res.status == PASS))
+
+            evaluate(_Prefixes(tables, todo, lows), 0, e - s, [self.method], (self.margin,), (self.alpha,), tally,
+                     schedule=schedule)
+            for k in todo:
+                self.counts[k][1] += passes[k]
+                self.counts[k][0] = e
 
     def power(self, k: int) -> float:
         n, x = self.counts[k]

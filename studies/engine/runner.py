@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -37,11 +36,9 @@ from simlab.scenario import PairedScenario
 from studies.engine import device as _device
 from studies.engine import tally as _tally
 from studies.engine.measures import measures as _measures
+from studies.engine.evaluate import ScenarioRows, evaluate
 from studies.engine.spec import MethodRef, StudySpec, as_method_refs
 
-BATCH_BYTES = 8 << 20  # table buffer per batch (fits a typical L2/L3 slice)
-MAX_BATCH = 16_384
-MOMENT_BATCH = 65_536  # rows of (k, S1, S2) per batch on the moment path
 
 
 @dataclass
@@ -109,43 +106,6 @@ def _resolve(methods) -> tuple[tuple[MethodRef, ...], list]:
     return refs, [r.resolve("fixed") for r in refs]
 
 
-def _batch_size(clusters: int) -> int:
-    return int(max(1, min(MAX_BATCH, BATCH_BYTES // (16 * max(clusters, 1)))))
-
-
-def evaluate_tables(tables: np.ndarray, methods: Sequence, thetas: Sequence[float], margins: Sequence[float],
-                    alphas: Sequence[float], out: np.ndarray) -> None:
-    """Add the tallies of every method x margin x alpha on ``tables`` to ``out``."""
-    for i, m in enumerate(methods):
-        for c, alpha in enumerate(alphas):
-            for j, margin in enumerate(margins):
-                r = m.batch(tables, margin, alpha)
-                _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
-
-
-def moment_path(source: TableSource, methods: Sequence) -> bool:
-    """True when every method can decide from cluster moments and ``source`` can draw
-    them: the runner then skips the tables (bitwise-identical tallies, tested)."""
-    return source.moment_size is not None and all(
-        getattr(m, "moments_kernel", None) is not None for m in methods)
-
-
-def _evaluate_moments(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
-                      out: np.ndarray, batch: int | None) -> None:
-    K, m = source.clusters, source.moment_size
-    consts = [[meth.moment_consts(alpha, K) for alpha in alphas] for meth in methods]
-    b = batch or MOMENT_BATCH
-    buf = np.empty((min(b, stop - start), 3), np.int64)
-    for s in range(start, stop, b):
-        n = min(b, stop - s)
-        stats = source.fill_moments(buf[:n], s)
-        for i, meth in enumerate(methods):
-            for c, alpha in enumerate(alphas):
-                for j, margin in enumerate(margins):
-                    r = meth.batch_moments(stats, m, K, margin, alpha, consts[i][c])
-                    _tally.tally_batch(r.status, r.estimate, r.lower, r.upper, float(thetas[i]), out[i, j, c])
-
-
 def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start: int, stop: int,
                     batch: int | None = None, moments: bool = True, device: str = "cpu") -> np.ndarray:
     out = np.zeros((len(methods), len(margins), len(alphas), _tally.NF), np.int64)
@@ -154,17 +114,11 @@ def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start
 
         evaluate_moments_gpu(source, methods, thetas, margins, alphas, start, stop, out, batch)
         return out
-    if stop <= start:
-        return out
-    if moments and moment_path(source, methods):
-        _evaluate_moments(source, methods, thetas, margins, alphas, start, stop, out, batch)
-        return out
-    b = batch or _batch_size(source.clusters)
-    buf = np.empty((min(b, stop - start), source.clusters, 4), np.int32)
-    for s in range(start, stop, b):
-        n = min(b, stop - s)
-        tables = source.fill(buf[:n], s)
-        evaluate_tables(tables, methods, thetas, margins, alphas, out)
+
+    def tally(i, j, c, res, block):
+        _tally.tally_batch(res.status, res.estimate, res.lower, res.upper, float(thetas[i]), out[i, j, c])
+
+    evaluate(ScenarioRows(source, moments=moments, batch=batch), start, stop, methods, margins, alphas, tally)
     return out
 
 
@@ -211,42 +165,6 @@ def run_key(spec: StudySpec, chunk_size: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-@dataclass
-class RunInfo:
-    """What happened in :func:`run_study` (also stored in the dataset's attrs)."""
-    tasks: int = 0
-    computed: int = 0
-    resumed: int = 0
-    started: str = ""
-    finished: str = ""
-    seconds: float = 0.0
-    work_dir: str | None = None
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def _chunk_path(run_dir: Path, task: tuple[int, int, int]) -> Path:
-    return run_dir / f"t{task[0]:05d}_{task[1]}_{task[2]}.npz"
-
-
-def _chunk_check(task: tuple[int, int, int]):
-    """A chunk's tallies must count exactly the task's replications in every cell."""
-    n = task[2] - task[1]
-
-    def check(arr: np.ndarray) -> str:
-        F = _tally.F
-        if np.any(arr[..., F["n_reps"]] != n):
-            return f"counts {int(arr[..., F['n_reps']].min())}..{int(arr[..., F['n_reps']].max())} replications, " \
-                   f"the task has {n}"
-        if np.any(arr[..., F["n_pass"]] + arr[..., F["n_fail"]] + arr[..., F["n_inconclusive"]] != n) \
-                or np.any(arr[..., [F[f] for f in _tally.FIELDS if f.startswith("n_")]] < 0):
-            return "inconsistent counts"
-        return ""
-    return check
-
-
 def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, work_dir: str | Path | None = None,
               resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
               on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None,
@@ -256,28 +174,25 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
 
     ``n_jobs``: local worker processes (-1 = all cores), or ``executor`` (a
     ``studies.engine.executor.Executor``: serial, joblib or dask; the caller keeps it open).
-    ``chunk_size``: replications per task (default ``spec.chunk_size``).  ``work_dir``:
-    where finished chunks are kept while the run is going (a sub-folder per run key,
-    locked against a second run); with ``resume`` an earlier interrupted run's chunks are
-    reused after checking their run key, task key, checksum and counts (a chunk that
-    fails is recomputed and reported to ``on_rejected(path, why)``).  ``out``: write the
-    dataset there (atomically; the path is checked and locked before any work); the
-    chunks are removed only after that write, unless ``keep_chunks``.  ``progress``: rich
-    progress bar on an interactive terminal (None = only for long runs).
-    ``on_task_done(done, total)`` is called after each finished chunk is saved.
-    ``exact``: add exact results where an exact engine applies (default ``spec.exact``).
-    ``moments=False``: never take the moment path (same results; for benchmarks).
-    ``device``: 'cpu' or 'gpu' (default: ``studies.engine.device``'s selection); on the GPU the
-    tasks run one after another in this process, whatever ``n_jobs`` or ``executor``."""
-    from studies.datasets import check_output_path, save_dataset, save_json
-    from studies.engine.durable import exclusive, load_chunk, save_chunk
+    ``chunk_size``: replications per task (default ``spec.chunk_size``).  ``work_dir``,
+    ``resume``, ``keep_chunks``, ``on_rejected``: finished chunks kept on disk so that an
+    interrupted run resumes (``studies.engine.chunks``).  ``out``: write the dataset there
+    (atomically; the path is checked and locked before any work); the chunks are removed only
+    after that write.  ``progress``: rich progress bar on an interactive terminal (None =
+    only for long runs).  ``on_task_done(done, total)`` is called after each finished chunk
+    is saved.  ``exact``: add exact results where an exact engine applies (default
+    ``spec.exact``).  ``moments=False``: never take the moment path (same results; for
+    benchmarks).  ``device``: 'cpu' or 'gpu' (default: ``studies.engine.device``'s
+    selection); on the GPU the tasks run one after another in this process, whatever
+    ``n_jobs`` or ``executor``."""
+    from simlab.progress import progress_bar
+    from studies.datasets import check_output_path, save_dataset
+    from studies.engine.chunks import ChunkedRun, study_check
+    from studies.engine.durable import exclusive
     from studies.engine.executor import SerialExecutor, as_executor
-    from studies.engine.study_dataset import build_dataset
+    from studies.engine.study_dataset import build_study_dataset
 
     device = _device.resolve(device)
-
-    t0 = time.perf_counter()
-    info = RunInfo(started=_now())
     chunk = int(chunk_size or spec.chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk}")
@@ -288,63 +203,27 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
     n = spec.n_replications
     tasks = [(si, s, min(s + chunk, n)) for si in range(len(points)) for s in range(0, n, chunk)]
     shape = (len(refs), len(spec.margins), len(spec.alphas), _tally.NF)
-    info.tasks = len(tasks)
-    results: dict[tuple[int, int, int], np.ndarray] = {}
-    run_dir = key = None
+    key = run_key(spec, chunk) if work_dir is not None else ""
     with contextlib.ExitStack() as stack:
         if out is not None:
             stack.enter_context(exclusive(out.with_name(f".{out.name}.lock"), f"output {out}"))
-        if work_dir is not None:
-            key = run_key(spec, chunk)
-            run_dir = Path(work_dir) / key
-            run_dir.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(exclusive(run_dir / ".lock", f"work directory {run_dir}"))
-            info.work_dir = str(run_dir)
-            meta = run_dir / "run.json"
-            if not meta.exists():
-                save_json({"run_key": key, "spec": json.loads(spec.to_json())}, meta)
-            if resume:
-                for t in tasks:
-                    f = _chunk_path(run_dir, t)
-                    if f.exists():
-                        arr, why = load_chunk(f, key, t, shape, _chunk_check(t))
-                        if arr is not None:
-                            results[t] = arr
-                        elif on_rejected is not None:
-                            on_rejected(f, why)
-            info.resumed = len(results)
-        todo = [t for t in tasks if t not in results]
+        run = stack.enter_context(ChunkedRun(key, tasks, shape, study_check, work_dir=work_dir, resume=resume,
+                                             keep_chunks=keep_chunks, on_rejected=on_rejected,
+                                             spec_json=spec.to_json()))
         total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
         show = progress if progress is not None else total_work > 20_000_000
         payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments,
-                     device) for si, s, e in todo]
-
-        from simlab.progress import progress_bar
-
-        done = len(results)
+                     device) for si, s, e in run.todo]
         ex, owned = (SerialExecutor(), True) if device == "gpu" else as_executor(executor, n_jobs)
         if owned:
             stack.enter_context(ex)
-        with progress_bar(sum(e - s for _, s, e in tasks), f"study {spec.name}", enabled=bool(show)) as advance:
-            advance(sum(e - s for (_, s, e) in results))
-            for i, arr in ex.imap(_task, payloads):
-                t = todo[i]
-                if run_dir is not None:
-                    save_chunk(_chunk_path(run_dir, t), arr, key, t)
-                results[t] = arr
-                info.computed += 1
-                done += 1
-                advance(t[2] - t[1])
-                if on_task_done is not None:
-                    on_task_done(done, len(tasks))
-        counts = []
-        for si, (coords, scenario) in enumerate(points):
-            tot = np.zeros(shape, np.int64)
-            for s in range(0, n, chunk):
-                tot = _tally.add(tot, results[(si, s, min(s + chunk, n))])
-            thetas = np.array([m.true_value(scenario) for m in resolved])
-            counts.append(ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
-                                         thetas, tot, source_name(scenario, spec.sampler), [(0, n)]))
+        with progress_bar(n * len(points), f"study {spec.name}", enabled=bool(show)) as advance:
+            run.run(ex, _task, payloads, advance, on_task_done)
+        totals = run.totals(len(points))
+        counts = [ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
+                                 np.array([m.true_value(scenario) for m in resolved]), tot,
+                                 source_name(scenario, spec.sampler), [(0, n)])
+                  for (_, scenario), tot in zip(points, totals)]
         exact_rows = None
         if exact if exact is not None else spec.exact:
             from studies.exact.fixed import exact_grid
@@ -352,18 +231,8 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
             with progress_bar(len(points) * len(refs), f"study {spec.name}: exact values",
                               enabled=bool(show)) as advance:
                 exact_rows = exact_grid(points, refs, resolved, spec.margins, spec.alphas, advance=advance)
-        info.finished = _now()
-        info.seconds = time.perf_counter() - t0
-        ds = build_dataset(spec, points, counts, resolved, refs, exact_rows, info)
+        ds = build_study_dataset(spec, points, counts, resolved, refs, exact_rows, run.info)
         if out is not None:
             save_dataset(ds, out)  # durable (fsync + rename) before any chunk goes
-        if run_dir is not None and not keep_chunks:
-            for f in run_dir.iterdir():
-                if f.name != ".lock":
-                    f.unlink()
-    if run_dir is not None and not keep_chunks:
-        with contextlib.suppress(OSError):  # another run may have started in it meanwhile
-            run_dir.rmdir()
+        run.finish()
     return ds
-
-

@@ -34,11 +34,12 @@ methods; NaN elsewhere).  ``attrs["dataset_kind"] = "sequential"`` (``studies/SC
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
-import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numba as nb
 import numpy as np
@@ -53,13 +54,14 @@ from simlab.sampling import table_source
 from simlab.scenario import PairedScenario
 
 from studies.datasets import dataset_kind, describe, make_attrs, method_identity
+from studies.engine.chunks import ChunkedRun, replication_check
+from studies.engine.evaluate import ScenarioRows, evaluate
 from studies.engine.measures import NULL_TOL, put_rate, rate
 from studies.engine.study_dataset import to_python
 from studies.engine.spec import GridSpec, ScenarioTemplate, plural_alias, read_spec_file, validate_spec
 
 STUDY_KIND = "sequential"
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
-BATCH_BYTES = 8 << 20
 
 
 # ---------------------------------------------------------------- the spec
@@ -152,33 +154,24 @@ def tally_sequential(decision, stop_look, clusters, trials, bound, theta, L, out
 
 
 
-def _batch_size(clusters: int) -> int:
-    return int(max(1, min(16_384, BATCH_BYTES // (16 * max(clusters, 1)))))
-
-
 def evaluate_sequential(scenario: PairedScenario, methods: Sequence[SequentialMethod], schedule: LookSchedule,
                         margins: Sequence[float], alpha: float, replications: int, seed: int, start: int = 0,
                         sampler: str = "auto", batch: int | None = None) -> np.ndarray:
-    """int64[method, margin, NS + 3L]: tallies of replications ``start .. start + replications - 1``;
-    every method and margin sees the same tables (common random numbers)."""
+    """int64[method, margin, NS + 3L]: tallies of replications ``start .. start + replications - 1``
+    through the engine's one loop (``studies.engine.evaluate``); every method and margin sees
+    the same tables (common random numbers)."""
     if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
         raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
     L = schedule.n_looks
     out = np.zeros((len(methods), len(margins), n_fields(L)), np.int64)
-    if replications == 0:
-        return out
     thetas = [m.true_value(scenario) for m in methods]
-    source = table_source(scenario, seed, sampler)
-    b = batch or _batch_size(scenario.clusters)
-    buf = np.empty((min(b, replications), scenario.clusters, 4), np.int32)
-    for s in range(start, start + replications, b):
-        n = min(b, start + replications - s)
-        tables = source.fill(buf[:n], s)
-        for i, m in enumerate(methods):
-            for j, margin in enumerate(margins):
-                res = m.batch(tables, schedule, float(margin), float(alpha))
-                tally_sequential(res.decision, res.stop_look, res.clusters, res.trials, res.bound,
-                                 float(thetas[i]), L, out[i, j])
+
+    def tally(i, j, c, res, block):
+        tally_sequential(res.decision, res.stop_look, res.clusters, res.trials, res.bound, float(thetas[i]), L,
+                         out[i, j])
+
+    rows = ScenarioRows(table_source(scenario, seed, sampler), moments=False, batch=batch)
+    evaluate(rows, start, start + replications, methods, margins, (alpha,), tally, schedule=schedule)
     return out
 
 
@@ -272,52 +265,74 @@ def _task(scenario, refs, schedule, margins, alpha, seed, sampler, start, stop):
     return evaluate_sequential(scenario, methods, schedule, margins, alpha, stop - start, seed, start, sampler)
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+def sequential_run_key(spec: SequentialStudySpec, chunk_size: int) -> str:
+    """Identity of a sequential run's chunk files: spec hash, method identities, samplers, chunking."""
+    from simlab.generate import GENERATOR_VERSION
+    from simlab.sampling import COMPOSITION_VERSION
+
+    ids = [r.resolve("sequential").identity.as_dict() for r in spec.methods]
+    blob = json.dumps({"kind": STUDY_KIND, "spec": spec.hash, "methods": ids, "composition": COMPOSITION_VERSION,
+                       "generator": GENERATOR_VERSION, "chunk": int(chunk_size)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _sequential_check(L: int):
+    return lambda task: replication_check(task, {"n_reps": S["n_reps"], "n_promote": S["n_promote"],
+                                                 "n_harm": S["n_harm"], "n_no_promotion": S["n_no_promotion"]})
 
 
 def run_sequential_study(spec: SequentialStudySpec, n_jobs: int = 1, chunk_size: int | None = None,
-                         progress: bool = False, executor=None) -> xr.Dataset:
+                         progress: bool = False, executor=None, work_dir: str | Path | None = None,
+                         resume: bool = True, keep_chunks: bool = False, out: str | Path | None = None,
+                         on_rejected: Callable[[Path, str], Any] | None = None) -> xr.Dataset:
     """Run ``spec`` on ``n_jobs`` local processes or through ``executor``
     (``studies.engine.executor``); tallies are integers, so the dataset is identical for any
-    backend, worker count and chunk size (replication r depends only on (seed, scenario, r))."""
+    backend, worker count and chunk size (replication r depends only on (seed, scenario, r)).
+    ``work_dir``, ``resume``, ``keep_chunks``, ``on_rejected``, ``out``: as ``run_study`` --
+    an interrupted run resumes from its checked chunks (``studies.engine.chunks``)."""
     from simlab.progress import progress_bar
 
+    from studies.datasets import check_output_path, save_dataset
+    from studies.engine.durable import exclusive
     from studies.engine.executor import as_executor
 
-    t0 = time.perf_counter()
-    started = _now()
     refs = spec.methods
     methods = [r.resolve("sequential") for r in refs]
     for m in methods:
         if spec.schedule.unit not in m.units:
             raise ValueError(f"method {m.label!r} needs a look schedule in {' or '.join(m.units)}")
+    if out is not None:
+        out = check_output_path(out)
     points = spec.points()
     n = spec.replications
     chunk = int(chunk_size or spec.chunk_size)
     if chunk < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk}")
     tasks = [(si, s, min(s + chunk, n)) for si in range(len(points)) for s in range(0, n, chunk)]
-    payloads = [(points[si][1], refs, spec.schedule, spec.margins, spec.alpha, spec.seed, spec.sampler, s, e)
-                for si, s, e in tasks]
     L = spec.schedule.n_looks
-    totals = [np.zeros((len(refs), len(spec.margins), n_fields(L)), np.int64) for _ in points]
-    ex, owned = as_executor(executor, n_jobs)
-    try:
-        with progress_bar(n * len(points), f"sequential study {spec.name}", enabled=progress) as advance:
-            for i, arr in ex.imap(_task, payloads):
-                si, s, e = tasks[i]
-                totals[si] += arr
-                advance(e - s)
-    finally:
+    shape = (len(refs), len(spec.margins), n_fields(L))
+    key = sequential_run_key(spec, chunk) if work_dir is not None else ""
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(exclusive(out.with_name(f".{out.name}.lock"), f"output {out}"))
+        run = stack.enter_context(ChunkedRun(key, tasks, shape, _sequential_check(L), work_dir=work_dir,
+                                             resume=resume, keep_chunks=keep_chunks, on_rejected=on_rejected,
+                                             spec_json=spec.to_json()))
+        payloads = [(points[si][1], refs, spec.schedule, spec.margins, spec.alpha, spec.seed, spec.sampler, s, e)
+                    for si, s, e in run.todo]
+        ex, owned = as_executor(executor, n_jobs)
         if owned:
-            ex.close()
-    exact_rows = [exact_point(sc, methods, spec.schedule, spec.margins, spec.alpha) for _, sc in points] \
-        if spec.exact else None
-    seconds = time.perf_counter() - t0
-    return build_sequential_dataset(spec, points, methods, totals, exact_rows,
-                                    {"started": started, "finished": _now(), "seconds": seconds,
-                                     "tasks": len(tasks)})
+            stack.enter_context(ex)
+        with progress_bar(n * len(points), f"sequential study {spec.name}", enabled=progress) as advance:
+            run.run(ex, _task, payloads, advance)
+        totals = run.totals(len(points))
+        exact_rows = [exact_point(sc, methods, spec.schedule, spec.margins, spec.alpha) for _, sc in points] \
+            if spec.exact else None
+        ds = build_sequential_dataset(spec, points, methods, totals, exact_rows, run.info)
+        if out is not None:
+            save_dataset(ds, out)
+        run.finish()
+    return ds
 
 
 def _coord_values(values) -> np.ndarray:
@@ -378,10 +393,11 @@ def build_sequential_dataset(spec, points, methods, totals, exact_rows, info) ->
         alpha=float(spec.alpha),
         replications=int(spec.replications),
         mc_confidence=float(spec.mc_confidence),
-        started=info["started"],
-        finished=info["finished"],
-        run_seconds=float(info["seconds"]),
-        run_tasks=int(info["tasks"]),
+        started=info.started,
+        finished=info.finished,
+        run_seconds=float(info.seconds),
+        run_tasks=int(info.tasks),
+        run_tasks_resumed=int(info.resumed),
         measures_reference=MORRIS,
         null_rule="false_promotion_rate where true_value <= -margin (boundary included); power otherwise",
         decisions={"no_promotion": NO_PROMOTION, "promote": PROMOTE, "stop_for_harm": STOP_HARM},

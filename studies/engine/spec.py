@@ -30,7 +30,6 @@ grid lists its fields (that order is also the order of the dataset's dimensions)
 """
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
@@ -42,6 +41,7 @@ from typing import Any, Literal
 import rfc8785
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from simlab.hashing import bytes_hash
 from methods.ref import MethodRef, as_method_refs
 from simlab.models import FrozenModel
 from simlab.rng import MAX_REPLICATIONS
@@ -242,7 +242,8 @@ class GridSpec(FrozenModel):
 
     @cached_property
     def hash(self) -> str:
-        return hashlib.sha256(self.canonical_json()).hexdigest()
+        """``sha256:<hex>`` of the canonical JSON (``simlab.hashing``)."""
+        return bytes_hash(self.canonical_json())
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), sort_keys=True)

@@ -35,7 +35,7 @@ def _strings(a) -> np.ndarray:
     return np.asarray(a, dtype=object)
 
 
-def build_dataset(spec, points, counts, resolved, refs, exact_rows, info, kind: str = "study") -> xr.Dataset:
+def build_study_dataset(spec, points, counts, resolved, refs, exact_rows, info, kind: str = "study") -> xr.Dataset:
     """Assemble the dataset of a run (see the module docstring); ``kind`` is ``study`` or
     ``demo`` (``studies/SCHEMA.md``)."""
     dims = spec.dims
@@ -142,5 +142,5 @@ def to_python(v):
 
 # save_dataset / open_dataset live in studies.datasets (the one writer); re-exported here
 # because study callers read and write through this module.
-__all__ = ["build_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "to_python",
+__all__ = ["build_study_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "to_python",
            "select_level", "COUNTS", "MEASURES"]

@@ -41,13 +41,13 @@ from simlab.sampling.shared import SharedComposition, recording, shared_law
 from simlab.sampling.sources import composition_key
 from simlab.estimands import true_value
 
-from studies.qualify.tasks import (_MAX_CELLS_PER_CHUNK, Spec, Task, _naming, check_null, outcomes, resolve_method,
-                            scenario_of, task_cost)
+from studies.engine.evaluate import Block, MethodError, evaluate
+from studies.qualify.tasks import Spec, Task, check_null, look_schedule, refusal, resolve_method, scenario_of, task_cost
 
 TASKS_PER_BATCH = 256   # tasks per batch on one worker (bounds the shared tables' memory)
 MOMENT_ROWS = 1 << 18   # (k, S1, S2) rows per moment chunk (6 MB)
-TABLE_CELLS = _MAX_CELLS_PER_CHUNK  # clusters x replications per table chunk (32 MB of int32 tables)
-_CONSTS: dict[tuple, np.ndarray] = {}  # (method key, alpha, K) -> moment constants
+TABLE_CELLS = 1 << 21   # clusters x replications per table chunk (32 MB of int32 tables)
+_CONSTS: dict[tuple, np.ndarray] = {}  # (method id, alpha, K) -> moment constants (kept across batches)
 
 
 def _law_order(spec: Spec) -> tuple:
@@ -164,11 +164,42 @@ class BatchRun:
                 self._tables(g, items)
         return [(i, {k: (v[0], v[1]) for k, v in c.items()}) for i, c in self.counts.items()]
 
-    @staticmethod
-    def _chunks(items: list, cap: int):
-        """Pieces ``(index, handle, first replication, count, row)`` of at most ``cap`` rows."""
+    def _moments(self, g: tuple, items: list) -> None:
+        _, keys, K, size, margin = g
+        self._evaluate(keys, margin, _GroupRows(self, K, items, size), items)
+
+    def _tables(self, g: tuple, items: list) -> None:
+        _, keys, K, _, margin = g
+        self._evaluate(keys, margin, _GroupRows(self, K, items, None), items)
+
+    def _evaluate(self, keys: tuple, margin: float, rows: "_GroupRows", items: list) -> None:
+        methods = [resolve_method(k) for k in keys]
+
+        def tally(i, j, c, res, block):
+            pieces = block.tag
+            starts = np.array([p[4] for p in pieces], np.int64)  # every piece holds at least one row
+            for col, code in enumerate((PASS, INCONCLUSIVE)):
+                for p, v in zip(pieces, np.add.reduceat(res.status == code, starts, dtype=np.int64).tolist()):
+                    self.counts[p[0]][keys[i]][col] += v
+
+        try:
+            evaluate(rows, 0, rows.total, methods, (margin,), (self.policy.alpha,), tally,
+                     schedule=look_schedule(self.policy), consts=_CONSTS)
+        except MethodError as exc:
+            raise refusal(keys[exc.index], items[0][1].spec, exc.reason) from None
+
+
+class _GroupRows:
+    """The rows of one group's tasks (scenarios of one K), drawn together in chunks: each
+    block's ``tag`` lists its pieces ``(index, handle, first replication, count, row)``."""
+
+    def __init__(self, run: BatchRun, clusters: int, items: list, size: int | None):
+        self.run, self.clusters, self.items, self.size = run, clusters, items, size
+        self.total = sum(t.stop - t.start for _, t, _ in items)
+
+    def _chunks(self, cap: int):
         pieces, rows = [], 0
-        for index, task, handle in items:
+        for index, task, handle in self.items:
             s = task.start
             while s < task.stop:
                 n = min(task.stop - s, cap - rows)
@@ -180,53 +211,25 @@ class BatchRun:
         if pieces:
             yield pieces, rows
 
-    def _tally(self, key: tuple, status: np.ndarray, pieces: list) -> None:
-        rows = np.array([p[4] for p in pieces], np.int64)  # every piece holds at least one row
-        for j, code in enumerate((PASS, INCONCLUSIVE)):
-            for p, v in zip(pieces, np.add.reduceat(status == code, rows, dtype=np.int64).tolist()):
-                self.counts[p[0]][key][j] += v
-
-    def _moments(self, g: tuple, items: list) -> None:
-        _, keys, K, size, margin = g
-        alpha, spec = self.policy.alpha, items[0][1].spec
-        methods = [(k, resolve_method(k)) for k in keys]
-        consts = {}
-        for k, m in methods:
-            if (k, alpha, K) not in _CONSTS:
-                _CONSTS[(k, alpha, K)] = m.moment_consts(alpha, K)
-            consts[k] = _CONSTS[(k, alpha, K)]
-        total = sum(t.stop - t.start for _, t, _ in items)
-        buf = np.empty((min(MOMENT_ROWS, total), 3), np.int64)
-        for pieces, rows in self._chunks(items, MOMENT_ROWS):
-            stats = self.store.fill_moments(buf[:rows], [p[1:] for p in pieces])
-            for k, m in methods:
-                with _naming(k, spec):
-                    r = m.batch_moments(stats, size, K, margin, alpha, consts[k])
-                self._tally(k, r.status, pieces)
-
-    def _tables(self, g: tuple, items: list) -> None:
-        _, keys, K, _, margin = g
-        spec = items[0][1].spec
-        methods = [(k, resolve_method(k)) for k in keys]
-        schedule = None
-        if any(m.sequential for _, m in methods):
-            from methods.sequential.base import LookSchedule
-            schedule = LookSchedule(looks=self.policy.domain.look_schedule(K))
+    def blocks(self, start: int, stop: int, methods):
+        K, store = self.clusters, self.run.store
+        if self.size is not None:
+            buf = np.empty((min(MOMENT_ROWS, self.total), 3), np.int64)
+            for pieces, rows in self._chunks(MOMENT_ROWS):
+                yield Block(K, stats=store.fill_moments(buf[:rows], [p[1:] for p in pieces]), size=self.size,
+                            tag=pieces)
+            return
         cap = max(1, TABLE_CELLS // K)
-        total = sum(t.stop - t.start for _, t, _ in items)
-        buf = np.empty((min(cap, total), K, 4), np.int32)
-        for pieces, rows in self._chunks(items, cap):
+        buf = np.empty((min(cap, self.total), K, 4), np.int32)
+        for pieces, rows in self._chunks(cap):
             tables = buf[:rows]
             shared = [p[1:] for p in pieces if isinstance(p[1], int)]
             if shared:
-                self.store.fill(tables, shared)
-            for _, source, start, n, row in pieces:
+                store.fill(tables, shared)
+            for _, source, first, n, row in pieces:
                 if not isinstance(source, int):
-                    source.fill(tables[row:row + n], start)
-            for k, m in methods:
-                with _naming(k, spec):
-                    status = outcomes(m, tables, margin, self.policy, schedule)
-                self._tally(k, status, pieces)
+                    source.fill(tables[row:row + n], first)
+            yield Block(K, tables=tables, tag=pieces)
 
 
 def run_batch(policy: QualificationPolicy, batch: list[tuple[int, Task]],

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, QualificationPolicy,
                                    QualificationRecord, ScenarioTable, build_record, cp_bounds, file_hash,
                                    record_stem, records_dir, verdict_of)
-from methods.qualification.dataset import build_dataset
+from methods.qualification.dataset import build_qualification_dataset
 from simlab.estimands import is_difference
 from simlab.generate import GENERATOR_VERSION
 
@@ -193,7 +193,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
             out.mkdir(parents=True, exist_ok=True)
             stem = record_stem(getattr(m, "label", m.name), policy)
             ds_path, rec_path = out / f"{stem}.nc", out / f"{stem}.json"
-            ds = build_dataset(policy, m.identity.as_dict(), scen, software)
+            ds = build_qualification_dataset(policy, m.identity.as_dict(), scen, software)
             ds.attrs.update(make_attrs("qualification", title=ds.attrs["title"],
                                        spec_json=json.dumps(policy.canonical()), spec_hash=policy.sha256,
                                        methods=[method_identity(m, getattr(m, "label", m.name))],

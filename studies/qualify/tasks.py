@@ -8,18 +8,15 @@ replication a pure function of (seed, scenario, replication index).
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from methods.protocol import INCONCLUSIVE, PASS
 from methods.qualification import QualificationPolicy, nuisance_grid
 from simlab.scenario import PairedScenario
 from simlab.estimands import null_scenario, true_value
 
-_MAX_CELLS_PER_CHUNK = 1 << 21  # K * replications per generated chunk (32 MB of int32 tables)
 
 
 @dataclass(frozen=True)
@@ -120,66 +117,38 @@ class Task:
 
 
 def run_task(policy: QualificationPolicy, task: Task, estimands: tuple[str, ...]) -> dict[tuple, tuple[int, int]]:
-    """Pass and inconclusive counts of each method on the task's replication range (on the
-    studies engine's moment path when every method can take it: the same counts)."""
-    from studies.engine.runner import MOMENT_BATCH, moment_path
+    """Pass and inconclusive counts of each method on the task's replication range (the
+    engine's one loop, ``studies.engine.evaluate``: on the moment path when every method can
+    take it, the same counts)."""
     from simlab.sampling import table_source
+    from studies.engine.evaluate import MethodError, PassCounts, ScenarioRows, evaluate
 
     spec = task.spec
     scenario = scenario_of(policy, spec, estimands[0])
     for e in estimands[1:]:
         scenario_of(policy, spec, e)
-    source = table_source(scenario, policy.seed, policy.sampler)
-    methods = [(k, resolve_method(k)) for k in task.methods]
-    out = {k: [0, 0] for k, _ in methods}
-    n = task.stop - task.start
-    if moment_path(source, [m for _, m in methods]):
-        consts = {k: m.moment_consts(policy.alpha, spec.clusters) for k, m in methods}
-        buf = np.empty((min(MOMENT_BATCH, n), 3), np.int64)
-        for s in range(task.start, task.stop, MOMENT_BATCH):
-            stats = source.fill_moments(buf[:min(MOMENT_BATCH, task.stop - s)], s)
-            for k, m in methods:
-                with _naming(k, spec):
-                    r = m.batch_moments(stats, source.moment_size, spec.clusters, spec.margin, policy.alpha,
-                                        consts[k])
-                _add_status(r.status, out[k])
-        return {k: (v[0], v[1]) for k, v in out.items()}
-    chunk = max(1, _MAX_CELLS_PER_CHUNK // spec.clusters)
-    buf = np.empty((min(chunk, n), spec.clusters, 4), np.int32)
-    schedule = None
-    if any(m.sequential for _, m in methods):
-        from methods.sequential.base import LookSchedule
-        schedule = LookSchedule(looks=policy.domain.look_schedule(spec.clusters))
-    for s in range(task.start, task.stop, chunk):
-        tables = source.fill(buf[:min(chunk, task.stop - s)], s)
-        for k, m in methods:
-            with _naming(k, spec):
-                _add_status(outcomes(m, tables, spec.margin, policy, schedule), out[k])
-    return {k: (v[0], v[1]) for k, v in out.items()}
-
-
-@contextlib.contextmanager
-def _naming(key: tuple, spec: Spec):
-    """A method's refusal of a domain point, as an error naming the method and the point."""
+    methods = [resolve_method(k) for k in task.methods]
+    counts = PassCounts(len(methods))
     try:
-        yield
-    except ValueError as exc:
-        raise ValueError(f"method {key[0]!r} cannot run at K={spec.clusters}, margin={spec.margin:g} of this "
-                         f"policy's domain: {exc}") from None
+        evaluate(ScenarioRows(table_source(scenario, policy.seed, policy.sampler)), task.start, task.stop, methods,
+                 (spec.margin,), (policy.alpha,), counts, schedule=look_schedule(policy))
+    except MethodError as exc:
+        raise refusal(task.methods[exc.index], spec, exc.reason) from None
+    return {k: (c[0], c[1]) for k, c in zip(task.methods, counts.counts)}
 
 
-def _add_status(status: np.ndarray, acc: list[int]) -> None:
-    acc[0] += int(np.count_nonzero(status == PASS))
-    acc[1] += int(np.count_nonzero(status == INCONCLUSIVE))
+def look_schedule(policy: QualificationPolicy):
+    """The look schedule of a K-cluster scenario (a function of K), or None without looks."""
+    if policy.domain.looks is None:
+        return None
+    from methods.sequential.base import LookSchedule
+    return lambda k: LookSchedule(looks=policy.domain.look_schedule(k))
 
 
-def outcomes(m, tables, margin: float, policy: QualificationPolicy, schedule) -> np.ndarray:
-    """Per replication of ``tables``: a status array whose ``PASS`` entries are the passes
-    (a sequential method's promotions) and ``INCONCLUSIVE`` entries the inconclusive ones."""
-    if m.sequential:
-        from methods.sequential.base import PROMOTE
-        return np.where(m.batch(tables, schedule, margin, policy.alpha).decision == PROMOTE, PASS, 0).astype(np.int8)
-    return m.batch(tables, margin, policy.alpha).status
+def refusal(key: tuple, spec: Spec, reason: str) -> ValueError:
+    """A method's refusal of a domain point, as an error naming the method and the point."""
+    return ValueError(f"method {key[0]!r} cannot run at K={spec.clusters}, margin={spec.margin:g} of this "
+                      f"policy's domain: {reason}")
 
 
 def task_cost(policy: QualificationPolicy, task: Task) -> float:

@@ -7,6 +7,7 @@ cross-checked against statsmodels; batch kernels and ``analyze`` agree exactly.
 """
 from __future__ import annotations
 
+from simlab.hashing import is_hash
 import math
 
 import numpy as np
@@ -55,7 +56,7 @@ def test_registered_with_estimand_citation_and_identity(name, estimand, min_clus
     assert m.kind == "fixed" and m.estimand is estimand and m.options == {"min_clusters": min_clusters}
     assert m.citation and m.summary
     ident = m.identity
-    assert len(ident.source_sha256) == 64
+    assert is_hash(ident.source_sha256)
     assert m.with_options(min_clusters=5).identity.source_sha256 != ident.source_sha256
     if name != "clustered_normal":
         assert "methods.fixed._cluster" in reached_modules(m.decision_roots())

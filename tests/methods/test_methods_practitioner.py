@@ -8,6 +8,7 @@ exact false-pass probability 0.96^30 (which all three reproduce: their zero-vari
 edge cases."""
 from __future__ import annotations
 
+from simlab.hashing import is_hash
 import math
 
 import numpy as np
@@ -40,7 +41,7 @@ def reference(name, t, margin):
 def test_registered(name, estimand):
     m = registry.get(name)
     assert name in registry.names("fixed") and m.estimand is estimand and m.citation and m.summary
-    assert len(m.identity.source_sha256) == 64
+    assert is_hash(m.identity.source_sha256)
 
 
 @pytest.mark.parametrize("name", RULES)

@@ -3,6 +3,7 @@
 adapter; false-pass and a small qualification treat it exactly like a built-in."""
 from __future__ import annotations
 
+from simlab.hashing import is_hash
 import json
 import os
 import subprocess
@@ -128,4 +129,4 @@ def test_false_pass_and_qualify_run_a_plugin_like_a_builtin(plugin_dir, tmp_path
                  "--json"], plugin_dir, tmp_path)
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)["records"][0]
-    assert rec["method"]["name"] == "team_wald" and len(rec["method"]["source_sha256"]) == 64
+    assert rec["method"]["name"] == "team_wald" and is_hash(rec["method"]["source_sha256"])

@@ -19,7 +19,7 @@ from methods import qualification as q
 from methods.qualification import (Axis, DesignPoint, IntAxis, QualificationDomain, QualificationPolicy,
                                    ScenarioTable, StaleRecordError, TamperedRecordError, build_record, covers,
                                    cp_lower, cp_upper, load_record, nuisance_grid, verdict_of)
-from methods.qualification.dataset import build_dataset
+from methods.qualification.dataset import build_qualification_dataset
 from studies.datasets import save_dataset
 from simlab.scenario import FixedSize, LabelNoise, PairedScenario, PoissonSize
 
@@ -210,7 +210,7 @@ def test_covers_grid_points_only():
 
 def _write(rec, tmp_path, stem="x"):
     """Write ``rec`` with its real dataset (the counts ``load_record`` re-derives)."""
-    ds = save_dataset(build_dataset(rec.policy, rec.method.model_dump(include={"name", "version", "source_sha256"}),
+    ds = save_dataset(build_qualification_dataset(rec.policy, rec.method.model_dump(include={"name", "version", "source_sha256"}),
                                      rec.scenarios, rec.software), tmp_path / f"{stem}.nc", compress=True)
     rec = rec.model_copy(update={"dataset": q.DatasetRef(file=ds.name, sha256=q.file_hash(ds))}).sealed()
     path = tmp_path / f"{stem}.json"

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from methods import registry
 from methods.fixed._moments import cluster_mean_var
 from simlab.scenario import ExplicitSizes, FixedSize, LabelNoise, Missingness, PairedScenario, PoissonSize
-from studies.engine.runner import evaluate_scenario, moment_path
+from studies.engine.evaluate import moment_path
+from studies.engine.runner import evaluate_scenario
 from simlab.sampling import scenario_tables, table_source
 
 def table_moments(tables, out):
@@ -143,7 +144,7 @@ def test_batch_moments_rejects_bad_input():
 def test_qualification_tasks_count_the_same_on_both_paths(monkeypatch):
     """The qualifier's run_task takes the moment path for cluster-moment methods; forcing
     the table path gives the same counts."""
-    import studies.engine.runner as runner
+    import studies.engine.evaluate as evaluate
     from methods.qualification import named_policy
     from studies.qualify.run import Spec, Task, method_key, run_task
 
@@ -155,7 +156,7 @@ def test_qualification_tasks_count_the_same_on_both_paths(monkeypatch):
         src = table_source(scenario_of(policy, s, "cluster_weighted"), policy.seed, policy.sampler)
         assert moment_path(src, [registry.get("clustered_normal"), registry.get("cluster_t")])
     fast = [run_task(policy, Task(s, keys, 0, 20_000), ("cluster_weighted",)) for s in specs]
-    monkeypatch.setattr(runner, "moment_path", lambda source, methods: False)
+    monkeypatch.setattr(evaluate, "takes_moments", lambda methods: False)
     slow = [run_task(policy, Task(s, keys, 0, 20_000), ("cluster_weighted",)) for s in specs]
     assert fast == slow
     assert fast[0][keys[0]][0] > 0  # the seed's design point passes sometimes (zero-SD samples)

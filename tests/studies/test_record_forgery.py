@@ -13,7 +13,7 @@ from methods.qualification import (Axis, IntAxis, QualificationDomain, Qualifica
                                    TamperedRecordError, UntrustedRecordError, build_record, content_hash,
                                    cell_verdicts, cp_bounds, file_hash, format_time, load_certificate, load_record,
                                    verdict_of)
-from methods.qualification.dataset import build_dataset
+from methods.qualification.dataset import build_qualification_dataset
 from studies.datasets import save_dataset
 from methods.qualification.record import body_of, signed_payload
 from methods import registry
@@ -70,7 +70,7 @@ def _swap_in_zero_dataset(data: dict, ds) -> QualificationRecord:
     """Overwrite the dataset with one that never false-passes and update its hash in ``data``."""
     record = QualificationRecord.model_validate(data)
     zero = record.scenarios.model_copy(update={"n_pass": (0,) * len(record.scenarios)})
-    save_dataset(build_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
+    save_dataset(build_qualification_dataset(record.policy, record.method.model_dump(include={"name", "version", "source_sha256"}),
                                 zero, record.software), ds, compress=True)
     data["dataset"]["sha256"] = file_hash(ds)
     return record
