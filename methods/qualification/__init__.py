@@ -26,6 +26,7 @@ from .certificate import (CERT_SUFFIX, Certificate, CertifiedDesign, CertPoint, 
 from .coverage import Coverage, DesignPoint, covers, find_coverage
 from .domain import (Axis, IntAxis, QualificationDomain, clip_discordance, discordance_limits, nuisance_grid,
                      reduced_domain, standard_domain)
+from .points import NuisancePoint, ScenarioPoint
 from .policy import QualificationPolicy, named_policy, policy_names, standard_policy
 from .record import (SCHEMA_VERSION, CellVerdict, DatasetRef, RecordedMethod, QualificationRecord, QualifiedRule,
                      QualifiedSubdomain, ScenarioTable, WorstCase)
@@ -39,7 +40,7 @@ RESULTS_DIR = records_dir()   # the default records directory at import time (co
 
 __all__ = [
     "Axis", "CERT_SUFFIX", "COVERAGE_RULE", "CellVerdict", "CertPoint", "Certificate", "CertifiedDesign", "Coverage",
-    "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "RecordedMethod", "QUALIFIED",
+    "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "NuisancePoint", "ScenarioPoint", "RecordedMethod", "QUALIFIED",
     "QualificationDomain", "QualificationPolicy", "QualificationRecord", "QualifiedRule", "QualifiedSubdomain",
     "RESULTS_DIR", "RecordError", "SCHEMA_VERSION", "ScenarioTable", "StaleRecordError", "TamperedRecordError",
     "UNDETERMINED", "UntrustedRecordError", "VERDICTS", "WorstCase", "build_record", "content_hash",

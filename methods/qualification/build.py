@@ -69,7 +69,7 @@ def worst_case(scen: ScenarioTable) -> WorstCase:
     i = max(range(len(scen)), key=lambda j: (scen.upper[j], scen.n_pass[j] / scen.n_reps[j], -j))
     return WorstCase(scenario=i, clusters=scen.clusters[i], size=scen.size[i], rho=scen.rho[i],
                      margin=scen.margin[i], noise=scen.noise[i], baseline=scen.baseline[i],
-                     discordance=scen.discordance[i], n_reps=scen.n_reps[i], n_pass=scen.n_pass[i],
+                     discordance=scen.discordance[i], stage=scen.stage[i], n_reps=scen.n_reps[i], n_pass=scen.n_pass[i],
                      rate=scen.n_pass[i] / scen.n_reps[i], upper=scen.upper[i], verdict=scen.verdict[i])
 
 

@@ -45,6 +45,7 @@ from simlab.signing import Signature
 from simlab.clock import parse_time, utcnow
 from simlab.hashing import content_hash, short
 from .coverage import Coverage, DesignPoint
+from .points import NuisancePoint
 from .record import RecordedMethod, body_of, signed_payload
 from .records import json_files, safe_name
 from .verdicts import (EXCEEDS, QUALIFIED, UNDETERMINED, MCRule, TamperedRecordError, combine_verdicts, cp_bounds,
@@ -79,12 +80,8 @@ class CertifiedDesign(FrozenModel):
         return self
 
 
-class CertPoint(FrozenModel):
+class CertPoint(NuisancePoint):
     """One evaluated nuisance point.  Exact: ``n_reps = 0`` and lower = upper = rate."""
-    rho: float
-    noise: int
-    baseline: float
-    discordance: float
     rate: float
     n_reps: int = 0
     n_pass: int = 0

@@ -21,6 +21,7 @@ from simlab.signing import Signature
 
 from simlab.clock import parse_time, utcnow
 from simlab.hashing import content_hash
+from .points import ScenarioPoint
 from .policy import QualificationPolicy
 from .verdicts import MCRule, StaleRecordError, stage_confidence
 
@@ -101,15 +102,9 @@ class CellVerdict(FrozenModel):
         return (self.clusters, self.size, self.rho, self.margin, self.noise)
 
 
-class WorstCase(FrozenModel):
+class WorstCase(ScenarioPoint):
+    """The scenario with the largest false-pass upper bound, and its counts."""
     scenario: int
-    clusters: int
-    size: int
-    rho: float
-    margin: float
-    noise: int
-    baseline: float
-    discordance: float
     n_reps: int
     n_pass: int
     rate: float

@@ -42,7 +42,7 @@ from simlab.sampling.sources import composition_key
 from simlab.estimands import true_value
 
 from studies.engine.evaluate import Block, MethodError, evaluate
-from studies.qualify.tasks import Spec, Task, check_null, look_schedule, refusal, resolve_method, scenario_of, task_cost
+from studies.qualify.tasks import ScenarioPoint, Task, check_null, look_schedule, refusal, resolve_method, scenario_of, task_cost
 
 TASKS_PER_BATCH = 256   # tasks per batch on one worker (bounds the shared tables' memory)
 MOMENT_ROWS = 1 << 18   # (k, S1, S2) rows per moment chunk (6 MB)
@@ -50,7 +50,7 @@ TABLE_CELLS = 1 << 21   # clusters x replications per table chunk (32 MB of int3
 _CONSTS: dict[tuple, np.ndarray] = {}  # (method id, alpha, K) -> moment constants (kept across batches)
 
 
-def _law_order(spec: Spec) -> tuple:
+def _law_order(spec: ScenarioPoint) -> tuple:
     """Scenarios that differ only in K, then in rho (one-trial clusters: the same law), adjacent."""
     return (spec.margin, spec.size, spec.noise, spec.baseline, spec.discordance, spec.rho, spec.clusters)
 
@@ -85,7 +85,7 @@ class _Shared:
     cluster law (None: each scenario draws from its own source) and the canonical JSON
     around the ``clusters`` value."""
 
-    def __init__(self, policy: QualificationPolicy, spec: Spec, estimands: tuple[str, ...], meas: dict):
+    def __init__(self, policy: QualificationPolicy, spec: ScenarioPoint, estimands: tuple[str, ...], meas: dict):
         self.clusters = spec.clusters
         self.scenario = scenario_of(policy, spec, estimands[0])
         for e in estimands[1:]:
@@ -147,7 +147,7 @@ class BatchRun:
         self.groups.setdefault(g, []).append((index, task, handle))
         self.counts[index] = {k: [0, 0] for k in task.methods}
 
-    def _true(self, sh: _Shared, spec: Spec, estimand: str) -> float:
+    def _true(self, sh: _Shared, spec: ScenarioPoint, estimand: str) -> float:
         """``simlab.estimands.true_value`` of the shared scenario with ``spec.clusters`` clusters.  The true
         estimands read only the cells, the cluster-size law and K (not rho, not the
         recording), so the scenarios that share those share the value."""

@@ -12,7 +12,7 @@ import numpy as np
 from methods.qualification import (EXCEEDS, UNDETERMINED, QualificationPolicy, cp_bounds, cp_lower, cp_upper,
                                    verdict_of)
 
-from studies.qualify.tasks import Counts, Spec, Task, _run_batch, method_key, task_cost
+from studies.qualify.tasks import Counts, ScenarioPoint, Task, _run_batch, method_key, task_cost
 
 CHECKPOINT_BATCHES_PER_WORKER = 16  # batches per worker and round when a checkpoint is kept
 
@@ -91,7 +91,7 @@ class Book:
         self.policy = policy
         self.estimand = estimand  # whose null boundary the scenarios sit on (one for all methods)
         self.one_verdict = one_verdict
-        self.rows: dict[tuple, dict[tuple, tuple[Spec, Counts]]] = {k: {} for k in self.methods}
+        self.rows: dict[tuple, dict[tuple, tuple[ScenarioPoint, Counts]]] = {k: {} for k in self.methods}
         self.rejected: dict[tuple, set] = {k: set() for k in self.methods}
         self.replications = 0   # simulated experiments (shared by the methods of a task)
         self.method_replications = 0
@@ -106,7 +106,7 @@ class Book:
         """The one-sided Clopper-Pearson upper bound of ``c`` at the stage confidence."""
         return c.upper if c.upper is not None else cp_upper(c.n_pass, c.n_reps, self.policy.stage_confidence)
 
-    def needs(self, key: tuple, spec: Spec) -> bool:
+    def needs(self, key: tuple, spec: ScenarioPoint) -> bool:
         row = self.rows[key].get(spec.point)
         if row is None or row[1].n_reps == 0:
             return True
@@ -115,7 +115,7 @@ class Book:
         verdict = row[1].verdict if row[1].verdict is not None else self.verdict(row[1])
         return verdict == UNDETERMINED and row[1].n_reps < self.policy.max_replications
 
-    def escalate(self, items: list[tuple[Spec, list[tuple]]], pool: Pool, estimands: tuple[str, ...],
+    def escalate(self, items: list[tuple[ScenarioPoint, list[tuple]]], pool: Pool, estimands: tuple[str, ...],
                  progress: Callable[[str], None] | None = None, label: str = "") -> None:
         """Evaluate ``items`` (scenario, method keys), growing replications round by round
         while a method's verdict is undetermined in a cell it has not already failed."""
@@ -142,7 +142,7 @@ class Book:
                     progress(f"{label}round {r + 1} ({target} reps): {done}/{total} scenarios "
                              f"({now - t0:.0f} s)")
 
-            updated: list[tuple[tuple, Spec, Counts]] = []
+            updated: list[tuple[tuple, ScenarioPoint, Counts]] = []
             for task, res in zip(tasks, pool.run(self.policy, tasks, estimands, tick)):
                 self.replications += task.stop - task.start
                 for k, (x, inc) in res.items():
@@ -154,7 +154,7 @@ class Book:
                     updated.append((k, task.spec, c))
             self._judge(updated)
 
-    def _judge(self, updated: list[tuple[tuple, Spec, Counts]]) -> None:
+    def _judge(self, updated: list[tuple[tuple, ScenarioPoint, Counts]]) -> None:
         """The verdicts of the updated counts (Clopper-Pearson bounds in one vectorised call:
         the same numbers as ``verdict``); a method that exceeds fails that cell."""
         if not updated:

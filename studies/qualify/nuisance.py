@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, QualificationPolicy, nuisance_grid,
+from methods.qualification import (EXCEEDS, QUALIFIED, UNDETERMINED, NuisancePoint, QualificationPolicy, nuisance_grid,
                                    combine_verdicts, cp_lower, cp_upper, verdict_of)
 from simlab.estimands import null_scenario
 from simlab.scenario import FixedSize, LabelNoise, PairedScenario
@@ -38,14 +38,6 @@ from simlab.scenario import FixedSize, LabelNoise, PairedScenario
 from studies.engine.frame import PowerFrame, exact_pass_rate
 
 SCREEN_REPLICATIONS = 32_000
-
-
-@dataclass(frozen=True)
-class NullPoint:
-    baseline: float
-    discordance: float
-    rho: float
-    noise: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ class DesignFalsePass:
     verdict: str
     threshold: float
     worst: ScenarioFalsePass
-    worst_point: NullPoint
+    worst_point: NuisancePoint
     worst_upper: ScenarioFalsePass
     scenarios: tuple[ScenarioFalsePass, ...]
     clusters: int
@@ -101,7 +93,7 @@ def estimand_of(method) -> str:
 
 
 def nuisance_points(policy: QualificationPolicy, margin: float, trials: int, rho_max: float,
-                    estimand: str) -> list[NullPoint]:
+                    estimand: str) -> list[NuisancePoint]:
     """The grid described in the module docstring."""
     dom = policy.domain
     if not 0.0 <= rho_max < 1.0:
@@ -110,17 +102,17 @@ def nuisance_points(policy: QualificationPolicy, margin: float, trials: int, rho
     pairs = nuisance_grid(dom, margin, estimand)
     if not pairs:
         raise ValueError(f"margin {margin}: no (baseline, discordance) of the domain lies on the null boundary")
-    return [NullPoint(b, q, r, n) for r in rhos for (b, q) in pairs for n in range(len(dom.label_noise))]
+    return [NuisancePoint(b, q, r, n) for r in rhos for (b, q) in pairs for n in range(len(dom.label_noise))]
 
 
-def null_point_scenario(estimand: str, point: NullPoint, margin: float, clusters: int, trials: int,
+def null_point_scenario(estimand: str, point: NuisancePoint, margin: float, clusters: int, trials: int,
                         noise: LabelNoise) -> PairedScenario:
     """``simlab.estimands.null_scenario`` at ``point`` (the one builder of null scenarios)."""
     return null_scenario(estimand, point.baseline, point.discordance, margin, clusters=clusters,
                          cluster_size=FixedSize(trials=trials), rho=point.rho, label_noise=noise)
 
 
-def scenario_false_pass(method, scenario: PairedScenario, point: NullPoint, margin: float, alpha: float,
+def scenario_false_pass(method, scenario: PairedScenario, point: NuisancePoint, margin: float, alpha: float,
                         policy: QualificationPolicy, seed: int, looks: int | None = None,
                         sampler: str = "auto", screen: bool = False) -> tuple[ScenarioFalsePass, int]:
     """One scenario's false-pass rate and verdict (exact, or adaptive simulation with
@@ -138,7 +130,7 @@ def scenario_false_pass(method, scenario: PairedScenario, point: NullPoint, marg
         return ScenarioFalsePass(point.baseline, point.discordance, point.rho, point.noise, diff, loss, exact,
                                  exact, exact, 0, 0, True, v), 0
     stages = policy.replication_schedule()
-    conf = 1.0 - (1.0 - policy.mc_confidence) / len(stages)
+    conf = policy.stage_confidence
     if screen:  # a screen never needs the last, most expensive stages to say "not qualified"
         stages = [n for n in stages if n <= SCREEN_REPLICATIONS] or stages[:1]
     frame = PowerFrame(method, scenario, seed, margin, alpha, looks, sampler)
@@ -157,7 +149,7 @@ def scenario_false_pass(method, scenario: PairedScenario, point: NullPoint, marg
 
 def design_false_pass(method, *, clusters: int, trials: int, margin: float, rho_max: float, alpha: float,
                       policy: QualificationPolicy, seed: int, looks: int | None = None, sampler: str = "auto",
-                      screen: bool = False, first: NullPoint | None = None, progress=None) -> DesignFalsePass:
+                      screen: bool = False, first: NuisancePoint | None = None, progress=None) -> DesignFalsePass:
     """Worst case of the false-pass rate over the nuisance grid at this design.  ``screen``
     (for searches that accept only ``qualified`` designs): stop at the first scenario that
     is not qualified, escalating no scenario whose rate is already above the threshold;
@@ -187,5 +179,5 @@ def design_false_pass(method, *, clusters: int, trials: int, margin: float, rho_
                            replications_generated=generated)
 
 
-__all__ = ["NullPoint", "ScenarioFalsePass", "DesignFalsePass", "nuisance_points",
+__all__ = ["ScenarioFalsePass", "DesignFalsePass", "nuisance_points",
            "scenario_false_pass", "design_false_pass", "estimand_of", "null_point_scenario"]

@@ -12,7 +12,7 @@ from typing import Callable
 from methods.qualification import QualificationPolicy, clip_discordance, discordance_limits
 
 from studies.qualify.book import Book, Pool
-from studies.qualify.tasks import Counts, Spec
+from studies.qualify.tasks import Counts, ScenarioPoint
 
 GOLDEN = 0.3819660112501051  # 2 - golden ratio: golden-section step fraction
 
@@ -31,15 +31,15 @@ class LineSearch:
     points: dict[float, float] = field(default_factory=dict)
     min_step: float = 1e-4
 
-    def spec(self, x: float, policy: QualificationPolicy, estimand: str) -> Spec | None:
+    def spec(self, x: float, policy: QualificationPolicy, estimand: str) -> ScenarioPoint | None:
         k, s, r, m, n = self.cell
         if self.axis == 0:
             d = policy.domain.discordance
             q = clip_discordance(self.fixed, x, m, d.lo, d.hi, estimand)
             if q is None:  # no feasible discordance at this baseline
                 return None
-            return Spec(k, s, r, m, n, round(x, 12), round(q, 12), "refine")
-        return Spec(k, s, r, m, n, round(self.fixed, 12), round(x, 12), "refine")
+            return ScenarioPoint(k, s, r, m, n, round(x, 12), round(q, 12), "refine")
+        return ScenarioPoint(k, s, r, m, n, round(self.fixed, 12), round(x, 12), "refine")
 
     def propose(self) -> float | None:
         if self.budget <= 0 or not self.points or max(self.points.values()) <= 0.0:
@@ -66,7 +66,7 @@ def _searches(book: Book, axis: int) -> list[LineSearch]:
     dom, thr = policy.domain, policy.threshold
     out = []
     for key, rows in book.rows.items():
-        cells: dict[tuple, list[tuple[Spec, Counts]]] = {}
+        cells: dict[tuple, list[tuple[ScenarioPoint, Counts]]] = {}
         for spec, c in rows.values():
             cells.setdefault(spec.cell, []).append((spec, c))
         for cell, members in cells.items():
@@ -110,8 +110,8 @@ def refine(book: Book, pool: Pool, estimands: tuple[str, ...], progress: Callabl
         searches = _searches(book, axis)
         step = 0
         while True:
-            proposals: dict[tuple, tuple[Spec, list[tuple]]] = {}
-            owners: list[tuple[LineSearch, float, Spec]] = []
+            proposals: dict[tuple, tuple[ScenarioPoint, list[tuple]]] = {}
+            owners: list[tuple[LineSearch, float, ScenarioPoint]] = []
             for ls in searches:
                 while True:  # skip points that are infeasible or already evaluated
                     x = ls.propose()

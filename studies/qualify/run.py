@@ -47,7 +47,7 @@ from simlab.generate import GENERATOR_VERSION
 from studies.datasets import check_output_dir, describe, make_attrs, method_identity, save_dataset, save_json
 from studies.qualify.book import Book, Pool
 from studies.qualify.refine import GOLDEN, LineSearch, refine
-from studies.qualify.tasks import Counts, Spec, Task, grid_specs, method_key, resolve_method, run_task, scenario_of
+from studies.qualify.tasks import Counts, ScenarioPoint, Task, grid_specs, method_key, resolve_method, run_task, scenario_of
 
 VERDICT_NAMES = (QUALIFIED, EXCEEDS, UNDETERMINED)
 VERDICT_CODES = {v: i for i, v in enumerate(VERDICT_NAMES)}
@@ -69,7 +69,7 @@ def software_info() -> dict[str, str]:
     return info
 
 
-def scenario_table(policy: QualificationPolicy, rows: list[tuple[Spec, Counts]]) -> ScenarioTable:
+def scenario_table(policy: QualificationPolicy, rows: list[tuple[ScenarioPoint, Counts]]) -> ScenarioTable:
     mcc, thr = policy.stage_confidence, policy.threshold
     lo, up = cp_bounds([c.n_pass for _, c in rows], [c.n_reps for _, c in rows], mcc)
     lo, up = [float(v) for v in lo], [float(v) for v in up]
@@ -232,6 +232,6 @@ def iter_cells(record: QualificationRecord) -> Iterable[dict[str, Any]]:
                "n_scenarios": c.n_scenarios}
 
 
-__all__ = ["Spec", "Counts", "Task", "Book", "Pool", "GOLDEN", "LineSearch", "qualify", "run_task", "refine",
+__all__ = ["ScenarioPoint", "Counts", "Task", "Book", "Pool", "GOLDEN", "LineSearch", "qualify", "run_task", "refine",
            "scenario_of", "method_key", "resolve_method", "summary_payload", "QualifyRun", "QualifyOutcome",
            "QUALIFIED", "EXCEEDS", "UNDETERMINED"]

@@ -13,31 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from methods.qualification import QualificationPolicy, nuisance_grid
+from methods.qualification import QualificationPolicy, ScenarioPoint, nuisance_grid
 from simlab.scenario import PairedScenario
 from simlab.estimands import null_scenario, true_value
 
-
-
-@dataclass(frozen=True)
-class Spec:
-    """Coordinates of one scenario at the null boundary."""
-    clusters: int
-    size: int
-    rho: float
-    margin: float
-    noise: int
-    baseline: float
-    discordance: float
-    stage: str = "grid"
-
-    @property
-    def cell(self) -> tuple[int, int, float, float, int]:
-        return (self.clusters, self.size, self.rho, self.margin, self.noise)
-
-    @property
-    def point(self) -> tuple:
-        return self.cell + (round(self.baseline, 12), round(self.discordance, 12))
 
 
 @dataclass
@@ -53,15 +32,15 @@ class Counts:
         return self.n_pass / self.n_reps if self.n_reps else float("nan")
 
 
-def grid_specs(policy: QualificationPolicy, estimand: str) -> list[Spec]:
+def grid_specs(policy: QualificationPolicy, estimand: str) -> list[ScenarioPoint]:
     """Every grid scenario of the policy for methods of ``estimand``: each cell x its
     (baseline, discordance) grid on that estimand's null boundary."""
     dom = policy.domain
-    return [Spec(k, s, r, m, n, b, q) for (k, s, r, m, n) in dom.cells()
+    return [ScenarioPoint(k, s, r, m, n, b, q) for (k, s, r, m, n) in dom.cells()
             for (b, q) in nuisance_grid(dom, m, estimand)]
 
 
-def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> PairedScenario:
+def scenario_of(policy: QualificationPolicy, spec: ScenarioPoint, estimand: str) -> PairedScenario:
     """The DGM of ``spec`` on the null boundary of ``estimand`` (``simlab.estimands.null_scenario``);
     checks that the estimand's true value is ``-margin``."""
     dom = policy.domain
@@ -72,7 +51,7 @@ def scenario_of(policy: QualificationPolicy, spec: Spec, estimand: str) -> Paire
     return sc
 
 
-def check_null(sc: PairedScenario, spec: Spec, estimand: str, true: float | None = None) -> None:
+def check_null(sc: PairedScenario, spec: ScenarioPoint, estimand: str, true: float | None = None) -> None:
     """Raise unless ``estimand``'s true value in ``sc`` (``true``, when already known) is
     ``-margin``: the scenario is on the null boundary of the estimand it is evaluated for."""
     if true is None:
@@ -110,7 +89,7 @@ def resolve_method(key: tuple):
 @dataclass(frozen=True)
 class Task:
     """Replications ``start .. stop-1`` of one scenario for some methods."""
-    spec: Spec
+    spec: ScenarioPoint
     methods: tuple[tuple, ...]   # method keys
     start: int
     stop: int
@@ -145,7 +124,7 @@ def look_schedule(policy: QualificationPolicy):
     return lambda k: LookSchedule(looks=policy.domain.look_schedule(k))
 
 
-def refusal(key: tuple, spec: Spec, reason: str) -> ValueError:
+def refusal(key: tuple, spec: ScenarioPoint, reason: str) -> ValueError:
     """A method's refusal of a domain point, as an error naming the method and the point."""
     return ValueError(f"method {key[0]!r} cannot run at K={spec.clusters}, margin={spec.margin:g} of this "
                       f"policy's domain: {reason}")

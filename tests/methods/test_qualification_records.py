@@ -123,13 +123,13 @@ def test_trial_level_methods_fail_when_trials_are_clustered(records):
 def test_records_reproduce_their_counts_from_the_seed(records):
     """Re-simulate one recorded scenario per standard record from (policy seed, scenario):
     the counts are identical (counter-based streams; no state outside the record)."""
-    from studies.qualify.run import Spec, Task, method_key, run_task
+    from studies.qualify.run import ScenarioPoint, Task, method_key, run_task
 
     for name in ("clustered_normal", "tango_score"):
         rec = _standard(records, name)
         s = rec.scenarios
         i = max(range(len(s)), key=lambda j: (s.n_reps[j] <= 8000, s.n_pass[j]))
-        spec = Spec(s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.noise[i], s.baseline[i], s.discordance[i])
+        spec = ScenarioPoint(s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.noise[i], s.baseline[i], s.discordance[i])
         key = method_key(rec.method.resolve())
         got = run_task(rec.policy, Task(spec, (key,), 0, s.n_reps[i]), (rec.method.estimand,))
         assert got[key] == (s.n_pass[i], s.n_inconclusive[i])

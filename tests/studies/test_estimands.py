@@ -16,7 +16,7 @@ from methods import registry
 from methods.qualification import QualificationPolicy, standard_domain
 from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
-from studies.qualify.run import Spec, scenario_of
+from studies.qualify.run import ScenarioPoint, scenario_of
 from simlab.estimands import Estimand, true_value
 from studies.engine.runner import evaluate_scenario
 
@@ -114,7 +114,7 @@ def test_qualification_puts_loss_rate_nulls_on_the_loss_rate_boundary():
     would put the scenario inside the loss-rate null (loss rate (q + m)/2 > m) and certify
     an easier point than the boundary."""
     pol = QualificationPolicy(domain=standard_domain())
-    sc = scenario_of(pol, Spec(clusters=10, size=0, rho=0.0, margin=0.03, noise=0, baseline=0.9, discordance=0.1),
+    sc = scenario_of(pol, ScenarioPoint(clusters=10, size=0, rho=0.0, margin=0.03, noise=0, baseline=0.9, discordance=0.1),
                      "loss_rate")
     assert sc.true_loss_rate() == pytest.approx(0.03, abs=1e-15)
     assert sc.true_difference_trial() == pytest.approx(0.1 - 2 * 0.03, abs=1e-15)

@@ -146,11 +146,11 @@ def test_qualification_tasks_count_the_same_on_both_paths(monkeypatch):
     the table path gives the same counts."""
     import studies.engine.evaluate as evaluate
     from methods.qualification import named_policy
-    from studies.qualify.run import Spec, Task, method_key, run_task
+    from studies.qualify.run import ScenarioPoint, Task, method_key, run_task
 
     policy = named_policy("reduced")
     keys = tuple(method_key(registry.get(n)) for n in ("clustered_normal", "cluster_t"))
-    specs = [Spec(30, 1, 0.2, 0.03, 0, 1.0, 0.03), Spec(10, 0, 0.0, 0.1, 0, 0.7, 0.1)]
+    specs = [ScenarioPoint(30, 1, 0.2, 0.03, 0, 1.0, 0.03), ScenarioPoint(10, 0, 0.0, 0.1, 0, 0.7, 0.1)]
     from studies.qualify.run import scenario_of
     for s in specs:  # the fast run really takes the moment path
         src = table_source(scenario_of(policy, s, "cluster_weighted"), policy.seed, policy.sampler)

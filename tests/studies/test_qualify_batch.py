@@ -12,7 +12,7 @@ from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
 from simlab.scenario import FixedSize, LabelNoise, PairedScenario, PoissonSize
 from studies.qualify import batch as qualify_batch
-from studies.qualify.run import Spec, Task, method_key, qualify, run_task, scenario_of
+from studies.qualify.run import ScenarioPoint, Task, method_key, qualify, run_task, scenario_of
 from studies.qualify.batch import _Shared, law_batches, run_batch
 
 NOISE = (LabelNoise(), LabelNoise(candidate_sensitivity=0.95, baseline_specificity=0.97))
@@ -69,7 +69,7 @@ def test_any_batching_gives_each_task_its_own_counts(monkeypatch):
     pol = small_policy()
     keys = tuple(method_key(registry.get(n)) for n in ("binomial_loss", "cluster_t", "tango_score"))
     dom = pol.domain
-    tasks = [Task(Spec(k, s, r, 0.03, n, 0.9, 0.2), keys, start, start + 137)
+    tasks = [Task(ScenarioPoint(k, s, r, 0.03, n, 0.9, 0.2), keys, start, start + 137)
              for k in (10, 31) for s in range(3) for r in (0.0, 0.3) for n in range(2) for start in (0, 1000)]
     estimands = ("cluster_weighted", "loss_rate", "trial_weighted")
     want = [run_task(pol, t, estimands) for t in tasks]
@@ -93,9 +93,9 @@ def test_scenario_key_of_the_shared_template_is_the_scenarios_own():
     pol = small_policy()
     for size in range(2):
         for noise in range(2):
-            sh = _Shared(pol, Spec(10, size, 0.3, 0.03, noise, 0.9, 0.2), ("trial_weighted",), {})
+            sh = _Shared(pol, ScenarioPoint(10, size, 0.3, 0.03, noise, 0.9, 0.2), ("trial_weighted",), {})
             for k in (1, 9, 10, 11, 31, 100, 12345):
-                assert sh.key(k) == scenario_of(pol, Spec(k, size, 0.3, 0.03, noise, 0.9, 0.2), "trial_weighted").key
+                assert sh.key(k) == scenario_of(pol, ScenarioPoint(k, size, 0.3, 0.03, noise, 0.9, 0.2), "trial_weighted").key
     assert isinstance(sh.scenario, PairedScenario)
 
 
@@ -115,7 +115,7 @@ def test_batched_engine_reproduces_shipped_records(stem):
     for i in range(len(s)):
         if s.n_reps[i] <= 8000:
             picked.setdefault((s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.stage[i]), i)
-    tasks = [Task(Spec(s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.noise[i], s.baseline[i], s.discordance[i]),
+    tasks = [Task(ScenarioPoint(s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.noise[i], s.baseline[i], s.discordance[i]),
                   (key,), 0, s.n_reps[i]) for i in picked.values()]
     assert len(tasks) >= 20
     got = dict(run_batch(rec.policy, list(enumerate(tasks)), (rec.method.estimand,)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from methods import registry
 from methods.qualification import load_record, named_policy, policy_names, record_paths
-from studies.qualify.run import Spec, Task, method_estimand, run_task
+from studies.qualify.run import ScenarioPoint, Task, method_estimand, run_task
 from studies.qualify.checkpoint import Checkpoint, method_token
 from studies.qualify.tasks import method_key, task_cost
 
@@ -65,7 +65,7 @@ def _check(path, methods, tmp_path):
     for token in sorted({key[0] for key in cp.done}):
         m = by_token[token]
         mine = [key for key in cp.done if key[0] == token]
-        tasks = [(Task(Spec(*key[1]), (method_key(m),), key[2], key[3]), key) for key in sorted(mine)]
+        tasks = [(Task(ScenarioPoint(*key[1]), (method_key(m),), key[2], key[3]), key) for key in sorted(mine)]
         tasks.sort(key=lambda tk: task_cost(policy, tk[0]))
         for task, key in tasks[:RECOMPUTED_PER_METHOD]:
             got = run_task(policy, task, (method_estimand(m, policy),))
