@@ -91,7 +91,7 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
                           c.tally[order], c.sampler, c.ranges)
 
 
-def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, headline_replications: int = 400_000,
+def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, headline_replications: int = 400_000,
              seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0,
              progress: Callable[[str], None] | None = None) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plot).
@@ -205,4 +205,4 @@ def run_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, h
             "seconds": time.perf_counter() - t_start}
 
 
-__all__ = ["run_demo", "seed_scenario", "unequal_scenario", "demo_spec"]
+__all__ = ["study_demo", "seed_scenario", "unequal_scenario", "demo_spec"]

@@ -23,7 +23,7 @@ from simlab.hashing import content_hash, file_hash, same_digest, short
 from .build import COVERAGE_RULE, build_record, cell_verdicts, check_scenarios, qualified_subdomain, worst_case
 from .certificate import (CERT_SUFFIX, Certificate, CertifiedDesign, CertPoint, certificate_covers,
                           certificate_paths, load_certificate, verify_certificate)
-from .coverage import Coverage, DesignPoint, covers, find_coverage
+from .scope import Coverage, DesignPoint, covers, find_coverage
 from .domain import (Axis, IntAxis, QualificationDomain, clip_discordance, discordance_limits, nuisance_grid,
                      reduced_domain, standard_domain)
 from .points import NuisancePoint, ScenarioPoint

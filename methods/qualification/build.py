@@ -73,7 +73,7 @@ def worst_case(scen: ScenarioTable) -> WorstCase:
                      rate=scen.n_pass[i] / scen.n_reps[i], upper=scen.upper[i], verdict=scen.verdict[i])
 
 
-def _size_label(size: Any) -> str:
+def size_label(size: Any) -> str:
     if isinstance(size, FixedSize):
         return f"M={size.trials}"
     return f"{size.kind}(mean {size.mean_trials:g}, min {size.minimum})"
@@ -124,7 +124,7 @@ def qualified_subdomain(policy: QualificationPolicy, cells: tuple[CellVerdict, .
             parts.append(f"{per_rho[i][1]} at {rho_txt}")
             i = j + 1
         noise_txt = "" if len(dom.label_noise) == 1 else f", noise #{n}"
-        lines.append(f"{_size_label(dom.cluster_sizes[s])}, margin {m:g}{noise_txt}: " + "; ".join(parts))
+        lines.append(f"{size_label(dom.cluster_sizes[s])}, margin {m:g}{noise_txt}: " + "; ".join(parts))
     n_ok = sum(c.verdict == QUALIFIED for c in cells)
     n_vac = sum(c.verdict == QUALIFIED and c.vacuous for c in cells)
     head = f"qualified in {n_ok} of {len(cells)} cells (threshold {policy.threshold:.4g})"

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from methods.ref import MethodRef
+from methods.method_ref import MethodRef
 from simlab.models import FrozenModel
 from simlab.signing import Signature
 
@@ -30,7 +30,7 @@ SCHEMA_VERSION = "3"  # 3: every hash in the one form sha256:<hex> (simlab.hashi
 
 class RecordedMethod(FrozenModel):
     """The method block of a record or certificate: the implementation identity it was
-    qualified with, plus how to find the method again -- a :class:`methods.ref.MethodRef`
+    qualified with, plus how to find the method again -- a :class:`methods.method_ref.MethodRef`
     (the one method reference) built from ``registered_name``, ``options`` and ``inner``."""
     name: str
     version: str

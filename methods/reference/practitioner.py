@@ -9,7 +9,7 @@ import numpy as np
 from scipy import stats
 
 from methods.reference._tables import cluster_rows, decide
-from methods.reference.resample import _S1, _S2, _mix64, counter_uniform
+from methods.reference.resample import STREAM_S1, STREAM_S2, mix64, counter_uniform
 
 
 def _arm_scores(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -44,9 +44,9 @@ def pooled_key(a: int, b: int, c: int, d: int) -> int:
     """``trial_bootstrap``'s key from its specification, in Python integers: mix64 folds of
     (S1 ^ POOLED_SALT), then the pooled counts n11, n10, n01, n00."""
     from methods.fixed.trial_bootstrap import POOLED_SALT
-    h = _mix64(_S1 ^ int(POOLED_SALT))
+    h = mix64(STREAM_S1 ^ int(POOLED_SALT))
     for v in (a, b, c, d):
-        h = _mix64(h ^ v)
+        h = mix64(h ^ v)
     return h
 
 
@@ -62,7 +62,7 @@ def trial_bootstrap(table, margin: float, confidence: float = 0.95, resamples: i
     k1 = pooled_key(a, b, c, d)
     stats_ = np.empty(resamples)
     for r in range(resamples):
-        idx = [min(int(counter_uniform(k1, _S2, r, j) * n), n - 1) for j in range(n)]
+        idx = [min(int(counter_uniform(k1, STREAM_S2, r, j) * n), n - 1) for j in range(n)]
         stats_[r] = y[idx].mean()
     stats_.sort()
     alpha = (1.0 - confidence) / 2.0

@@ -45,7 +45,7 @@ def _alpha(confidence: float) -> float:
 _MASK = (1 << 64) - 1
 
 
-def _mix64(z: int) -> int:
+def mix64(z: int) -> int:
     """SplitMix64 finaliser (Steele, Lea & Flood 2014)."""
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
@@ -55,22 +55,22 @@ def _mix64(z: int) -> int:
 def counter_uniform(k1: int, k2: int, rep: int, draw: int) -> float:
     """simlab.rng.uniform from its specification: mix64(mix64(counter ^ k1) ^ k2) >> 11
     times 2^-53, counter = rep << 32 | draw."""
-    z = _mix64(_mix64(((rep << 32) | draw) ^ k1) ^ k2)
+    z = mix64(mix64(((rep << 32) | draw) ^ k1) ^ k2)
     return (z >> 11) * 2.0 ** -53
 
 
 _SALT = hashlib.sha256(b"simlab|cluster-bootstrap|resampling-key|v1").digest()
-_S1 = int.from_bytes(_SALT[:8], "little")
-_S2 = int.from_bytes(_SALT[8:16], "little")
+STREAM_S1 = int.from_bytes(_SALT[:8], "little")
+STREAM_S2 = int.from_bytes(_SALT[8:16], "little")
 
 
 def resampling_key(rows: np.ndarray) -> int:
     """First key word: the non-empty clusters' counts folded with mix64, then their number."""
-    h = _S1
+    h = STREAM_S1
     for row in rows:
         for c in row:
-            h = _mix64(h ^ int(c))
-    return _mix64(h ^ len(rows))
+            h = mix64(h ^ int(c))
+    return mix64(h ^ len(rows))
 
 
 def bootstrap_statistics(table, resamples: int = 999) -> list[Fraction]:
@@ -86,7 +86,7 @@ def bootstrap_statistics(table, resamples: int = 999) -> list[Fraction]:
         sd = 0
         sn = 0
         for j in range(m):
-            i = min(int(counter_uniform(k1, _S2, b, j) * m), m - 1)
+            i = min(int(counter_uniform(k1, STREAM_S2, b, j) * m), m - 1)
             sd += d[i]
             sn += n[i]
         out.append(Fraction(sd, sn))

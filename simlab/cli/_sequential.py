@@ -37,7 +37,7 @@ def exact_seconds(looks: tuple[int, ...], trinomial: bool, n_methods: int, n_law
 
 
 def method_refs(text: str, inner: str | None, alternative: float | None) -> list:
-    from methods.ref import MethodRef
+    from methods.method_ref import MethodRef
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:

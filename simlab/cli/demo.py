@@ -49,13 +49,13 @@ def _render(p: dict) -> None:
     print(f"\nwrote {p['files']['dataset']} and {p['files']['plot']}  ({p['seconds']:.1f} s)")
 
 
-def run_demo(args: argparse.Namespace) -> None:
+def run_demo_command(args: argparse.Namespace) -> None:
     from evidence.demo import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
-    from studies.demo import run_demo as demo
+    from studies.demo import study_demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
-    payload = demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))
+    payload = study_demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))
     payload["evidence"] = evidence_demo()  # last section; in a temporary folder (it holds a demo signing key)
     emit(args, payload, lambda p: (_render(p), print("\n5. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
@@ -67,4 +67,4 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--reps", type=positive_int, default=20_000, help="replications per scenario (default %(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=20261129)
     add_json(p)
-    p.set_defaults(func=run_demo)
+    p.set_defaults(func=run_demo_command)

@@ -15,7 +15,7 @@ def analyze_fixed(method, table, margin: float, alpha: float):
 
 def run_interval(args: argparse.Namespace) -> None:
     from methods.explain import explain
-    from methods.limits import AnalysisTooCostly, check_analysis_cost
+    from methods.analysis_cost import AnalysisTooCostly, check_analysis_cost
     from methods.registry import get
 
     method = get(args.method)
@@ -80,9 +80,9 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--option", action="append", default=[], metavar="key=value",
                    help="method option, e.g. min_clusters=2 (repeatable)")
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",
-                   help="refuse an analysis estimated to need more memory (default: methods.limits)")
+                   help="refuse an analysis estimated to need more memory (default: methods.analysis_cost)")
     p.add_argument("--max-seconds", type=positive_float, default=None,
-                   help="refuse an analysis estimated to take longer (default: methods.limits)")
+                   help="refuse an analysis estimated to take longer (default: methods.analysis_cost)")
     add_json(p)
     p.set_defaults(func=run_interval)
 

@@ -201,7 +201,7 @@ def run_plot(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> None:
-    from methods.ref import MethodRef
+    from methods.method_ref import MethodRef
 
     table = parse_tables(args.table, order="one per cluster, in arrival order")
     method = MethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve("sequential")

@@ -28,7 +28,7 @@ from simlab.rng import MAX_REPLICATIONS, uniform
 from simlab.scenario import FixedSize, PairedScenario
 
 from .moments import one_size, table_sizes
-from .sources import (GROUP_OUTCOMES, MAX_GROUP, SINGLE_OUTCOMES, TOTAL_OUTCOMES, _slot, joint_law, joint_words,
+from .sources import (GROUP_OUTCOMES, MAX_GROUP, SINGLE_OUTCOMES, TOTAL_OUTCOMES, alias_slot, joint_law, joint_words,
                       pack_rows)
 
 # layout columns of a scenario: full groups, clusters per full group, then (table offset,
@@ -99,7 +99,7 @@ def _segment_moments(k1, k2, rep0, count, row0, nfull, off, n, r, roff, rn, pack
         for part in range(2):  # the full groups, then the remainder group
             lo, hi, o, m = (0, nfull, off, n) if part == 0 else (nfull, groups, roff, rn)
             for h in range(lo, hi):
-                j, f = _slot(xs[h], m)
+                j, f = alias_slot(xs[h], m)
                 row = np.uint64(o + j)
                 c = np.uint64(1 if f < pack[row, 0] else 4)
                 k_used += np.int64(pack[row, c])
@@ -124,7 +124,7 @@ def _fill_moments_many(segs, k1s, k2s, layout, pack, out):
 @nb.njit(inline="always", cache=True)
 def _copy_group(x, off, n, base, width, w0, prob, alias, words, out64, i):
     """Write the words of the outcome ``x`` selects in the table at ``off`` at word ``w0``."""
-    j, f = _slot(x, n)
+    j, f = alias_slot(x, n)
     w = np.uint64(base + (j if f < prob[np.uint64(off + j)] else alias[np.uint64(off + j)]) * width)
     w0 = np.uint64(w0)
     for t in range(width):

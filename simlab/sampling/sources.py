@@ -51,7 +51,7 @@ MAX_GROUP = 16             # clusters per group
 
 
 @nb.njit(inline="always", cache=True)
-def _slot(x, n):
+def alias_slot(x, n):
     """(slot j, fraction) of ``x = u n`` in an ``n``-slot alias table."""
     j = int(x)
     if j >= n:
@@ -63,7 +63,7 @@ def _slot(x, n):
 def _alias_slot(k1, k2, rep, h, n):
     """(slot j, fraction) of group ``h``'s ``n``-slot alias table for replication ``rep``:
     ONE uniform; the caller takes slot j when the fraction is below ``prob[j]``, else its alias."""
-    return _slot(uniform(k1, k2, rep, h) * n, n)
+    return alias_slot(uniform(k1, k2, rep, h) * n, n)
 
 
 @nb.njit(cache=True)

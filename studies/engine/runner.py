@@ -146,7 +146,7 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
 
 # ---------------------------------------------------------------- whole studies
 
-def _task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
+def _study_task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
           start: int, stop: int, moments: bool = True, device: str = "cpu") -> np.ndarray:
     resolved = [r.resolve("fixed") for r in refs]
     thetas = [m.true_value(scenario) for m in resolved]
@@ -218,7 +218,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
         if owned:
             stack.enter_context(ex)
         with progress_bar(n * len(points), f"study {spec.name}", enabled=bool(show)) as advance:
-            run.run(ex, _task, payloads, advance, on_task_done)
+            run.run(ex, _study_task, payloads, advance, on_task_done)
         totals = run.totals(len(points))
         counts = [ScenarioCounts(tuple(r.key for r in refs), tuple(spec.margins), tuple(spec.alphas),
                                  np.array([m.true_value(scenario) for m in resolved]), tot,

@@ -42,7 +42,7 @@ import rfc8785
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from simlab.hashing import bytes_hash
-from methods.ref import MethodRef, as_method_refs
+from methods.method_ref import MethodRef, as_method_refs
 from simlab.models import FrozenModel
 from simlab.rng import MAX_REPLICATIONS
 from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, LabelNoise, Missingness,

@@ -10,7 +10,7 @@ import numpy as np
 from methods.qualification import QUALIFIED, QualificationRecord
 
 
-def _size_label(size: Any) -> str:
+def size_label(size: Any) -> str:
     return f"M={size.trials}" if size.kind == "fixed" else f"{size.kind} mean {size.mean_trials:g}"
 
 
@@ -24,7 +24,7 @@ def cell_rows(record: QualificationRecord, noise: int = 0) -> tuple[list[str], l
     for s, size in enumerate(dom.cluster_sizes):
         for m in dom.margin.grid:
             for r in dom.rho.grid:
-                row: list[Any] = [_size_label(size), m, r]
+                row: list[Any] = [size_label(size), m, r]
                 for k in dom.clusters.grid:
                     c = cmap[(k, s, r, m, noise)]
                     mark = {"qualified": "ok*" if c.vacuous else "ok", "exceeds": "X", "undetermined": "?"}[c.verdict]
@@ -67,7 +67,7 @@ def heatmap(record: QualificationRecord, path: str | Path, noise: int = 0) -> Pa
             if i == 0:
                 ax.set_title(f"margin {m:g}", fontsize=8)
             if j == 0:
-                ax.set_ylabel(f"{_size_label(size)}\nrho", fontsize=8)
+                ax.set_ylabel(f"{size_label(size)}\nrho", fontsize=8)
             if i == n_s - 1:
                 ax.set_xlabel("K", fontsize=8)
     fig.suptitle(f"{record.method.name} v{record.method.version}: worst false-pass upper bound "

@@ -11,7 +11,7 @@ from typing import Callable
 
 from methods.qualification import QualificationPolicy, clip_discordance, discordance_limits
 
-from studies.qualify.book import Book, Pool
+from studies.qualify.escalation import Escalation, RoundRunner
 from studies.qualify.tasks import Counts, ScenarioPoint
 
 GOLDEN = 0.3819660112501051  # 2 - golden ratio: golden-section step fraction
@@ -61,19 +61,19 @@ def _neighbours(grid: list[float], x: float, lo: float, hi: float) -> tuple[floa
     return (max(below) if below else lo, min(above) if above else hi)
 
 
-def _searches(book: Book, axis: int) -> list[LineSearch]:
-    policy, est = book.policy, book.estimand
+def _searches(escalation: Escalation, axis: int) -> list[LineSearch]:
+    policy, est = escalation.policy, escalation.estimand
     dom, thr = policy.domain, policy.threshold
     out = []
-    for key, rows in book.rows.items():
+    for key, rows in escalation.rows.items():
         cells: dict[tuple, list[tuple[ScenarioPoint, Counts]]] = {}
         for spec, c in rows.values():
             cells.setdefault(spec.cell, []).append((spec, c))
         for cell, members in cells.items():
-            if cell in book.rejected[key] or (book.one_verdict and book.rejected[key]):
+            if cell in escalation.rejected[key] or (escalation.one_verdict and escalation.rejected[key]):
                 continue
-            worst_spec, worst_c = max(members, key=lambda sc: (book.upper(sc[1]), sc[1].rate))
-            if worst_c.n_pass == 0 or book.upper(worst_c) < policy.refine_fraction * thr:
+            worst_spec, worst_c = max(members, key=lambda sc: (escalation.upper(sc[1]), sc[1].rate))
+            if worst_c.n_pass == 0 or escalation.upper(worst_c) < policy.refine_fraction * thr:
                 continue
             margin = cell[3]
             if axis == 0:
@@ -101,13 +101,13 @@ def _searches(book: Book, axis: int) -> list[LineSearch]:
     return out
 
 
-def refine(book: Book, pool: Pool, estimands: tuple[str, ...], progress: Callable[[str], None] | None = None) -> int:
+def refine(escalation: Escalation, runner: RoundRunner, estimands: tuple[str, ...], progress: Callable[[str], None] | None = None) -> int:
     """Golden-section refinement around each refinable cell's worst scenario: baseline
     first, then discordance.  Returns the number of new scenarios evaluated."""
-    policy = book.policy
+    policy = escalation.policy
     new_points: set[tuple] = set()
     for axis in (0, 1):
-        searches = _searches(book, axis)
+        searches = _searches(escalation, axis)
         step = 0
         while True:
             proposals: dict[tuple, tuple[ScenarioPoint, list[tuple]]] = {}
@@ -117,12 +117,12 @@ def refine(book: Book, pool: Pool, estimands: tuple[str, ...], progress: Callabl
                     x = ls.propose()
                     if x is None:
                         break
-                    spec = ls.spec(x, policy, book.estimand)
+                    spec = ls.spec(x, policy, escalation.estimand)
                     ls.budget -= 1
                     if spec is None:
                         ls.points[x] = 0.0
                         continue
-                    row = book.rows[ls.method].get(spec.point)
+                    row = escalation.rows[ls.method].get(spec.point)
                     if row is not None:
                         ls.points[x] = row[1].rate
                         continue
@@ -134,11 +134,11 @@ def refine(book: Book, pool: Pool, estimands: tuple[str, ...], progress: Callabl
             if not proposals:
                 break
             step += 1
-            book.escalate(list(proposals.values()), pool, estimands, progress,
+            escalation.escalate(list(proposals.values()), runner, estimands, progress,
                           f"refine {'baseline' if axis == 0 else 'discordance'} step {step}, ")
             new_points.update(proposals)
             for ls, x, spec in owners:
-                ls.points[x] = book.rows[ls.method][spec.point][1].rate
+                ls.points[x] = escalation.rows[ls.method][spec.point][1].rate
     return len(new_points)
 
 

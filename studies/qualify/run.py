@@ -45,7 +45,7 @@ from simlab.estimands import is_difference
 from simlab.generate import GENERATOR_VERSION
 
 from studies.datasets import check_output_dir, describe, make_attrs, method_identity, save_dataset, save_json
-from studies.qualify.book import Book, Pool
+from studies.qualify.escalation import Escalation, RoundRunner
 from studies.qualify.refine import GOLDEN, LineSearch, refine
 from studies.qualify.tasks import Counts, ScenarioPoint, Task, grid_specs, method_key, resolve_method, run_task, scenario_of
 
@@ -162,7 +162,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     ex, owned = as_executor(executor, n_jobs)
     if progress:
         progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s) on {ex.describe()}")
-    book = Book(methods, policy, one_verdict, estimands[0])
+    escalation = Escalation(methods, policy, one_verdict, estimands[0])
     saved = None
     with contextlib.ExitStack() as stack:
         if checkpoint is not None:
@@ -176,15 +176,15 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
                 progress(saved.describe())
         if owned:
             stack.enter_context(ex)
-        pool = Pool(ex, batched=batched, checkpoint=saved)
-        book.escalate([(s, list(keys)) for s in specs], pool, estimands, progress, "grid ")
-        n_refine = refine(book, pool, estimands, progress)
+        runner = RoundRunner(ex, batched=batched, checkpoint=saved)
+        escalation.escalate([(s, list(keys)) for s in specs], runner, estimands, progress, "grid ")
+        n_refine = refine(escalation, runner, estimands, progress)
     if saved is not None and progress:
         progress(f"{saved.read_back} tasks read back from the checkpoint")
     software = software_info()
     outcomes = []
     for key, m in zip(keys, methods):
-        rows = sorted(book.rows[key].values(), key=lambda sc: (sc[0].stage != "grid",) + sc[0].point)
+        rows = sorted(escalation.rows[key].values(), key=lambda sc: (sc[0].stage != "grid",) + sc[0].point)
         scen = scenario_table(policy, rows)
         ds_path = rec_path = None
         sha, fname = "", ""
@@ -205,7 +205,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
         if rec_path is not None:
             save_json(record.to_json(), rec_path)
         outcomes.append(QualifyOutcome(record, rec_path, ds_path))
-    return QualifyRun(outcomes, len(specs), n_refine, book.replications, book.method_replications,
+    return QualifyRun(outcomes, len(specs), n_refine, escalation.replications, escalation.method_replications,
                       time.perf_counter() - t0)
 
 
@@ -232,6 +232,6 @@ def iter_cells(record: QualificationRecord) -> Iterable[dict[str, Any]]:
                "n_scenarios": c.n_scenarios}
 
 
-__all__ = ["ScenarioPoint", "Counts", "Task", "Book", "Pool", "GOLDEN", "LineSearch", "qualify", "run_task", "refine",
+__all__ = ["ScenarioPoint", "Counts", "Task", "Escalation", "RoundRunner", "GOLDEN", "LineSearch", "qualify", "run_task", "refine",
            "scenario_of", "method_key", "resolve_method", "summary_payload", "QualifyRun", "QualifyOutcome",
            "QUALIFIED", "EXCEEDS", "UNDETERMINED"]

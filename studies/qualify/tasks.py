@@ -25,7 +25,7 @@ class Counts:
     n_pass: int = 0
     n_inconclusive: int = 0
     verdict: str | None = None  # of the counts as they stand, and their Clopper-Pearson
-    upper: float | None = None    # upper bound at the stage confidence (``Book`` keeps both current)
+    upper: float | None = None    # upper bound at the stage confidence (``Escalation`` keeps both current)
 
     @property
     def rate(self) -> float:
@@ -136,5 +136,5 @@ def task_cost(policy: QualificationPolicy, task: Task) -> float:
         policy.domain.cluster_sizes[task.spec.size].mean() + 2.0 * len(task.methods))
 
 
-def _run_batch(policy, batch, estimands):
+def run_tasks_one_by_one(policy, batch, estimands):
     return [(i, run_task(policy, t, estimands)) for i, t in batch]

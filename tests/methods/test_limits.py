@@ -1,4 +1,4 @@
-"""methods/limits.py: cost models of single analyses and the refusal beyond a limit."""
+"""methods/analysis_cost.py: cost models of single analyses and the refusal beyond a limit."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from methods import registry
-from methods.limits import BAYES_HIERARCHICAL_BYTES_PER_CELL, AnalysisTooCostly, analysis_cost, check_analysis_cost
+from methods.analysis_cost import BAYES_HIERARCHICAL_BYTES_PER_CELL, AnalysisTooCostly, analysis_cost, check_analysis_cost
 
 
 def test_exact_discordant_cost_grows_with_the_largest_trial_count():
@@ -72,7 +72,7 @@ import sys
 import json
 import numpy as np
 from methods import registry
-from methods.limits import analysis_cost
+from methods.analysis_cost import analysis_cost
 
 
 def status(field):

@@ -1,6 +1,6 @@
-"""Escalation bookkeeping of the qualifier: ``Pool`` runs a round's tasks through an
+"""Escalation bookkeeping of the qualifier: ``RoundRunner`` runs a round's tasks through an
 executor (the batched engine, ``studies.qualify.batch``, or one task at a time on the
-per-scenario path), ``Book`` keeps every (method, scenario) count and verdict and decides
+per-scenario path), ``Escalation`` keeps every (method, scenario) count and verdict and decides
 which scenarios need more replications."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from methods.qualification import (EXCEEDS, UNDETERMINED, QualificationPolicy, cp_bounds, cp_lower, cp_upper,
                                    verdict_of)
 
-from studies.qualify.tasks import Counts, ScenarioPoint, Task, _run_batch, method_key, task_cost
+from studies.qualify.tasks import Counts, ScenarioPoint, Task, run_tasks_one_by_one, method_key, task_cost
 
 CHECKPOINT_BATCHES_PER_WORKER = 16  # batches per worker and round when a checkpoint is kept
 
@@ -30,7 +30,7 @@ def _batches(policy: QualificationPolicy, tasks: list[Task], n_batches: int) -> 
     return [b for b in out if b]
 
 
-class Pool:
+class RoundRunner:
     """Runs tasks through an executor (``studies.engine.executor``: serial, joblib processes or
     dask), in batches (``batched``: law-sharing batches for the batched engine; else
     cost-balanced batches of the per-scenario path); results come back in task order and
@@ -65,9 +65,9 @@ class Pool:
             floor = CHECKPOINT_BATCHES_PER_WORKER * workers if self.checkpoint is not None else None
             fn, batches = run_batch, law_batches(policy, sub, workers, min_batches=floor)
         elif self.executor.workers == 1 or len(sub) < 4:
-            fn, batches = _run_batch, [[(i, t)] for i, t in enumerate(sub)]
+            fn, batches = run_tasks_one_by_one, [[(i, t)] for i, t in enumerate(sub)]
         else:
-            fn, batches = _run_batch, _batches(policy, sub, max(self.executor.workers * 16, len(sub) // 32))
+            fn, batches = run_tasks_one_by_one, _batches(policy, sub, max(self.executor.workers * 16, len(sub) // 32))
         for _, part in self.executor.imap(fn, [(policy, b, estimands) for b in batches]):
             for j, r in part:
                 results[todo[j]] = r
@@ -79,7 +79,7 @@ class Pool:
         return results
 
 
-class Book:
+class Escalation:
     """Counts per (method, scenario point) and the cells each method has already failed.
     ``one_verdict``: the whole domain is one question (a certificate): once any scenario
     exceeds, nothing more is escalated or refined for that method.  ``estimand``: the null
@@ -115,7 +115,7 @@ class Book:
         verdict = row[1].verdict if row[1].verdict is not None else self.verdict(row[1])
         return verdict == UNDETERMINED and row[1].n_reps < self.policy.max_replications
 
-    def escalate(self, items: list[tuple[ScenarioPoint, list[tuple]]], pool: Pool, estimands: tuple[str, ...],
+    def escalate(self, items: list[tuple[ScenarioPoint, list[tuple]]], runner: RoundRunner, estimands: tuple[str, ...],
                  progress: Callable[[str], None] | None = None, label: str = "") -> None:
         """Evaluate ``items`` (scenario, method keys), growing replications round by round
         while a method's verdict is undetermined in a cell it has not already failed."""
@@ -143,7 +143,7 @@ class Book:
                              f"({now - t0:.0f} s)")
 
             updated: list[tuple[tuple, ScenarioPoint, Counts]] = []
-            for task, res in zip(tasks, pool.run(self.policy, tasks, estimands, tick)):
+            for task, res in zip(tasks, runner.run(self.policy, tasks, estimands, tick)):
                 self.replications += task.stop - task.start
                 for k, (x, inc) in res.items():
                     c = self.rows[k][task.spec.point][1]

@@ -20,7 +20,7 @@ from pydantic import Field
 from simlab.models import FrozenModel
 from simlab.scenario import ClusterSize, FixedSize, LabelNoise
 
-from .build import _size_label
+from .build import size_label
 from .record import QualificationRecord
 from .records import records_dir
 from .verdicts import QUALIFIED
@@ -94,7 +94,7 @@ def covers(record: QualificationRecord, point: DesignPoint | dict, *, now: _dt.d
         return Coverage(False, "label-noise model is not in the qualified domain")
     noise = dom.label_noise.index(point.label_noise)
     if point.cluster_size not in dom.cluster_sizes:
-        return Coverage(False, f"cluster size {_size_label(point.cluster_size)} is not on the record's grid "
+        return Coverage(False, f"cluster size {size_label(point.cluster_size)} is not on the record's grid "
                                "(off-grid designs need a certificate: simlab certify)")
     size = dom.cluster_sizes.index(point.cluster_size)
     k = _on_grid(dom.clusters.grid, point.clusters)
@@ -117,7 +117,7 @@ def covers(record: QualificationRecord, point: DesignPoint | dict, *, now: _dt.d
     bad = [c for c in needed if cmap[c].verdict != QUALIFIED]
     if bad:
         c = cmap[bad[0]]
-        return Coverage(False, f"cell K={c.clusters}, {_size_label(dom.cluster_sizes[c.size])}, rho={c.rho:g}, "
+        return Coverage(False, f"cell K={c.clusters}, {size_label(dom.cluster_sizes[c.size])}, rho={c.rho:g}, "
                                f"margin={c.margin:g}: {c.verdict} (false-pass upper bound {c.upper:.4g} vs "
                                f"{pol.threshold:.4g})", tuple(needed))
     return Coverage(True, f"grid cell{'s' if len(needed) > 1 else ''} qualified", tuple(needed))
