@@ -1,6 +1,39 @@
-"""Decision methods: one protocol (:mod:`methods.protocol`), one small module per method
-(``methods/fixed``, ``methods/sequential``), a registry, slow reference implementations.
+"""Decision methods: one protocol, one small module per method, a registry.
 
+Public API (the modules below may change; import from here)::
+
+    from methods import get, names
+    m = get("cluster_t")                        # a FixedMethod (or SequentialMethod)
+    r = m.analyze([[3, 1, 0, 6], [4, 0, 1, 5]], margin=0.03)     # IntervalResult
+    r.confidence_interval(), r.status
+    m.batch(tables, margin=0.03, alpha=0.025)   # tables[R, K, 4] -> BatchResult
+
+* protocol (``methods.protocol``): ``DecisionMethod``, ``FixedMethod``, ``Status``,
+  ``Estimand``, ``BatchResult``, ``IntervalResult``; sequential methods:
+  ``SequentialMethod``, ``LookSchedule``, ``SequentialResult`` (``methods.sequential.base``);
+* finding methods: ``get``, ``names``, ``reference`` (``methods.registry``), ``MethodRef``;
+* writing your own: ``numpy_method`` (``methods.adapters``), then ``check_method``
+  (``methods.checks``: the conformance check every registered method passes);
+* single-analysis budgets: ``check_analysis_cost``, ``AnalysisTooCostly``;
+* group-sequential boundaries: ``efficacy_boundaries``; ``explain`` (why inconclusive).
+
+``methods.qualification`` (records, certificates, policies, coverage) is its own package.
 Importing ``simlab`` first keys numba's cache on the kernel sources before any kernel here
-is compiled or loaded."""
+is compiled or loaded.
+"""
+import lazy_loader as _lazy
+
 import simlab  # noqa: F401
+
+__getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualification"], submod_attrs={
+    "protocol": ["BatchResult", "DecisionMethod", "Estimand", "FixedMethod", "IntervalResult", "MethodIdentity",
+                 "Status"],
+    "sequential.base": ["LookSchedule", "SequentialBatchResult", "SequentialMethod", "SequentialResult"],
+    "registry": ["get", "names", "reference"],
+    "method_ref": ["MethodRef", "UnknownMethodError", "as_method_refs"],
+    "adapters": ["numpy_method"],
+    "checks": ["check_method"],
+    "analysis_cost": ["AnalysisCost", "AnalysisTooCostly", "analysis_cost", "check_analysis_cost"],
+    "sequential.boundaries": ["efficacy_boundaries"],
+    "explain": ["explain"],
+})

@@ -210,6 +210,7 @@ class DecisionMethod:
     choices: dict[str, dict[str, float]] = field(default_factory=dict)
     inner: Any = None
     origin: str | None = None  # "package.module:ATTR" when found by reference (not hashed)
+    cost: Callable | None = None  # (method, tables, linear) -> AnalysisCost of one analysis (methods.analysis_cost)
 
     kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
     DECISION_PATH = ()  # protocol methods that run the kernels (hashed into the identity)
@@ -252,7 +253,7 @@ class DecisionMethod:
 
     def decision_roots(self) -> list[Any]:
         """What the identity hashes from: the callable fields and the ``DECISION_PATH`` methods."""
-        roots = [getattr(self, f.name) for f in fields(self) if f.name not in ("inner", "origin")]
+        roots = [getattr(self, f.name) for f in fields(self) if f.name not in ("inner", "origin", "cost")]
         roots = [r for r in roots if callable(r)]
         return roots + [getattr(type(self), name) for name in self.DECISION_PATH]
 

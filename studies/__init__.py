@@ -1,34 +1,33 @@
-"""ADEMP studies of decision methods: spec -> run -> measures -> xarray dataset.
+"""ADEMP studies of decision methods (Morris, White & Crowther 2019, Stat Med 38:2074-2102):
+simulate, measure, qualify, certify, size and recommend.
 
-Stable API (other layers and the CLI call only these)::
+The rooms, each a package whose ``__init__`` is its public API:
 
-    from studies.engine.spec import StudySpec, MethodRef, load_spec, parse_spec
-    from studies.engine.runner import evaluate_scenario, run_study, ScenarioCounts, target_value
-    from studies.engine.study_dataset import save_dataset, open_dataset, summary_rows
-    from studies.exact.fixed import exact_engine, exact_measures, ExactResult
-    from simlab.sampling import scenario_tables
+* ``studies.engine``  -- specs, the one evaluation loop, runners, tallies and measures;
+* ``studies.exact``   -- exact operating characteristics (no Monte Carlo error);
+* ``studies.qualify`` -- qualification records, certificates, the worst case at a design;
+* ``studies.sizing``  -- the fewest clusters for a target power;
+* ``studies.plots``   -- PNG pictures of datasets and records;
+* ``studies.bench``   -- benchmarks against references measured in the same run;
 
-    spec = load_spec("study.toml")            # or StudySpec.model_validate({...}); spec.hash
-    ds = run_study(spec, n_jobs=2, work_dir="results/.runs")   # xarray.Dataset
-    save_dataset(ds, "results/study.nc"); ds2 = open_dataset("results/study.nc")
+and at the top: ``datasets`` (the one writer and reader of netCDF datasets; the schema is
+``studies/SCHEMA.md``), ``recommend`` (which methods may decide at a design, and how well)
+and ``demo`` (``simlab demo``).  The most used entry points are also named here::
 
-    # one scenario, all methods on the same tables (common random numbers):
-    c = evaluate_scenario(scenario, ["clustered_normal", MethodRef(name="cluster_t")],
-                          margins=[0.03], alphas=[0.025], replications=20_000,
-                          seed=1, start=0)
-    c.count("n_pass", "clustered_normal")       # integer tallies: c.tally[method, margin, alpha, field]
-    c = c.merge(evaluate_scenario(..., start=20_000))   # == one call over 40_000 replications
-    m = c.measures()  # dict name -> float array [method, margin, alpha]:
-                      # pass_rate(+_mcse, _cp_lower, _cp_upper), false_pass_rate, power,
-                      # fail_rate, inconclusive_rate, coverage, lower_miss_rate, bias,
-                      # empirical_se, mean_width (each + _mcse), true_value, is_null, counts
+    from studies import load_spec, run_study, open_dataset
+    ds = run_study(load_spec("studies/specs/boundary.toml"), n_jobs=2)
 
-    r = exact_measures(scenario, registry.get("clustered_normal"), margin=0.03)  # ExactResult
-    exact_engine(scenario, method)   # -> ("unit" | "pooled" | "moments" | None, reason)
-
-Replication ``r`` of a scenario is a pure function of ``(seed, scenario.key, r)``
-(``simlab.sampling``), and tallies are integers (``studies.engine.tally``), so results are
-bitwise identical for any ``n_jobs``, chunk size, batch size or split into ``start``
-ranges.  Measures and MC SEs follow Morris, White & Crowther (2019, Stat Med
-38:2074-2102); see ``studies.engine.measures``.
+Replication ``r`` of a scenario is a pure function of ``(seed, scenario, r)`` and tallies
+are integers, so every result is bitwise identical for any worker count, backend or chunking.
 """
+import lazy_loader as _lazy
+
+__getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["bench", "engine", "exact", "plots", "qualify",
+                                                                    "sizing"], submod_attrs={
+    "datasets": ["dataset_kind", "open_dataset", "save_dataset", "save_json"],
+    "recommend": ["recommend"],
+    "demo": ["study_demo"],
+    "engine": ["StudySpec", "evaluate_scenario", "false_pass", "load_spec", "run_sequential_study", "run_study"],
+    "qualify": ["certify", "qualify"],
+    "sizing": ["size"],
+})

@@ -206,3 +206,17 @@ def bca_level(z0, a, z):
     if den <= 0.0:
         return 0.0 if w < 0.0 else 1.0
     return norm_cdf(z0 + w / den)
+
+
+# Cost model (methods.analysis_cost): ``resamples`` draws of K clusters per replication,
+# measured 17 ns per cluster-draw at K = 1e5, B = 999: model 20 ns.
+SECONDS_PER_DRAW = 2e-8
+
+
+def analysis_cost(method, t, linear):
+    """The bootstraps' cost: resamples x clusters draws."""
+    from methods.analysis_cost import AnalysisCost
+
+    draws = float(method.options.get("resamples", 999.0)) * t.shape[1] * t.shape[0]
+    return AnalysisCost(method.name, linear.bytes, linear.seconds + SECONDS_PER_DRAW * draws,
+                        f"resamples x clusters ({draws:.3g} cluster draws)")

@@ -81,4 +81,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
+    cost=_bootstrap.analysis_cost,
 )

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from simlab.clock import format_time, parse_time, utcnow
 from simlab.hashing import content_hash, file_hash, same_digest, short
-from .build import COVERAGE_RULE, build_record, cell_verdicts, check_scenarios, qualified_subdomain, worst_case
+from .build import (COVERAGE_RULE, build_record, cell_verdicts, check_scenarios, qualified_subdomain, size_label,
+                    worst_case)
 from .certificate import (CERT_SUFFIX, Certificate, CertifiedDesign, CertPoint, certificate_covers,
                           certificate_paths, load_certificate, verify_certificate)
 from .scope import Coverage, DesignPoint, covers, find_coverage
@@ -48,6 +49,6 @@ __all__ = [
     "combine_verdicts", "covers", "cp_bounds", "cp_lower", "cp_upper", "discordance_limits", "file_hash",
     "find_coverage", "format_time", "load_certificate", "load_record", "named_policy", "nuisance_grid", "parse_time",
     "policy_names", "qualified_subdomain", "record_paths", "record_stem", "records_dir", "reduced_domain",
-    "stage_confidence", "standard_domain", "standard_policy", "same_digest", "short", "utcnow", "verdict_of", "verify_certificate", "verify_record",
+    "stage_confidence", "standard_domain", "standard_policy", "same_digest", "short", "size_label", "utcnow", "verdict_of", "verify_certificate", "verify_record",
     "worst_case",
 ]

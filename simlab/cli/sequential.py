@@ -28,12 +28,10 @@ from simlab.cli._sequential import (
     DEFAULT_LOOKS,
     DEFAULT_MARGIN,
     DEFAULT_METHODS,
-    exact_memory,
-    exact_seconds,
     method_refs,
     schedule_of,
 )
-from simlab.cli.study import POINT_BYTES, check_writable
+from simlab.cli.study import check_writable
 
 
 def run_exact(args: argparse.Namespace) -> None:
@@ -61,11 +59,13 @@ def run_exact(args: argparse.Namespace) -> None:
         bad = [q for q in losses if not 0.0 <= q <= 1.0 - win]
         if not losses or bad:
             raise UsageError(f"--loss values must lie in [0, 1 - win] = [0, {1 - win:g}], got {args.loss!r}", "--loss")
+        from studies.engine import exact_sequential_memory, exact_sequential_seconds
+
         what = f"exact enumeration up to {schedule.last:,} {schedule.unit}"
-        check_memory(args, exact_memory(schedule.looks, win > 0), what)
+        check_memory(args, exact_sequential_memory(schedule.looks, win > 0), what)
         methods = [r.resolve("sequential") for r in method_refs(args.methods or DEFAULT_METHODS, args.inner,
                                                                 args.alternative)]
-        check_time(args, exact_seconds(schedule.looks, win > 0, len(methods), len(losses)), what)
+        check_time(args, exact_sequential_seconds(schedule.looks, win > 0, len(methods), len(losses)), what)
         margin = DEFAULT_MARGIN if args.margin is None else args.margin
         alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
         payload = se.exact_table(methods, schedule, margin, alpha, [(q, win) for q in losses])
@@ -92,7 +92,8 @@ def _template(args: argparse.Namespace) -> dict:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from studies.engine.sequential import parse_sequential_spec, run_sequential_study, summary_rows
+    from studies.engine import (exact_sequential_memory, parse_sequential_spec, run_sequential_study,
+                                sequential_study_memory, sequential_summary_rows)
 
     schedule = schedule_of(args, args.looks)
     most = args.clusters if args.unit == "clusters" else args.clusters * args.trials
@@ -100,20 +101,17 @@ def run_simulate(args: argparse.Namespace) -> None:
         raise UsageError(f"--looks reach {schedule.last} {args.unit} but the scenario has {most} (--clusters "
                          f"{args.clusters} x --trials {args.trials}); the last look must not exceed them", "--looks")
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
-    # each worker holds a chunk (65,536 replications by default) of int32 tables [chunk, K, 4] and its copy
-    need = workers * min(args.reps, 65_536) * args.clusters * 16 * 2
-    if not args.no_exact:
-        need += exact_memory(schedule.looks, True)
-    check_memory(args, need, f"sequential simulation ({args.reps:,} replications x {args.clusters:,} clusters)")
     spec = parse_sequential_spec({
         "name": "simulate", "methods": [r.model_dump() for r in method_refs(args.methods, args.inner, args.alternative)],
         "schedule": {"looks": list(schedule.looks), "unit": args.unit},
         "scenario": _template(args), "margins": [args.margin], "alpha": args.alpha,
         "replications": args.reps, "seed": args.seed, "exact": not args.no_exact}, source="arguments")
+    need = sequential_study_memory(spec, workers) + (0 if args.no_exact else exact_sequential_memory(schedule.looks, True))
+    check_memory(args, need, f"sequential simulation ({args.reps:,} replications x {args.clusters:,} clusters)")
     ds = run_sequential_study(spec, n_jobs=args.jobs, progress=True)
     payload = {"spec": json.loads(spec.to_json()), "spec_hash": spec.hash, "looks": list(spec.schedule.looks),
                "unit": spec.schedule.unit, "scenario": json.loads(str(ds.scenario_json.values.item())),
-               "rows": summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
+               "rows": sequential_summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
 
     def render(p: dict) -> None:
         print(f"{args.reps} replications, looks {p['looks']} ({p['unit']}), margin {args.margin}, alpha {args.alpha} "
@@ -146,21 +144,20 @@ def _render_rows(rows: list[dict]) -> None:
 def run_run(args: argparse.Namespace) -> None:
     from simlab.cli._backend import executor_from_args
     from studies.datasets import save_dataset
-    from studies.engine.sequential import load_sequential_spec, run_sequential_study, summary_rows
+    from studies.engine import (load_sequential_spec, run_sequential_study, sequential_study_memory,
+                                sequential_summary_rows)
 
     spec = load_sequential_spec(args.spec)
     if args.out:
         check_writable(args.out, "--out")
     points = math.prod(spec.shape) if spec.shape else 1
-    clusters = max([int(k) for k in spec.grid.get("clusters", [])] or [int(spec.scenario.clusters or 1)])
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
-    check_memory(args, points * POINT_BYTES + workers * min(spec.replications, spec.chunk_size) * clusters * 32,
-                 f"sequential study {spec.name} ({points:,} grid points)")
+    check_memory(args, sequential_study_memory(spec, workers), f"sequential study {spec.name} ({points:,} grid points)")
     with executor_from_args(args, args.jobs) as ex:
         ds = run_sequential_study(spec, executor=ex, progress=True)
     out = save_dataset(ds, args.out) if args.out else None
     payload = {"spec_hash": spec.hash, "out": None if out is None else str(out), "saved": out is not None,
-               "rows": summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
+               "rows": sequential_summary_rows(ds), "seconds": float(ds.attrs["run_seconds"])}
 
     def render(p: dict) -> None:
         _render_rows(p["rows"])
@@ -171,11 +168,11 @@ def run_run(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
-    from studies.engine.sequential import summary_rows
+    from studies.engine.sequential import sequential_summary_rows
 
     ds = open_sequential(args.path)
     payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
-               "rows": summary_rows(ds, args.margin)}
+               "rows": sequential_summary_rows(ds, args.margin)}
     emit(args, payload, lambda p: _render_rows(p["rows"]))
 
 

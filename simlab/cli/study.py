@@ -9,29 +9,7 @@ from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_m
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
-# Memory model of studies.engine.runner.run_study (bytes), from its data structures: every grid
-# point is a (coords, PairedScenario) pair built up front (2.9 KiB each, measured with
-# tracemalloc on a 10^4-point 3-field grid); each task keeps an int64 tally [methods, margins,
-# alphas, NF] plus its dict entry; the dataset holds 53 variables, 417 B per (point,
-# method, margin, alpha) measured, built and then serialised (x3); each worker holds one
-# chunk of int32 tables [chunk, K, 4].
 DEFAULT_WORK_DIR = "results/.runs"
-POINT_BYTES = 4 * 1024
-TASK_OVERHEAD_BYTES = 400
-DATASET_BYTES_PER_CELL = 420 * 3
-
-
-def study_memory(spec, chunk: int, workers: int) -> float:
-    from studies.engine.tally import NF
-
-    points = math.prod(spec.shape) if spec.shape else 1
-    cells = len(spec.methods) * len(spec.margins) * len(spec.alphas)
-    n = spec.n_replications
-    tasks = points * math.ceil(n / chunk)
-    clusters = max([int(k) for k in spec.grid.get("clusters", [])] or [int(spec.scenario.clusters or 1)])
-    per_chunk_tables = min(chunk, n) * clusters * 4 * 4
-    return (points * POINT_BYTES + tasks * (cells * NF * 8 + TASK_OVERHEAD_BYTES)
-            + points * cells * DATASET_BYTES_PER_CELL + max(workers, 1) * per_chunk_tables)
 
 
 def check_writable(path, flag: str) -> None:
@@ -100,15 +78,11 @@ def run_study_run(args: argparse.Namespace) -> None:
     import os
     from pathlib import Path
 
-    from simlab.hashing import short
-
     import numpy as np
 
     from simlab.cli._backend import executor_from_args
-    from studies.engine.study_dataset import summary_rows
-    from studies.engine.cost import study_estimate
-    from studies.engine.runner import run_study
-    from studies.engine.spec import load_spec
+    from simlab.hashing import short
+    from studies.engine import load_spec, run_study, study_estimate, study_memory, study_summary_rows
 
     if args.no_checkpoint and (args.restart or args.work_dir is not None):
         flag = "--restart" if args.restart else "--work-dir"
@@ -134,7 +108,7 @@ def run_study_run(args: argparse.Namespace) -> None:
     payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
                "scenarios": int(np.prod(spec.shape)) if spec.shape else 1, "methods": list(spec.method_keys),
                "seconds": ds.attrs["run_seconds"], "tasks": ds.attrs["run_tasks"],
-               "tasks_resumed": ds.attrs["run_tasks_resumed"], "dims": list(spec.dims), "rows": summary_rows(ds)}
+               "tasks_resumed": ds.attrs["run_tasks_resumed"], "dims": list(spec.dims), "rows": study_summary_rows(ds)}
 
     def render(p: dict) -> None:
         _rows_table(p["rows"], f"study {spec.name} ({p['replications']:,} replications per scenario)", p["dims"])
@@ -144,10 +118,10 @@ def run_study_run(args: argparse.Namespace) -> None:
 
 
 def run_study_show(args: argparse.Namespace) -> None:
-    from studies.engine.study_dataset import grid_dims, summary_rows
+    from studies.engine.study_dataset import grid_dims, study_summary_rows
 
     ds = open_study(args.file)
-    rows = summary_rows(ds, args.margin, args.alpha)
+    rows = study_summary_rows(ds, args.margin, args.alpha)
     payload = {"dataset": args.file, "spec_hash": ds.attrs.get("spec_hash"), "spec_name": ds.attrs.get("spec_name"),
                "code_revision": ds.attrs.get("code_revision"), "seed": ds.attrs.get("seed"),
                "dims": grid_dims(ds), "rows": rows}

@@ -9,19 +9,13 @@ implementation in the same run:
 * ``qualify``    -- the batched qualification engine against the per-scenario engine;
 * ``summary``    -- ``bench_all``: every one of them, ending in one table written under
   ``results/bench/``.
+
+Each module is imported only when its benchmark is asked for (each pulls in its own layer).
 """
-import importlib
+import lazy_loader as _lazy
 
-_HOME = {"bench_methods": "methods", "bench_sequential": "sequential", "bench_simulate": "simulate",
-         "standard_scenario": "simulate", "bench_study": "study", "bench_all": "summary",
-         "bench_gpu": "gpu", "bench_qualify": "qualify"}
-
-
-def __getattr__(name: str):
-    """Import a benchmark's module only when it is asked for (each pulls in its own layer)."""
-    if name in _HOME:
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = sorted(_HOME)
+__getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
+    "methods": ["bench_methods"], "sequential": ["bench_sequential"],
+    "simulate": ["bench_simulate", "standard_scenario"], "study": ["bench_study"], "summary": ["bench_all"],
+    "gpu": ["bench_gpu"], "qualify": ["bench_qualify"],
+})

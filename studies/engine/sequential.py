@@ -405,7 +405,7 @@ def build_sequential_dataset(spec, points, methods, totals, exact_rows, info) ->
     return describe(xr.Dataset(data, coords=coords, attrs=attrs))
 
 
-def summary_rows(ds: xr.Dataset, margin: float | None = None) -> list[dict]:
+def sequential_summary_rows(ds: xr.Dataset, margin: float | None = None) -> list[dict]:
     """One row per scenario x method (one margin) with the headline measures and, where
     present, their exact twins."""
     if dataset_kind(ds) != STUDY_KIND:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from studies.datasets import describe, make_attrs, method_identity, open_dataset, save_dataset
+from studies.datasets import describe, make_attrs, method_identity
 from studies.engine.measures import COUNTS, MEASURES, RATE_MEASURES
 
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
@@ -101,7 +101,7 @@ def select_level(ds: xr.Dataset, margin: float | None = None,
     return ds.sel(margin=margin, alpha=alpha), margin, alpha
 
 
-def summary_rows(ds: xr.Dataset, margin: float | None = None, alpha: float | None = None) -> list[dict]:
+def study_summary_rows(ds: xr.Dataset, margin: float | None = None, alpha: float | None = None) -> list[dict]:
     """One row per scenario x method (at one margin and level alpha) for tables."""
     sel, margin, alpha = select_level(ds, margin, alpha)
     dims = grid_dims(ds)
@@ -140,7 +140,5 @@ def to_python(v):
     return v.item() if v.shape == () else v.tolist()
 
 
-# save_dataset / open_dataset live in studies.datasets (the one writer); re-exported here
-# because study callers read and write through this module.
-__all__ = ["build_study_dataset", "save_dataset", "open_dataset", "summary_rows", "grid_dims", "to_python",
+__all__ = ["build_study_dataset", "study_summary_rows", "grid_dims", "to_python",
            "select_level", "COUNTS", "MEASURES"]

@@ -1,1 +1,17 @@
-"""(placeholder docstring)"""
+"""Exact operating characteristics: a method's own kernel run on every state of an exact
+law (``simlab.exact``), no Monte Carlo error.
+
+``fixed`` (``exact_engine``, ``exact_measures``: iid pairs, pooled tables, cluster moments),
+``sequential`` (absorbing-state enumeration of look schedules; the seed's table),
+``discordant`` (the exact-discordant certification engine: every ``(n10, n01)`` state of
+independent pairs and a proven bound between discordances), ``probes`` (does a method see
+only pooled counts?).
+"""
+import lazy_loader as _lazy
+
+__getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
+    "fixed": ["ExactResult", "exact_engine", "exact_grid", "exact_measures"],
+    "sequential": ["SEED_LOOKS", "SEED_METHODS", "exact_for_scenario", "exact_table", "seed_table"],
+    "discordant": ["DiscordantStates", "discordant_probe", "search"],
+    "probes": ["probe"],
+})

@@ -7,11 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from methods.qualification import QUALIFIED, QualificationRecord
-
-
-def size_label(size: Any) -> str:
-    return f"M={size.trials}" if size.kind == "fixed" else f"{size.kind} mean {size.mean_trials:g}"
+from methods.qualification import QUALIFIED, QualificationRecord, size_label
 
 
 def cell_rows(record: QualificationRecord, noise: int = 0) -> tuple[list[str], list[list[Any]]]:

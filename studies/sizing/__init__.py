@@ -1,1 +1,13 @@
-"""(placeholder docstring)"""
+"""Sample sizing: the fewest independent clusters at which a method reaches a target power
+while a false-pass certificate at that design holds.
+
+``size`` (the search), ``analytic`` (the closed-form starting point), ``gate`` (the
+false-pass side), ``curve`` (the power curve dataset and its plot).
+"""
+import lazy_loader as _lazy
+
+__getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
+    "size": ["SizingResult", "size"],
+    "curve": ["plot_curve", "save_sizing"],
+    "analytic": ["analytic_clusters", "design_effect"],
+})

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from methods import registry
-from methods.analysis_cost import BAYES_HIERARCHICAL_BYTES_PER_CELL, AnalysisTooCostly, analysis_cost, check_analysis_cost
+from methods.analysis_cost import AnalysisTooCostly, analysis_cost, check_analysis_cost
+from methods.fixed.bayes_hierarchical import BYTES_PER_CELL as BAYES_HIERARCHICAL_BYTES_PER_CELL
 
 
 def test_exact_discordant_cost_grows_with_the_largest_trial_count():

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from studies.engine.study_dataset import open_dataset, save_dataset
-from studies.engine.sequential import parse_sequential_spec, run_sequential_study, summary_rows
+from studies.datasets import open_dataset, save_dataset
+from studies.engine.sequential import parse_sequential_spec, run_sequential_study, sequential_summary_rows
 from studies.plots.sequential import plot_sequential
 from tests.reference_values import SEQUENTIAL_SEED_PROMOTION_5DP
 
@@ -63,7 +63,7 @@ def test_dataset_shape_measures_and_exact_twins():
     assert np.all(np.abs(ds.promote_rate.values - exact) <= 4 * se + 1e-15)
     et = ds.exact_expected_trials.values
     assert np.all(np.abs(ds.expected_trials.values - et) <= 4 * ds.expected_trials_mcse.values + 1e-9)
-    rows = summary_rows(ds, margin=0.05)
+    rows = sequential_summary_rows(ds, margin=0.05)
     assert len(rows) == 6 and {"cells", "method", "promote_rate", "exact_promote_rate"} <= set(rows[0])
 
 

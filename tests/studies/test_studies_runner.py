@@ -22,7 +22,8 @@ from simlab.sampling import scenario_tables, table_source
 from simlab.scenario import FixedSize, PairedScenario
 from studies.engine import tally
 from studies.datasets import same_data as data_equal
-from studies.engine.study_dataset import open_dataset, save_dataset, summary_rows
+from studies.datasets import open_dataset, save_dataset
+from studies.engine.study_dataset import study_summary_rows
 from studies.engine.runner import ScenarioCounts, evaluate_scenario, run_study
 from studies.engine.spec import parse_spec
 
@@ -149,7 +150,7 @@ def test_netcdf_round_trip_and_metadata(tmp_path):
     assert ds.attrs["code_revision"]
     assert ds.pass_rate.dims == ("difference", "clusters", "method", "margin", "alpha")
     assert set(np.unique(ds.exact_engine.values)) <= {"pooled", "moments", ""}
-    rows = summary_rows(back, 0.05, 0.05)
+    rows = study_summary_rows(back, 0.05, 0.05)
     assert len(rows) == 2 * 2 * 3 and rows[0]["margin"] == 0.05
 
 
