@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simlab.hashing import address
+
 from .experiment import PairedExperiment
 from .manifest import Manifest
 
@@ -56,6 +58,13 @@ def default_directory() -> Path:
 _HEADS: dict[tuple, tuple[str | None, str | None]] = {}
 
 
+def _address(stated: str) -> str | None:
+    try:
+        return address(stated)
+    except ValueError:
+        return None
+
+
 def _head(path: Path) -> tuple[str | None, str | None]:
     """(method name, ``sha256:`` content hash) a record or certificate file states, cached on
     its stat: only a hint for finding files -- the file that is used is verified in full."""
@@ -67,7 +76,7 @@ def _head(path: Path) -> tuple[str | None, str | None]:
         except (OSError, ValueError):
             head = None
         stated = next((head[f] for f in _HASH_FIELDS if isinstance(head, dict) and isinstance(head.get(f), str)), None)
-        _HEADS[key] = ((head.get("method") or {}).get("name"), f"sha256:{stated}") if stated else (None, None)
+        _HEADS[key] = ((head.get("method") or {}).get("name"), _address(stated)) if stated else (None, None)
     return _HEADS[key]
 
 
@@ -134,7 +143,7 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
     except (q.RecordError, ValueError) as exc:
         return QualificationCheck(pinned, path.name, None, None, False, (f"qualification record unusable: {exc}",))
     stated = getattr(obj, "record_sha256", None) or getattr(obj, "certificate_sha256", None)
-    if f"sha256:{stated}" != pinned:
+    if _address(stated) != pinned:
         return QualificationCheck(pinned, path.name, None, None, False,
                                   (f"{path.name} no longer hashes to the pinned {pinned}",))
     out = dict(pinned=pinned, record_file=path.name, method=obj.method.model_dump(mode="json"),

@@ -75,6 +75,11 @@ def hex_digest(text: str) -> str:
     raise ValueError(f"not a sha256 content address: {text!r}")
 
 
+def address(text: str) -> str:
+    """The ``sha256:<hex>`` form of a digest given in either form (old records: bare hex)."""
+    return PREFIX + hex_digest(text)
+
+
 def same_digest(a: Any, b: Any) -> bool:
     """Do ``a`` and ``b`` name the same digest (``sha256:<hex>`` or the bare hex of old records)?"""
     try:
@@ -104,5 +109,5 @@ def self_hash_ok(payload: dict, field: str) -> bool:
         return False
 
 
-__all__ = ["PREFIX", "SHA256_PATTERN", "bytes_hash", "canonical_bytes", "content_hash", "file_hash", "hex_digest",
+__all__ = ["PREFIX", "SHA256_PATTERN", "address", "bytes_hash", "canonical_bytes", "content_hash", "file_hash", "hex_digest",
            "is_hash", "same_digest", "self_hash_ok", "short", "with_self_hash"]

@@ -69,7 +69,7 @@ def world(tmp_path_factory) -> World:
     key = signing.generate_key()
     private, public = signing.save_keypair(key, root / "keys", "test")
     record.write_text(load_record(record).signed(key).to_json())  # the embedded signature
-    pin = "sha256:" + json.loads(record.read_text())["record_sha256"]
+    pin = json.loads(record.read_text())["record_sha256"]
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
     return World(qdir=qdir, pin=pin, record=record, key=private, trusted=signing.trusted_keys([public]), now=now)
 

@@ -236,7 +236,7 @@ def test_pinned_certificate_covers_an_off_grid_design(world, tmp_path):
     qdir = tmp_path / "q"
     path = write_certificate(cert, qdir)
     later = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
-    manifest = world.manifest(qualification_sha256="sha256:" + cert.certificate_sha256)
+    manifest = world.manifest(qualification_sha256=cert.certificate_sha256)
     trials = write_trials(tmp_path / "t.jsonl", manifest, clusters=250, baseline=0.9, discordance=0.01, seed=7,
                           cost_provenance="measured")
     packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=tmp_path / "p.json",

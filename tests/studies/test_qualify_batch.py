@@ -65,20 +65,24 @@ def test_moment_path_alone_and_joblib_workers_equal_serial(fixed_runs):
 
 def test_any_batching_gives_each_task_its_own_counts(monkeypatch):
     """Counts depend on a task's own replication range only: tasks split into one-task
-    batches, tiny chunks or all in one batch, over ranges that start anywhere."""
+    batches, tiny chunks or all in one batch, over ranges that start anywhere.  Difference
+    methods share scenarios; a loss-rate method's scenarios sit on its own null boundary."""
     pol = small_policy()
-    keys = tuple(method_key(registry.get(n)) for n in ("binomial_loss", "cluster_t", "tango_score"))
     dom = pol.domain
-    tasks = [Task(ScenarioPoint(k, s, r, 0.03, n, 0.9, 0.2), keys, start, start + 137)
-             for k in (10, 31) for s in range(3) for r in (0.0, 0.3) for n in range(2) for start in (0, 1000)]
-    estimands = ("cluster_weighted", "loss_rate", "trial_weighted")
-    want = [run_task(pol, t, estimands) for t in tasks]
-    assert [r for _, r in sorted(run_batch(pol, list(enumerate(tasks)), estimands))] == want
-    monkeypatch.setattr(qualify_batch, "MOMENT_ROWS", 50)
-    monkeypatch.setattr(qualify_batch, "TABLE_CELLS", 700)
-    for batch in law_batches(pol, tasks, workers=3):
-        for i, r in run_batch(pol, batch, estimands):
-            assert r == want[i]
+    diff = tuple(method_key(registry.get(n)) for n in ("cluster_t", "tango_score"))
+    loss = (method_key(registry.get("binomial_loss")),)
+    groups = [(diff, ("cluster_weighted", "trial_weighted"), 0.2), (loss, ("loss_rate",), 0.1)]
+    for keys, estimands, q in groups:
+        tasks = [Task(ScenarioPoint(k, s, r, 0.03, n, 0.9, q), keys, start, start + 137)
+                 for k in (10, 31) for s in range(3) for r in (0.0, 0.3) for n in range(2) for start in (0, 1000)]
+        want = [run_task(pol, t, estimands) for t in tasks]
+        assert [r for _, r in sorted(run_batch(pol, list(enumerate(tasks)), estimands))] == want
+        with monkeypatch.context() as mp:
+            mp.setattr(qualify_batch, "MOMENT_ROWS", 50)
+            mp.setattr(qualify_batch, "TABLE_CELLS", 700)
+            for batch in law_batches(pol, tasks, workers=3):
+                for i, r in run_batch(pol, batch, estimands):
+                    assert r == want[i]
     assert dom.cluster_sizes[2].kind == "poisson"  # random sizes: drawn from their own (trial) source
 
 
