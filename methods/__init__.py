@@ -36,4 +36,5 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualificatio
     "analysis_cost": ["AnalysisCost", "AnalysisTooCostly", "analysis_cost", "check_analysis_cost"],
     "sequential.boundaries": ["efficacy_boundaries"],
     "explain": ["explain"],
+    "bench_speedups": ["bench_speedups"],
 })

@@ -13,11 +13,12 @@ an import written another way.  So it hashes *code*, not files:
    libraries of :data:`EXTERNAL` is reached in turn; a number, string or array constant is
    taken by value; a library object (``np.sqrt``, ``scipy.stats.norm``) by its dotted name.
 3. **Normal form.** Each reached function or class is parsed (``ast``), docstrings are
-   removed (comments never reach the AST), every resolved global reference is replaced by
-   a placeholder naming what it resolves to (``<fn:decide>``, ``<ext:math.sqrt>``, a constant's
-   value), and the tree is dumped without positions (``ast.dump``).  The identity is the
-   sha256 of the sorted dumps, with the method's name, version, options and the identity
-   of a wrapped inner method.
+   removed (comments never reach the AST), its own name is dropped, every resolved global
+   reference is replaced by what it resolves to -- the *hash* of the referenced code (so a
+   renamed or moved helper is the same helper), a library object's dotted name
+   (``<ext:math.sqrt>``) or a constant's value -- and the tree is dumped without positions
+   (``ast.dump``).  The identity is the sha256 of the roots' hashes, with the method's name,
+   version, options and the identity of a wrapped inner method.
 
 What it cannot see: code reached only through ``getattr`` with a computed name, ``eval``,
 or attributes of objects passed in at run time (``self.kernel`` is a root for that reason).
@@ -28,6 +29,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import re
 import sys
 import textwrap
 import types
@@ -96,15 +98,15 @@ def _label(obj: Any) -> str:
 
 
 class _Collector:
-    """Collects what one object's normal form refers to (the walk continues there)."""
+    """Collects what one object's normal form refers to: each reference is written as a
+    token ``<ref:i>`` that :func:`_deep` replaces by the referenced code's own hash."""
 
     def __init__(self) -> None:
         self.refs: list[Any] = []
 
     def enqueue(self, obj: Any) -> str:
-        obj = _unwrap(obj)
-        self.refs.append(obj)
-        return _label(obj)
+        self.refs.append(_unwrap(obj))
+        return f"<ref:{len(self.refs) - 1}>"
 
 
 _ANALYSED: dict[int, tuple[Any, str, tuple[Any, ...]]] = {}  # id -> (object kept alive, dump, refs)
@@ -141,19 +143,14 @@ def _reach(roots: Iterable[Any]) -> list[Any]:
     return list(seen.values())
 
 
-def _walk(roots: Iterable[Any]) -> list[str]:
-    """``label=normal form`` of everything reached from ``roots``, sorted."""
-    return sorted(_label(obj) + "=" + _analyse(obj)[0] for obj in _reach(roots))
-
-
 def _dump_code(obj: Any, col: _Collector) -> str:
     try:
         node = _source_node(obj)
     except (OSError, TypeError, SyntaxError) as exc:
         raise ValueError(f"cannot read the source of {_label(obj)!r}, so it cannot be part of a method identity "
                          f"({exc}); define it in a file") from None
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        node.name = "_"  # a renamed or moved function is the same code; callers name it by what it is
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        node.name = "_"  # a renamed or moved function is the same code; callers refer to it by content
     node = _Normaliser(col, _Scope.of(obj)).visit(node)
     return ast.dump(node, annotate_fields=True, include_attributes=False)
 
@@ -251,7 +248,7 @@ class _Normaliser(ast.NodeTransformer):
             return ast.Name(id=f"<module {value.__name__}>", ctx=ast.Load())
         if isinstance(value, dict):
             return ast.Constant(value=repr(sorted((repr(k), repr(v)) for k, v in value.items())))
-        return ast.Name(id=f"<fn:{self.walker.enqueue(value)}>", ctx=ast.Load())
+        return ast.Name(id=self.walker.enqueue(value), ctx=ast.Load())
 
     def _resolve_chain(self, node: ast.expr) -> tuple[bool, Any]:
         """Resolve ``a.b.c`` whose root ``a`` is a global: follow attributes through modules."""
@@ -280,13 +277,44 @@ class _Normaliser(ast.NodeTransformer):
         return node
 
 
+_DEEP: dict[int, tuple[Any, str]] = {}
+_REF = re.compile(r"<ref:(\d+)>")
+
+
+def _deep(obj: Any, active: dict[int, int]) -> tuple[str, bool]:
+    """``(hash, closed)``: sha256 of ``obj``'s normal form with every reference replaced by
+    the referenced object's own hash, so names and places never enter an identity.  A
+    reference back to an object still being hashed (recursion) is written by its position
+    on the path; ``closed`` is False when that happened below (such hashes are not cached)."""
+    hit = _DEEP.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1], True
+    if id(obj) in active:
+        return f"<recursion:{len(active) - active[id(obj)]}>", False
+    active[id(obj)] = len(active)
+    dump, refs = _analyse(obj)
+    closed = True
+    parts = []
+    for r in refs:
+        h, c = _deep(r, active)
+        parts.append(h)
+        closed = closed and c
+    del active[id(obj)]
+    digest = hashlib.sha256(_REF.sub(lambda m: parts[int(m.group(1))], dump).encode()).hexdigest()
+    if closed:
+        _DEEP[id(obj)] = (obj, digest)
+    return digest, closed
+
+
 def code_sha256(roots: Iterable[Any]) -> str:
     """sha256 (hex) of the normal form of everything reached from ``roots`` (module docstring)."""
-    h = hashlib.sha256()
-    for dump in _walk(roots):
-        h.update(dump.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    digests = sorted(_deep(_unwrap(r), {})[0] for r in roots if r is not None)
+    return hashlib.sha256("\0".join(digests).encode()).hexdigest()
+
+
+def _walk(roots: Iterable[Any]) -> list[str]:
+    """``label=normal form`` of everything reached from ``roots``, sorted (for inspection)."""
+    return sorted(_label(obj) + "=" + _analyse(obj)[0] for obj in _reach(roots))
 
 
 def reached_names(roots: Iterable[Any]) -> list[str]:

@@ -24,11 +24,11 @@ from .build import (COVERAGE_RULE, build_record, cell_verdicts, check_scenarios,
                     worst_case)
 from .certificate import (CERT_SUFFIX, Certificate, CertifiedDesign, CertPoint, certificate_covers,
                           certificate_paths, load_certificate, verify_certificate)
-from .scope import Coverage, DesignPoint, covers, find_coverage
-from .domain import (Axis, IntAxis, QualificationDomain, clip_discordance, discordance_limits, nuisance_grid,
-                     reduced_domain, standard_domain)
+from .design import Coverage, DesignPoint
+from .scope import covers, find_coverage
+from .domain import Axis, IntAxis, QualificationDomain, clip_discordance, discordance_limits, nuisance_grid
 from .points import NuisancePoint, ScenarioPoint
-from .policy import QualificationPolicy, named_policy, policy_names, standard_policy
+from .policy import QualificationPolicy, named_policy, policy_names, reduced_domain, standard_domain, standard_policy
 from .record import (SCHEMA_VERSION, CellVerdict, DatasetRef, RecordedMethod, QualificationRecord, QualifiedRule,
                      QualifiedSubdomain, ScenarioTable, WorstCase)
 from .records import ENV_VAR, record_paths, record_stem, records_dir

@@ -44,7 +44,7 @@ from simlab.signing import Signature
 
 from simlab.clock import parse_time, utcnow
 from simlab.hashing import content_hash, short
-from .scope import Coverage, DesignPoint
+from .design import Coverage, DesignPoint
 from .points import NuisancePoint
 from .record import RecordedMethod, body_of, signed_payload
 from .records import json_files, safe_name

@@ -10,9 +10,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from simlab.models import FrozenModel
+from simlab.scenario import FixedSize
 
 from simlab.hashing import content_hash
-from .domain import QualificationDomain
+from .domain import Axis, IntAxis, QualificationDomain
 from .verdicts import MC_RULE, stage_confidence
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
@@ -109,3 +110,22 @@ def standard_policy(**overrides: Any) -> QualificationPolicy:
     """The ``standard`` policy, with field overrides."""
     base = named_policy("standard")
     return QualificationPolicy.model_validate({**base.model_dump(), **overrides}) if overrides else base
+
+
+def standard_domain() -> QualificationDomain:
+    """The standard domain (``policies/standard.toml``)."""
+    return named_policy("standard").domain
+
+
+def reduced_domain(clusters: tuple[int, ...] = (10, 30, 100)) -> QualificationDomain:
+    """A smaller declared domain for methods too slow for the standard one (resampling and
+    Bayesian kernels): K in ``clusters``, 1 or 3 trials per cluster, rho 0 or 0.2, margin 0.03
+    or 0.10, baseline 0.7..1.0, discordance from the margin to 0.3."""
+    return QualificationDomain(
+        clusters=IntAxis(lo=clusters[0], hi=clusters[-1], grid=clusters),
+        cluster_sizes=(FixedSize(trials=1), FixedSize(trials=3)),
+        rho=Axis(lo=0.0, hi=0.2, grid=(0.0, 0.2)),
+        margin=Axis(lo=0.03, hi=0.10, grid=(0.03, 0.10)),
+        baseline=Axis(lo=0.7, hi=1.0, grid=(0.7, 1.0)),
+        discordance=Axis(lo=0.01, hi=0.3, grid=(0.01, 0.1, 0.3)),
+    )

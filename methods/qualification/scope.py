@@ -11,53 +11,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from pydantic import Field
-
-from simlab.models import FrozenModel
-from simlab.scenario import ClusterSize, FixedSize, LabelNoise
+from simlab.scenario import FixedSize
 
 from .build import size_label
+from .design import Coverage, DesignPoint
 from .record import QualificationRecord
 from .records import records_dir
 from .verdicts import QUALIFIED
 
 _TOL = 1e-12
-
-
-class DesignPoint(FrozenModel):
-    """What the evidence path knows about an experiment's design.  ``rho`` is the intra-
-    cluster correlation when known; ``rho_max`` the pre-registered upper limit when not."""
-    clusters: int = Field(ge=1)
-    cluster_size: ClusterSize = FixedSize(trials=1)
-    margin: float = Field(gt=0.0, lt=1.0)
-    rho: float | None = Field(default=None, ge=0.0, lt=1.0)
-    rho_max: float | None = Field(default=None, ge=0.0, lt=1.0)
-    label_noise: LabelNoise = LabelNoise()
-    baseline: float | None = Field(default=None, ge=0.0, le=1.0)
-    discordance: float | None = Field(default=None, ge=0.0, le=1.0)
-    confidence: float | None = None
-    looks: int | None = Field(default=None, ge=1)
-
-    @property
-    def rho_irrelevant(self) -> bool:
-        """One trial per cluster: the cluster effect does not change the data's law."""
-        return isinstance(self.cluster_size, FixedSize) and self.cluster_size.trials == 1
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """Answer of :func:`covers`: ``covered`` plus why, and the cells consulted."""
-    covered: bool
-    reason: str
-    cells: tuple[tuple, ...] = ()
-    record: str = ""               # record or certificate file, when found by :func:`find_coverage`
-
-    def __bool__(self) -> bool:
-        return self.covered
 
 
 def _on_grid(grid, x: float) -> float | None:

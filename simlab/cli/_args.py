@@ -256,7 +256,7 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 def on_selected_device(func: Callable) -> Callable:
     """Wrap a command function so it runs on the device its ``--device`` names."""
     def run(args: argparse.Namespace):
-        from studies.engine.device import using
+        from studies.engine import using
 
         with using(args.device):
             return func(args)

@@ -21,7 +21,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 def executor_from_args(args: argparse.Namespace, n_jobs: int | None):
     """The executor the options ask for (a context manager: close it after the work);
     ``--n-jobs`` above 1 together with a dask option is refused (one or the other)."""
-    from studies.engine.executor import make_executor
+    from studies.engine import make_executor
 
     scheduler, workers = getattr(args, "scheduler", None), getattr(args, "dask_workers", None)
     if (scheduler is not None or workers is not None) and n_jobs not in (None, 1):

@@ -13,7 +13,7 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_METHODS = "repeated_fixed,likelihood_ratio,bonferroni,fixed_final"
 WRAPPERS = ("fixed_final", "repeated_fixed", "bonferroni")
 def method_refs(text: str, inner: str | None, alternative: float | None) -> list:
-    from methods.method_ref import MethodRef
+    from methods import MethodRef
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -30,7 +30,7 @@ def method_refs(text: str, inner: str | None, alternative: float | None) -> list
 
 
 def schedule_of(args: argparse.Namespace, looks: str):
-    from methods.sequential.base import LookSchedule
+    from methods import LookSchedule
 
     parse_looks_text(looks)
     return LookSchedule.parse(looks, unit=args.unit)

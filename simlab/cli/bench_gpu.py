@@ -10,7 +10,7 @@ def cmd_bench_gpu(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from simlab.cli._output import emit, jsonable, print_table
-    from studies.bench.gpu import bench_gpu
+    from studies.bench import bench_gpu
 
     payload = bench_gpu(reps=args.reps, cpu_reps=args.cpu_reps, check_reps=args.check_reps,
                         limit_cupy=args.limit_cupy, n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat)

@@ -18,7 +18,7 @@ def _pair(text: str) -> tuple[float, float]:
 
 def cmd_certify(args: argparse.Namespace) -> None:
     from simlab.cli._backend import executor_from_args
-    from studies.qualify.certify import certificate_payload, certify, write_certificate
+    from studies.qualify import certificate_payload, certify, write_certificate
 
     key = None
     if args.sign_key:

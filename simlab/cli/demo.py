@@ -52,7 +52,7 @@ def _render(p: dict) -> None:
 def run_demo_command(args: argparse.Namespace) -> None:
     from evidence.demo import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
-    from studies.demo import study_demo
+    from studies import study_demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
     payload = study_demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))

@@ -23,8 +23,8 @@ DEFAULT_SEED = 20261129
 
 
 def run_false_pass(args: argparse.Namespace) -> None:
-    from studies.engine.one_scenario import false_pass
-    from studies.engine.spec import MethodRef
+    from studies.engine import false_pass
+    from methods import MethodRef
 
     if args.simulate and args.exact_seconds is not None:
         raise UsageError("--exact-seconds bounds the exact evaluation, which --simulate skips; give one of them",

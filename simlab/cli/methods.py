@@ -14,9 +14,9 @@ def analyze_fixed(method, table, margin: float, alpha: float):
 
 
 def run_interval(args: argparse.Namespace) -> None:
-    from methods.explain import explain
-    from methods.analysis_cost import AnalysisTooCostly, check_analysis_cost
-    from methods.registry import get
+    from methods import explain
+    from methods import AnalysisTooCostly, check_analysis_cost
+    from methods import get
 
     method = get(args.method)
     if method.kind != "fixed":
@@ -51,7 +51,7 @@ def run_interval(args: argparse.Namespace) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> None:
-    from methods.registry import get, names
+    from methods import get, names
 
     rows = []
     for name in names():

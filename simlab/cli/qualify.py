@@ -14,7 +14,7 @@ BUILT_IN_POLICIES = ("standard (default), standard-coarse, reduced, reduced-smal
 
 
 def methods_arg(text: str, kind: str = "fixed") -> list:
-    from methods.registry import get, names
+    from methods import get, names
 
     chosen = names(kind) if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
     if not chosen:
@@ -25,8 +25,8 @@ def methods_arg(text: str, kind: str = "fixed") -> list:
 def run_qualify(args: argparse.Namespace) -> None:
     from methods.qualification import RESULTS_DIR, QualificationPolicy, named_policy
     from simlab.cli._backend import executor_from_args
-    from studies.engine.cost import qualify_estimate
-    from studies.qualify.run import qualify, summary_payload
+    from studies.engine import qualify_estimate
+    from studies.qualify import qualify, summary_payload
 
     if not args.method:
         raise UsageError("give --method NAME (or 'all'), or use `simlab qualify show RECORD`", "--method")
@@ -39,7 +39,7 @@ def run_qualify(args: argparse.Namespace) -> None:
     say = log_to_stderr(args)
     finished = set()
     if args.checkpoint:
-        from studies.qualify.checkpoint import finished_ranges
+        from studies.qualify import finished_ranges
 
         finished = finished_ranges(args.checkpoint, policy, methods)
     with executor_from_args(args, args.n_jobs) as ex:
@@ -70,8 +70,8 @@ def run_qualify(args: argparse.Namespace) -> None:
 
 def run_show(args: argparse.Namespace) -> None:
     from methods.qualification import StaleRecordError, load_record
-    from studies.qualify.run import summary_payload
-    from studies.plots.qualification import cell_rows, heatmap
+    from studies.qualify import summary_payload
+    from studies.plots import cell_rows, heatmap
 
     given = [f for f, v in (("--method", args.method), ("--policy", args.policy), ("--out", args.out),
                             ("--n-jobs", None if args.n_jobs == 1 else args.n_jobs),

@@ -49,7 +49,7 @@ def render_recommendation(p: dict) -> None:
 
 def cmd_recommend(args: argparse.Namespace) -> None:
     from simlab.cli._output import emit, log_to_stderr
-    from studies.recommend import recommend
+    from studies import recommend
 
     progress = log_to_stderr(args)
     kw = {} if args.directory is None else {"directory": args.directory}

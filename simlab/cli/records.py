@@ -88,7 +88,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
 def cmd_sign(args: argparse.Namespace) -> None:
     import json
 
-    from studies.datasets import save_json
+    from studies import save_json
 
     key = private_key(args.key, "--key")
     d = _records_dir(args)
@@ -115,7 +115,7 @@ def cmd_coverage(args: argparse.Namespace) -> None:
 
 
 def cmd_regenerate(args: argparse.Namespace) -> None:
-    from studies.qualify.regenerate import plan, regenerate
+    from studies.qualify import plan, regenerate
 
     d = _records_dir(args)
     only = set(args.only.split(",")) if args.only else None
@@ -124,7 +124,7 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
         raise ValueError(f"no records to regenerate in {d}" + (f" for {sorted(only)}" if only else ""))
     if args.dry_run:
         emit(args, {"directory": str(d), "plan": [i.as_dict() for i in items]},
-             lambda p: print("\n".join(f"policy {i['policy_sha256'][:10]} ({i['grid_cells']} cells): "
+             lambda p: print("\n".join(f"policy {i['policy_sha256'][7:17]} ({i['grid_cells']} cells): "
                                        f"{', '.join(i['methods'])}" for i in p["plan"])))
         return
     done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs,
@@ -132,6 +132,24 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
     emit(args, {"directory": str(d), "out": args.out or str(d), "records": done},
          lambda p: print("\n".join(f"{r['method']}: {r['cells_qualified']}/{r['cells_total']} cells qualified -> "
                                    f"{r['record']}" for r in p["records"])))
+
+
+def cmd_restamp(args: argparse.Namespace) -> int:
+    from studies.qualify import restamp
+
+    d = _records_dir(args)
+    only = set(args.only.split(",")) if args.only else None
+    done = restamp(d, only=only, sample=args.sample, dry_run=args.dry_run, progress=log_to_stderr(args))
+    if not done:
+        raise ValueError(f"no records in {d}" + (f" for {sorted(only)}" if only else ""))
+
+    def render(p: dict) -> None:
+        for r in p["records"]:
+            extra = f" ({r['checked']} scenarios, {r['replications']:,} replications re-simulated)" if r["checked"] else ""
+            print(f"{r['record']}: {r['status']}{extra}" + (f" -- {r['detail']}" if r["detail"] else ""))
+
+    emit(args, {"directory": str(d), "records": [r.as_dict() for r in done]}, render)
+    return 2 if any(r.status in ("mismatch", "unusable") for r in done) else 0
 
 
 def register(subparsers, bench_subparsers) -> None:
@@ -185,3 +203,14 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
     _json_flag(s)
     s.set_defaults(func=cmd_regenerate)
+
+    s = rs.add_parser("restamp", help="carry records across a refactor: re-simulate a random sample of each stale "
+                                      "record's scenarios and re-stamp it with the current method identity only "
+                                      "if every count is the same (exit 2 when one differs)")
+    _records_flag(s)
+    s.add_argument("--only", default=None, help="comma-separated method names")
+    s.add_argument("--sample", type=positive_int, default=24, help="scenarios re-simulated per record (default "
+                                                                   "%(default)s)")
+    s.add_argument("--dry-run", action="store_true", help="check, but write nothing")
+    _json_flag(s)
+    s.set_defaults(func=cmd_restamp)

@@ -37,7 +37,7 @@ from simlab.cli.study import check_writable
 def run_exact(args: argparse.Namespace) -> None:
     import time
 
-    from studies.exact import sequential as se
+    from studies.exact import exact_table, seed_table
 
     design = {"--looks": args.looks, "--margin": args.margin, "--alpha": args.alpha, "--methods": args.methods,
               "--inner": args.inner, "--alternative": args.alternative, "--win": args.win}
@@ -47,7 +47,7 @@ def run_exact(args: argparse.Namespace) -> None:
         if given:
             raise UsageError(f"{', '.join(given)} set your own design, which needs --loss (per-trial loss "
                              "probabilities); without --loss simlab prints the seed's fixed table", given[0])
-        payload = {**se.seed_table(), "source": "the seed's Sequential Decisions Lab design (DESIGN.md reference "
+        payload = {**seed_table(), "source": "the seed's Sequential Decisions Lab design (DESIGN.md reference "
                                                 "numbers)"}
     else:
         schedule = schedule_of(args, args.looks or DEFAULT_LOOKS)
@@ -68,7 +68,7 @@ def run_exact(args: argparse.Namespace) -> None:
         check_time(args, exact_sequential_seconds(schedule.looks, win > 0, len(methods), len(losses)), what)
         margin = DEFAULT_MARGIN if args.margin is None else args.margin
         alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
-        payload = se.exact_table(methods, schedule, margin, alpha, [(q, win) for q in losses])
+        payload = exact_table(methods, schedule, margin, alpha, [(q, win) for q in losses])
     payload["seconds"] = time.perf_counter() - t0
 
     def render(p: dict) -> None:
@@ -143,7 +143,7 @@ def _render_rows(rows: list[dict]) -> None:
 
 def run_run(args: argparse.Namespace) -> None:
     from simlab.cli._backend import executor_from_args
-    from studies.datasets import save_dataset
+    from studies import save_dataset
     from studies.engine import (load_sequential_spec, run_sequential_study, sequential_study_memory,
                                 sequential_summary_rows)
 
@@ -168,7 +168,7 @@ def run_run(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
-    from studies.engine.sequential import sequential_summary_rows
+    from studies.engine import sequential_summary_rows
 
     ds = open_sequential(args.path)
     payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
@@ -177,7 +177,7 @@ def run_show(args: argparse.Namespace) -> None:
 
 
 def open_sequential(path: str):
-    from studies.datasets import dataset_kind, open_dataset
+    from studies import dataset_kind, open_dataset
 
     try:
         ds = open_dataset(path)
@@ -190,7 +190,7 @@ def open_sequential(path: str):
 
 
 def run_plot(args: argparse.Namespace) -> None:
-    from studies.plots.sequential import plot_sequential
+    from studies.plots import plot_sequential
 
     check_writable(args.out, "--out")
     out = plot_sequential(open_sequential(args.path), args.out, args.margin)
@@ -198,7 +198,7 @@ def run_plot(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> None:
-    from methods.method_ref import MethodRef
+    from methods import MethodRef
 
     table = parse_tables(args.table, order="one per cluster, in arrival order")
     method = MethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve("sequential")

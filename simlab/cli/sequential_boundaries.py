@@ -20,7 +20,7 @@ def _fractions(text: str) -> list[float]:
 
 
 def cmd_boundaries(args: argparse.Namespace) -> None:
-    from methods.sequential.boundaries import efficacy_boundaries
+    from methods import efficacy_boundaries
 
     p = efficacy_boundaries(args.spending, args.alpha, _fractions(args.information), args.gamma)
 

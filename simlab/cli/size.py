@@ -24,9 +24,9 @@ _discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1] (zero discord
 
 
 def run_size(args: argparse.Namespace) -> None:
-    from methods.registry import get
+    from methods import get
     from simlab.cli._backend import executor_from_args
-    from studies.sizing.size import save_sizing, size
+    from studies.sizing import save_sizing, size
 
     method = get(args.method)
     if args.looks is not None and method.kind != "sequential":

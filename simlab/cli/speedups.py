@@ -5,7 +5,7 @@ import argparse
 
 
 def cmd_bench_speedups(args: argparse.Namespace) -> None:
-    from methods.bench_speedups import bench_speedups
+    from methods import bench_speedups
     from simlab.cli._output import emit, print_table
 
     payload = bench_speedups(reps=args.reps, bayes_reps=args.bayes_reps, seed=args.seed, repeat=args.repeat)

@@ -59,7 +59,7 @@ def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
 
 def open_study(path: str, allow_sequential: bool = False):
     """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
-    from studies.datasets import dataset_kind, open_dataset
+    from studies import dataset_kind, open_dataset
 
     try:
         ds = open_dataset(path)
@@ -118,7 +118,7 @@ def run_study_run(args: argparse.Namespace) -> None:
 
 
 def run_study_show(args: argparse.Namespace) -> None:
-    from studies.engine.study_dataset import grid_dims, study_summary_rows
+    from studies.engine import grid_dims, study_summary_rows
 
     ds = open_study(args.file)
     rows = study_summary_rows(ds, args.margin, args.alpha)
@@ -136,7 +136,7 @@ def run_study_show(args: argparse.Namespace) -> None:
 def run_study_plot(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from studies.plots.study import plot_dataset
+    from studies.plots import plot_dataset
 
     out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
     check_writable(out, "--out")

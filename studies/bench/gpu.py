@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .study import ALPHA, MARGIN, _best, _cores, _same_measures, bench_spec
+from .study import ALPHA, MARGIN, best_of, physical_cores, same_measures, bench_spec
 
 
 def _limit_cupy(path: str | Path, reps: int) -> dict:
@@ -53,7 +53,7 @@ def _kernel_split(source, reps: int, repeat: int) -> dict:
     from simlab.gpu import launch_shape, simulated
     from simlab.gpu.moments import GpuMomentSampler, ptx_of_fill_kernel
 
-    from studies.engine.gpu import GPU_BATCH, ITEMS_PER_THREAD, _kernel
+    from studies.engine.gpu import GPU_BATCH, ITEMS_PER_THREAD, fused_kernel
 
     sampler = GpuMomentSampler(source.k1, source.k2, *source.moment_tables())
     n = min(reps, GPU_BATCH)
@@ -69,19 +69,19 @@ def _kernel_split(source, reps: int, repeat: int) -> dict:
 
     def decide():
         for _ in range(0, reps, n):
-            _kernel()[blocks, threads](buf, np.int64(source.moment_size), np.float64(MARGIN), crit, -0.04, acc,
+            fused_kernel()[blocks, threads](buf, np.int64(source.moment_size), np.float64(MARGIN), crit, -0.04, acc,
                                        np.int64(0))
         cuda.synchronize()
 
     sample(), decide()  # warm
     reps = -(-reps // n) * n
     ptx = {} if simulated() else {"fill": ptx_of_fill_kernel(),
-                                  "decide_tally": "\n".join(_kernel().inspect_asm().values())}
+                                  "decide_tally": "\n".join(fused_kernel().inspect_asm().values())}
     return {"ptx_fma_instructions": {k: v.count("fma.") for k, v in ptx.items()},
             "ptx_rounded_mul_add_sub": {k: sum(v.count(f"{op}.rn.f64") for op in ("mul", "add", "sub"))
                                         for k, v in ptx.items()},
-            "sample_s_per_1e9": _best(sample, repeat)[0] * 1e9 / reps,
-            "decide_tally_s_per_1e9": _best(decide, repeat)[0] * 1e9 / reps, "batch": n}
+            "sample_s_per_1e9": best_of(sample, repeat)[0] * 1e9 / reps,
+            "decide_tally_s_per_1e9": best_of(decide, repeat)[0] * 1e9 / reps, "batch": n}
 
 
 def _device_name() -> str:
@@ -108,7 +108,7 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
     from studies.engine.spec import parse_spec
 
     require()
-    cores = n_jobs or _cores()
+    cores = n_jobs or physical_cores()
     rows = []
 
     def row(name, threads, n, seconds, ds):
@@ -125,25 +125,25 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
     # equality first: the same seed and replications on both devices
     cpu_ds = run_study(spec(check_reps), n_jobs=cores, chunk_size=max(1, check_reps // (4 * cores)), progress=False)
     gpu_ds = run_study(spec(check_reps), chunk_size=check_reps, progress=False, device="gpu")
-    same = _same_measures(cpu_ds, gpu_ds)
+    same = same_measures(cpu_ds, gpu_ds)
 
     s = spec(reps)
-    dt, ds = _best(lambda: run_study(s, chunk_size=reps, progress=False, device="gpu"), repeat)
+    dt, ds = best_of(lambda: run_study(s, chunk_size=reps, progress=False, device="gpu"), repeat)
     row("gpu_study_runner", None, reps, dt, ds)
     sc = s.points()[0][1]
-    dt, c = _best(lambda: evaluate_scenario(sc, ["clustered_normal"], [MARGIN], [ALPHA], reps, seed,
+    dt, c = best_of(lambda: evaluate_scenario(sc, ["clustered_normal"], [MARGIN], [ALPHA], reps, seed,
                                             device="gpu"), repeat)
     rows.append({"name": "gpu_evaluate_scenario", "threads": None, "replications": reps, "seconds": dt,
                  "replications_per_s": reps / dt, "pass_rate": c.count("n_pass", "clustered_normal") / reps})
     split = _kernel_split(table_source(sc, seed, "auto"), min(reps, 1 << 30), repeat)
     s = spec(cpu_reps)
-    dt, ds = _best(lambda: run_study(s, n_jobs=1, chunk_size=max(1, cpu_reps // 8), progress=False), repeat)
+    dt, ds = best_of(lambda: run_study(s, n_jobs=1, chunk_size=max(1, cpu_reps // 8), progress=False), repeat)
     row("cpu_study_runner_1job", 1, cpu_reps, dt, ds)
     if cores > 1:
         big = cpu_reps * cores
         s = spec(big)
         run_study(spec(4000 * cores), n_jobs=cores, chunk_size=1000, progress=False)  # warm the pool
-        dt, ds = _best(lambda: run_study(s, n_jobs=cores, chunk_size=max(1, big // (4 * cores)), progress=False),
+        dt, ds = best_of(lambda: run_study(s, n_jobs=cores, chunk_size=max(1, big // (4 * cores)), progress=False),
                        repeat)
         row(f"cpu_study_runner_{cores}jobs", cores, big, dt, ds)
     limit_error = None

@@ -81,14 +81,14 @@ def load_limit_kernel(path: str | Path):
     return mod.cpu_ser, mod.cpu_par
 
 
-def _cores() -> int:
+def physical_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - non-Linux
         return os.cpu_count() or 1
 
 
-def _best(fn, repeat: int) -> tuple[float, int]:
+def best_of(fn, repeat: int) -> tuple[float, int]:
     """Fastest of ``repeat`` timed calls (as ``timeit`` reports): on a shared machine the
     minimum is the least disturbed measurement; every row gets the same treatment."""
     best, value = math.inf, 0
@@ -99,7 +99,7 @@ def _best(fn, repeat: int) -> tuple[float, int]:
     return best, value
 
 
-def _same_measures(a, b) -> bool:
+def same_measures(a, b) -> bool:
     """Every data variable of two study datasets bitwise equal (NaN equal to NaN)."""
     if set(a.data_vars) != set(b.data_vars):
         return False
@@ -124,7 +124,7 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     from studies.engine.runner import run_study
     from studies.engine.spec import parse_spec
 
-    cores = n_jobs or _cores()
+    cores = n_jobs or physical_cores()
     spec = bench_spec(reps, seed)
     z = z_value(ALPHA)
     rows = []
@@ -138,27 +138,27 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     small = parse_spec({**spec.model_dump(mode="json"), "replications": 2000})
     run_study(small, n_jobs=1)
 
-    dt, c = _best(lambda: numpy_reference(seed, numpy_reps), repeat)
+    dt, c = best_of(lambda: numpy_reference(seed, numpy_reps), repeat)
     row("numpy_vectorised", 1, numpy_reps, dt, c)
 
     chunk = max(1, reps // 8)
-    dt, ds = _best(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False), repeat)
+    dt, ds = best_of(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False), repeat)
     row("study_runner_1job", 1, reps, dt, int(ds.n_pass.values.ravel()[0]))
-    dt, dt_tables = _best(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False, moments=False), repeat)
+    dt, dt_tables = best_of(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False, moments=False), repeat)
     row("study_runner_1job_tables", 1, reps, dt, int(dt_tables.n_pass.values.ravel()[0]))
 
     fused = None
     if limit_kernel is not None:
         cpu_ser, cpu_par = load_limit_kernel(limit_kernel)
         cpu_ser(seed, 1000, K, M, PB, PC, MARGIN, z)
-        dt, v = _best(lambda: int(cpu_ser(seed, reps, K, M, PB, PC, MARGIN, z)), repeat)
+        dt, v = best_of(lambda: int(cpu_ser(seed, reps, K, M, PB, PC, MARGIN, z)), repeat)
         row("fused_kernel_1thread", 1, reps, dt, v)
         fused = cpu_par
 
     if cores > 1:
         run_study(parse_spec({**spec.model_dump(mode="json"), "replications": 4000}), n_jobs=cores,
                   chunk_size=1000, progress=False)  # start and warm the worker pool
-        dt, ds = _best(lambda: run_study(spec, n_jobs=cores, chunk_size=max(1, reps // (4 * cores)),
+        dt, ds = best_of(lambda: run_study(spec, n_jobs=cores, chunk_size=max(1, reps // (4 * cores)),
                                          progress=False), repeat)
         row(f"study_runner_{cores}jobs", cores, reps, dt, int(ds.n_pass.values.ravel()[0]))
         if fused is not None:
@@ -166,7 +166,7 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
             numba.set_num_threads(min(cores, numba.config.NUMBA_NUM_THREADS))
             try:
                 fused(seed, 1000, K, M, PB, PC, MARGIN, z)
-                dt, v = _best(lambda: int(fused(seed, reps, K, M, PB, PC, MARGIN, z)), repeat)
+                dt, v = best_of(lambda: int(fused(seed, reps, K, M, PB, PC, MARGIN, z)), repeat)
                 row(f"fused_kernel_{numba.get_num_threads()}threads", numba.get_num_threads(), reps, dt, v)
             finally:
                 numba.set_num_threads(old)
@@ -193,5 +193,5 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
             "targets": {"runner_vs_numpy_per_core": 10.0, "runner_vs_fused_per_core": 1.0, "runner_scaling": 1.8},
             "exact_pass_rate": exact.pass_rate, "sampler": str(ds.sampler.values.ravel()[0]),
             "path": "moments" if moment_path(source, [registry.get("clustered_normal")]) else "tables",
-            "same_results_both_paths": _same_measures(ds, dt_tables),
+            "same_results_both_paths": same_measures(ds, dt_tables),
             "limit_kernel": None if limit_kernel is None else str(limit_kernel)}

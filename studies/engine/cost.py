@@ -138,8 +138,9 @@ def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collecti
 
 
 def _qualify_seconds(methods: Sequence, policy, finished: set) -> tuple[float, float]:
-    from studies.qualify.run import Task, method_estimand, method_key, run_task
-    from studies.qualify.tasks import grid_specs
+    from studies.qualify.run import method_estimand
+    from studies.qualify.scenarios import Task, grid_specs, method_key
+    from studies.qualify.tasks import run_task
 
     keys = tuple(method_key(m) for m in methods)
     estimands = tuple(sorted({method_estimand(m, policy) for m in methods}))

@@ -39,7 +39,7 @@ def unsupported_reason(source, methods) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _kernel():
+def fused_kernel():
     from methods.gpu import decision_device
     from simlab.gpu import rounded_ops
 
@@ -125,7 +125,7 @@ def evaluate_moments_gpu(source, methods, thetas, margins, alphas, start: int, s
     crit = {(i, c): cuda.to_device(methods[i].moment_consts(conf, K))
             for i in range(len(methods)) for c, conf in enumerate(alphas)}
     d_acc = cuda.to_device(np.zeros((len(combos), _tally.NF), np.int64))
-    kern = _kernel()
+    kern = fused_kernel()
     b = min(batch or GPU_BATCH, stop - start)
     buf = cuda.device_array((b, 3), np.int64)
     for s in range(start, stop, b):

@@ -19,11 +19,9 @@ import xarray as xr
 
 from studies.datasets import describe, make_attrs, method_identity
 from studies.engine.measures import COUNTS, MEASURES, RATE_MEASURES
+from studies.exact.fixed import EXACT_MEASURES
 
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
-EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lower_miss_rate", "bias",
-                  "empirical_se", "mean_width", "p_interval")
-
 
 def _coord_values(values) -> np.ndarray:
     if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values):

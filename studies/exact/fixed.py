@@ -35,6 +35,8 @@ from simlab.scenario import PairedScenario
 
 from studies.exact.probes import probe
 
+EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lower_miss_rate", "bias",
+                  "empirical_se", "mean_width", "p_interval")
 BLOCK = 8192
 PILOT = 256
 _DIST_CACHE: dict[tuple[str, str], tuple] = {}
@@ -170,7 +172,6 @@ def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | Non
     """Exact measures over a study grid: arrays ``[point, method, margin, alpha]``
     (NaN where no engine applies or it would exceed ``max_seconds`` per evaluation) and
     ``engine[point, method]`` ('' where none).  ``advance(1)`` after each (point, method)."""
-    from studies.engine.study_dataset import EXACT_MEASURES
 
     P, M = len(points), len(refs)
     out = {name: np.full((P, M, len(margins), len(alphas)), np.nan) for name in EXACT_MEASURES}

@@ -1,20 +1,23 @@
 """Qualification and certification: the worst false-pass rate of a method over a policy's
 domain (a grid record) or at exactly one design (a certificate).
 
-``run`` (``qualify``: grid, staged escalation, refinement, records), ``tasks`` (one
-scenario's replication range), ``batch`` (scenarios of one K decided together),
+``run`` (``qualify``: grid, staged escalation, refinement, records), ``scenarios`` (the
+grid on the null boundary, tasks), ``tasks`` (one task through the engine's loop), ``batch`` (scenarios of one K decided together),
 ``escalation`` (counts, verdicts, which scenarios need more replications), ``refine``
 (golden-section search around each cell's worst point), ``checkpoint`` (resumable runs),
 ``nuisance`` (the worst case at one design, for sizing), ``certify`` (certificates),
-``regenerate`` (re-run every record of a directory).
+``regenerate`` (re-run every record of a directory), ``restamp`` (carry records across a
+refactor: re-simulate a sample of scenarios, re-stamp only if every count is the same).
 """
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "run": ["QualifyRun", "iter_cells", "method_estimand", "qualify", "summary_payload"],
-    "tasks": ["Task", "grid_specs", "method_key", "resolve_method", "run_task", "scenario_of"],
+    "scenarios": ["Task", "grid_specs", "method_key", "resolve_method", "scenario_of"],
+    "tasks": ["run_task"],
     "checkpoint": ["Checkpoint", "finished_ranges"],
     "nuisance": ["DesignFalsePass", "design_false_pass", "nuisance_points"],
     "certify": ["certificate_payload", "certify", "write_certificate"],
     "regenerate": ["plan", "regenerate"],
+    "restamp": ["Restamp", "restamp", "restamp_record"],
 })

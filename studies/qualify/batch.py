@@ -42,7 +42,7 @@ from simlab.sampling.sources import composition_key
 from simlab.estimands import true_value
 
 from studies.engine.evaluate import Block, MethodError, evaluate
-from studies.qualify.tasks import ScenarioPoint, Task, check_null, look_schedule, refusal, resolve_method, scenario_of, task_cost
+from studies.qualify.scenarios import ScenarioPoint, Task, check_null, look_schedule, refusal, resolve_method, scenario_of, task_cost
 
 TASKS_PER_BATCH = 256   # tasks per batch on one worker (bounds the shared tables' memory)
 MOMENT_ROWS = 1 << 18   # (k, S1, S2) rows per moment chunk (6 MB)

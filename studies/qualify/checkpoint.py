@@ -27,7 +27,7 @@ from pathlib import Path
 
 from methods.qualification import QualificationPolicy
 
-from studies.qualify.tasks import Task, method_key
+from studies.qualify.scenarios import Task, method_key
 
 FORMAT = 1
 

@@ -1,7 +1,6 @@
-"""Escalation bookkeeping of the qualifier: ``RoundRunner`` runs a round's tasks through an
-executor (the batched engine, ``studies.qualify.batch``, or one task at a time on the
-per-scenario path), ``Escalation`` keeps every (method, scenario) count and verdict and decides
-which scenarios need more replications."""
+"""Escalation bookkeeping of the qualifier: ``Escalation`` keeps every (method, scenario) count
+and verdict and decides which scenarios need more replications; a round's tasks are run by
+the runner it is given (``studies.qualify.run.RoundRunner``)."""
 from __future__ import annotations
 
 import time
@@ -12,71 +11,8 @@ import numpy as np
 from methods.qualification import (EXCEEDS, UNDETERMINED, QualificationPolicy, cp_bounds, cp_lower, cp_upper,
                                    verdict_of)
 
-from studies.qualify.tasks import Counts, ScenarioPoint, Task, run_tasks_one_by_one, method_key, task_cost
+from studies.qualify.scenarios import Counts, ScenarioPoint, Task, method_key
 
-CHECKPOINT_BATCHES_PER_WORKER = 16  # batches per worker and round when a checkpoint is kept
-
-
-def _batches(policy: QualificationPolicy, tasks: list[Task], n_batches: int) -> list[list[tuple[int, Task]]]:
-    """Split into batches of roughly equal estimated cost (largest first, greedy)."""
-    n_batches = max(1, min(n_batches, len(tasks)))
-    order = sorted(range(len(tasks)), key=lambda i: -task_cost(policy, tasks[i]))
-    loads = [0.0] * n_batches
-    out: list[list[tuple[int, Task]]] = [[] for _ in range(n_batches)]
-    for i in order:
-        j = int(np.argmin(loads))
-        out[j].append((i, tasks[i]))
-        loads[j] += task_cost(policy, tasks[i])
-    return [b for b in out if b]
-
-
-class RoundRunner:
-    """Runs tasks through an executor (``studies.engine.executor``: serial, joblib processes or
-    dask), in batches (``batched``: law-sharing batches for the batched engine; else
-    cost-balanced batches of the per-scenario path); results come back in task order and
-    depend only on each task's own replication range (any backend, worker count or
-    batching, same answer).  With a ``checkpoint``, finished tasks are read back from it
-    and each batch's results are appended to it as the batch ends."""
-
-    def __init__(self, executor, batched: bool = True, checkpoint=None):
-        self.executor = executor
-        self.batched = batched
-        self.checkpoint = checkpoint   # ``studies.qualify.checkpoint.Checkpoint``: finished tasks kept on disk
-
-    def run(self, policy, tasks: list[Task], estimands: tuple[str, ...],
-            tick: Callable[[int, int], None] | None = None) -> list[dict[tuple, tuple[int, int]]]:
-        results: list = [None] * len(tasks)
-        if self.checkpoint is not None:
-            for i, t in enumerate(tasks):
-                results[i] = self.checkpoint.lookup(t)
-        todo = [i for i, r in enumerate(results) if r is None]
-        done = len(tasks) - len(todo)
-        if tick and done:
-            tick(done, len(tasks))
-        sub = [tasks[i] for i in todo]
-        if not sub:
-            return results
-        if self.batched:  # scenarios that share laws travel together, decided in batched calls
-            from studies.qualify.batch import law_batches, run_batch
-
-            workers = self.executor.workers
-            # A checkpoint keeps only finished batches: cut finer so that an interrupted
-            # run loses at most ~1/16 of a worker's share (counts do not depend on batching).
-            floor = CHECKPOINT_BATCHES_PER_WORKER * workers if self.checkpoint is not None else None
-            fn, batches = run_batch, law_batches(policy, sub, workers, min_batches=floor)
-        elif self.executor.workers == 1 or len(sub) < 4:
-            fn, batches = run_tasks_one_by_one, [[(i, t)] for i, t in enumerate(sub)]
-        else:
-            fn, batches = run_tasks_one_by_one, _batches(policy, sub, max(self.executor.workers * 16, len(sub) // 32))
-        for _, part in self.executor.imap(fn, [(policy, b, estimands) for b in batches]):
-            for j, r in part:
-                results[todo[j]] = r
-            if self.checkpoint is not None:
-                self.checkpoint.save([(sub[j], r) for j, r in part])
-            done += len(part)
-            if tick:
-                tick(done, len(tasks))
-        return results
 
 
 class Escalation:
@@ -115,7 +51,7 @@ class Escalation:
         verdict = row[1].verdict if row[1].verdict is not None else self.verdict(row[1])
         return verdict == UNDETERMINED and row[1].n_reps < self.policy.max_replications
 
-    def escalate(self, items: list[tuple[ScenarioPoint, list[tuple]]], runner: RoundRunner, estimands: tuple[str, ...],
+    def escalate(self, items: list[tuple[ScenarioPoint, list[tuple]]], runner, estimands: tuple[str, ...],
                  progress: Callable[[str], None] | None = None, label: str = "") -> None:
         """Evaluate ``items`` (scenario, method keys), growing replications round by round
         while a method's verdict is undetermined in a cell it has not already failed."""

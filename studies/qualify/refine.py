@@ -7,12 +7,9 @@ the grid neighbours of the cell's worst scenario."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
-from methods.qualification import QualificationPolicy, clip_discordance, discordance_limits
-
-from studies.qualify.escalation import Escalation, RoundRunner
-from studies.qualify.tasks import Counts, ScenarioPoint
+from methods.qualification import QualificationPolicy, ScenarioPoint, clip_discordance, discordance_limits
 
 GOLDEN = 0.3819660112501051  # 2 - golden ratio: golden-section step fraction
 
@@ -61,12 +58,12 @@ def _neighbours(grid: list[float], x: float, lo: float, hi: float) -> tuple[floa
     return (max(below) if below else lo, min(above) if above else hi)
 
 
-def _searches(escalation: Escalation, axis: int) -> list[LineSearch]:
+def _searches(escalation: "Escalation", axis: int) -> list[LineSearch]:
     policy, est = escalation.policy, escalation.estimand
     dom, thr = policy.domain, policy.threshold
     out = []
     for key, rows in escalation.rows.items():
-        cells: dict[tuple, list[tuple[ScenarioPoint, Counts]]] = {}
+        cells: dict[tuple, list[tuple[ScenarioPoint, Any]]] = {}
         for spec, c in rows.values():
             cells.setdefault(spec.cell, []).append((spec, c))
         for cell, members in cells.items():
@@ -101,7 +98,7 @@ def _searches(escalation: Escalation, axis: int) -> list[LineSearch]:
     return out
 
 
-def refine(escalation: Escalation, runner: RoundRunner, estimands: tuple[str, ...], progress: Callable[[str], None] | None = None) -> int:
+def refine(escalation: "Escalation", runner, estimands: tuple[str, ...], progress: Callable[[str], None] | None = None) -> int:
     """Golden-section refinement around each refinable cell's worst scenario: baseline
     first, then discordance.  Returns the number of new scenarios evaluated."""
     policy = escalation.policy

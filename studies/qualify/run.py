@@ -45,9 +45,10 @@ from simlab.estimands import is_difference
 from simlab.generate import GENERATOR_VERSION
 
 from studies.datasets import check_output_dir, describe, make_attrs, method_identity, save_dataset, save_json
-from studies.qualify.escalation import Escalation, RoundRunner
+from studies.qualify.escalation import Escalation
 from studies.qualify.refine import GOLDEN, LineSearch, refine
-from studies.qualify.tasks import Counts, ScenarioPoint, Task, grid_specs, method_key, resolve_method, run_task, scenario_of
+from studies.qualify.scenarios import Counts, ScenarioPoint, Task, grid_specs, method_key, resolve_method, scenario_of, task_cost
+from studies.qualify.tasks import run_task, run_tasks_one_by_one
 
 VERDICT_NAMES = (QUALIFIED, EXCEEDS, UNDETERMINED)
 VERDICT_CODES = {v: i for i, v in enumerate(VERDICT_NAMES)}
@@ -105,6 +106,71 @@ class QualifyRun:
         return {"scenarios": n, "grid_scenarios": self.grid_scenarios, "refine_scenarios": self.refine_scenarios,
                 "replications": self.replications, "method_replications": self.method_replications,
                 "seconds": self.seconds, "scenarios_per_s": n / s, "replications_per_s": self.replications / s}
+
+
+CHECKPOINT_BATCHES_PER_WORKER = 16  # batches per worker and round when a checkpoint is kept
+
+
+def _batches(policy: QualificationPolicy, tasks: list[Task], n_batches: int) -> list[list[tuple[int, Task]]]:
+    """Split into batches of roughly equal estimated cost (largest first, greedy)."""
+    n_batches = max(1, min(n_batches, len(tasks)))
+    order = sorted(range(len(tasks)), key=lambda i: -task_cost(policy, tasks[i]))
+    loads = [0.0] * n_batches
+    out: list[list[tuple[int, Task]]] = [[] for _ in range(n_batches)]
+    for i in order:
+        j = int(np.argmin(loads))
+        out[j].append((i, tasks[i]))
+        loads[j] += task_cost(policy, tasks[i])
+    return [b for b in out if b]
+
+
+class RoundRunner:
+    """Runs tasks through an executor (``studies.engine.executor``: serial, joblib processes or
+    dask), in batches (``batched``: law-sharing batches for the batched engine; else
+    cost-balanced batches of the per-scenario path); results come back in task order and
+    depend only on each task's own replication range (any backend, worker count or
+    batching, same answer).  With a ``checkpoint``, finished tasks are read back from it
+    and each batch's results are appended to it as the batch ends."""
+
+    def __init__(self, executor, batched: bool = True, checkpoint=None):
+        self.executor = executor
+        self.batched = batched
+        self.checkpoint = checkpoint   # ``studies.qualify.checkpoint.Checkpoint``: finished tasks kept on disk
+
+    def run(self, policy, tasks: list[Task], estimands: tuple[str, ...],
+            tick: Callable[[int, int], None] | None = None) -> list[dict[tuple, tuple[int, int]]]:
+        results: list = [None] * len(tasks)
+        if self.checkpoint is not None:
+            for i, t in enumerate(tasks):
+                results[i] = self.checkpoint.lookup(t)
+        todo = [i for i, r in enumerate(results) if r is None]
+        done = len(tasks) - len(todo)
+        if tick and done:
+            tick(done, len(tasks))
+        sub = [tasks[i] for i in todo]
+        if not sub:
+            return results
+        if self.batched:  # scenarios that share laws travel together, decided in batched calls
+            from studies.qualify.batch import law_batches, run_batch
+
+            workers = self.executor.workers
+            # A checkpoint keeps only finished batches: cut finer so that an interrupted
+            # run loses at most ~1/16 of a worker's share (counts do not depend on batching).
+            floor = CHECKPOINT_BATCHES_PER_WORKER * workers if self.checkpoint is not None else None
+            fn, batches = run_batch, law_batches(policy, sub, workers, min_batches=floor)
+        elif self.executor.workers == 1 or len(sub) < 4:
+            fn, batches = run_tasks_one_by_one, [[(i, t)] for i, t in enumerate(sub)]
+        else:
+            fn, batches = run_tasks_one_by_one, _batches(policy, sub, max(self.executor.workers * 16, len(sub) // 32))
+        for _, part in self.executor.imap(fn, [(policy, b, estimands) for b in batches]):
+            for j, r in part:
+                results[todo[j]] = r
+            if self.checkpoint is not None:
+                self.checkpoint.save([(sub[j], r) for j, r in part])
+            done += len(part)
+            if tick:
+                tick(done, len(tasks))
+        return results
 
 
 def method_estimand(method, policy: QualificationPolicy) -> str:
@@ -185,28 +251,35 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     outcomes = []
     for key, m in zip(keys, methods):
         rows = sorted(escalation.rows[key].values(), key=lambda sc: (sc[0].stage != "grid",) + sc[0].point)
-        scen = scenario_table(policy, rows)
-        ds_path = rec_path = None
-        sha, fname = "", ""
-        if out_dir is not None:
-            out = Path(out_dir)
-            out.mkdir(parents=True, exist_ok=True)
-            stem = record_stem(getattr(m, "label", m.name), policy)
-            ds_path, rec_path = out / f"{stem}.nc", out / f"{stem}.json"
-            ds = build_qualification_dataset(policy, m.identity.as_dict(), scen, software)
-            ds.attrs.update(make_attrs("qualification", title=ds.attrs["title"],
-                                       spec_json=json.dumps(policy.canonical()), spec_hash=policy.sha256,
-                                       methods=[method_identity(m, getattr(m, "label", m.name))],
-                                       seed=policy.seed))
-            save_dataset(describe(ds), ds_path, compress=True)
-            sha, fname = file_hash(ds_path), ds_path.name
-        record = build_record(m.identity.as_dict(), m.kind, method_estimand(m, policy),
-                              policy, scen, fname, sha, software, method_key=key)
-        if rec_path is not None:
-            save_json(record.to_json(), rec_path)
-        outcomes.append(QualifyOutcome(record, rec_path, ds_path))
+        outcomes.append(write_record(m, key, method_estimand(m, policy), policy, scenario_table(policy, rows),
+                                     software, out_dir))
     return QualifyRun(outcomes, len(specs), n_refine, escalation.replications, escalation.method_replications,
                       time.perf_counter() - t0)
+
+
+def write_record(method, key: tuple, estimand: str, policy: QualificationPolicy, scen: ScenarioTable,
+                 software: dict[str, str], out_dir: str | Path | None, created=None) -> QualifyOutcome:
+    """The record of ``method`` over ``scen`` and, with ``out_dir``, its dataset (``.nc``) and
+    record (``.json``) files, written atomically; ``created`` keeps a record's original date
+    (a re-stamped record keeps its validity window)."""
+    label = getattr(method, "label", method.name)
+    ds_path = rec_path = None
+    sha, fname = "", ""
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = record_stem(label, policy)
+        ds_path, rec_path = out / f"{stem}.nc", out / f"{stem}.json"
+        ds = build_qualification_dataset(policy, method.identity.as_dict(), scen, software)
+        ds.attrs.update(make_attrs("qualification", title=ds.attrs["title"], spec_json=json.dumps(policy.canonical()),
+                                   spec_hash=policy.sha256, methods=[method_identity(method, label)], seed=policy.seed))
+        save_dataset(describe(ds), ds_path, compress=True)
+        sha, fname = file_hash(ds_path), ds_path.name
+    record = build_record(method.identity.as_dict(), method.kind, estimand, policy, scen, fname, sha, software,
+                          created=created, method_key=key)
+    if rec_path is not None:
+        save_json(record.to_json(), rec_path)
+    return QualifyOutcome(record, rec_path, ds_path)
 
 
 def summary_payload(record: QualificationRecord, path: Path | None = None) -> dict[str, Any]:

@@ -86,6 +86,11 @@ def test_comments_docstrings_moves_and_import_style_change_no_identity(tmp_path)
     assert _method(tmp_path, "attr", call="{helper}.half_width").identity == base
     blank = METHOD.replace("    for r in", "\n    # loop over replications\n    for r in")
     assert _method(tmp_path, "blank", method=blank).identity == base
+    # a helper renamed (and every call to it) is the same code
+    renamed_helper = HELPER.replace("def half_width(", "def interval_half_width(")
+    renamed_call = METHOD.replace("from {helper} import half_width", "from {helper} import interval_half_width")
+    assert _method(tmp_path, "renamed", helper=renamed_helper, method=renamed_call,
+                   call="interval_half_width").identity == base
 
 
 @pytest.mark.parametrize("edit", [

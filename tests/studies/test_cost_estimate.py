@@ -98,7 +98,7 @@ def test_qualify_estimate_does_not_undercount_costs_that_grow_with_discordance(c
     discordance)): the pilot's costliest scenario is the most discordant one at the largest
     K x M, so the first-round estimate is not below the true first round."""
     import studies.qualify.run as qualify
-    from studies.qualify.tasks import grid_specs
+    from studies.qualify.scenarios import grid_specs
 
     def per_rep(spec):
         return 1e-7 * spec.clusters * (1 + 10 * spec.discordance)
@@ -125,7 +125,7 @@ def test_qualify_estimate_leaves_out_the_tasks_a_checkpoint_holds(clock, monkeyp
     first-round cost is in exactly one of two complementary resumed estimates, and with
     every first-round task finished only the escalation is left."""
     import studies.qualify.run as qualify
-    from studies.qualify.tasks import grid_specs
+    from studies.qualify.scenarios import grid_specs
 
     monkeypatch.setattr(qualify, "run_task",
                         lambda policy, task, estimands: clock.work(0.001, 1e-7 * task.spec.clusters)(task.stop))

@@ -124,7 +124,7 @@ def test_qualification_puts_loss_rate_nulls_on_the_loss_rate_boundary():
 def test_every_grid_null_scenario_has_true_value_minus_margin(estimand):
     """The one null builder, checked against the definition of the null boundary on every
     (cell, baseline, discordance) of the standard grid: the estimand's true value is -m."""
-    from studies.qualify.tasks import grid_specs
+    from studies.qualify.scenarios import grid_specs
 
     pol = QualificationPolicy(domain=standard_domain())
     specs = grid_specs(pol, estimand)

@@ -15,7 +15,7 @@ from studies.engine.durable import exclusive
 from studies.engine.executor import SerialExecutor
 from studies.qualify.run import qualify
 from studies.qualify.checkpoint import Checkpoint, checkpoint_path
-from studies.qualify.tasks import task_cost
+from studies.qualify.scenarios import task_cost
 
 
 def small_policy() -> QualificationPolicy:
@@ -142,7 +142,7 @@ def test_a_checkpointed_run_saves_in_finer_batches_with_the_same_records(clean, 
     """With a checkpoint each batch of a round costs at most 1/16 of the round (per
     worker) or is a single task, so a killed run loses little; without one a serial
     round is one batch."""
-    from studies.qualify.escalation import CHECKPOINT_BATCHES_PER_WORKER as per_worker
+    from studies.qualify.run import CHECKPOINT_BATCHES_PER_WORKER as per_worker
 
     plain, kept = CountingExecutor(), CountingExecutor()
     _same(_run(executor=plain), clean)

@@ -16,7 +16,7 @@ from methods import registry
 from methods.qualification import load_record, named_policy, policy_names, record_paths
 from studies.qualify.run import ScenarioPoint, Task, method_estimand, run_task
 from studies.qualify.checkpoint import Checkpoint, method_token
-from studies.qualify.tasks import method_key, task_cost
+from studies.qualify.scenarios import method_key, task_cost
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 CHECKPOINTS = RESULTS / "checkpoints"

@@ -1,0 +1,127 @@
+"""Re-stamp records after a change that moves code but not what it computes.
+
+A method's identity covers the code its decisions run through (``methods.identity``), so a
+refactor of that code -- a shared helper extracted, a protocol method reworded -- makes its
+records stale even when every decision is the same.  Re-running a qualification costs what
+it cost (hours for the slow methods); re-stamping checks the claim instead:
+
+1. the record is verified as usual (content and policy hash, dataset, bounds and verdicts
+   from the counts), all but the method identity;
+2. a random sample of its scenarios (``sample``, drawn with a seed derived from the record's
+   own hash, so the choice is reproducible and not the caller's) is re-simulated with the
+   current code, each over exactly the record's replication range;
+3. only if every sampled scenario's pass and inconclusive counts equal the record's, bit for
+   bit, is the record rewritten with the current identity, its original ``created`` and
+   ``valid_until`` (a re-stamp never extends validity), the one hash form (schema 3), its
+   dataset rewritten beside it, and ``software["identity_migration"]`` naming the old and
+   new identities, the scenarios checked and their replications.  A record signed before
+   loses its signature (it must be signed again: the bytes changed).
+
+This is evidence, not proof, that the new code computes what the old did on the scenarios
+not re-simulated; the record says so.  Bitwise equality is meaningful because every table is
+a pure function of (seed, scenario, replication) on every machine (``simlab.sampling``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from methods.qualification import (QualificationRecord, RecordError, ScenarioPoint, load_record, record_paths,
+                                   same_digest)
+
+DEFAULT_SAMPLE = 24
+
+
+@dataclass
+class Restamp:
+    record: str
+    method: str
+    status: str              # "current", "restamped", "mismatch"
+    checked: int = 0
+    replications: int = 0
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _sample(record: QualificationRecord, k: int) -> list[int]:
+    seed = int(hashlib.sha256(record.record_sha256.encode()).hexdigest()[:16], 16)
+    n = len(record.scenarios)
+    return sorted(np.random.default_rng(seed).choice(n, size=min(k, n), replace=False).tolist())
+
+
+def restamp_record(path: str | Path, *, sample: int = DEFAULT_SAMPLE, dry_run: bool = False,
+                   progress: Callable[[str], None] | None = None) -> Restamp:
+    """Check and re-stamp one record (see the module docstring)."""
+    from studies.qualify.run import software_info, write_record
+    from studies.qualify.scenarios import Task, method_key
+    from studies.qualify.tasks import run_task
+
+    path = Path(path)
+    record = load_record(path, check_current=False)
+    method = record.method.resolve()
+    ident = method.identity
+    label = record.method.name
+    if same_digest(ident.source_sha256, record.method.source_sha256) and record.schema_version == "3":
+        return Restamp(path.name, label, "current")
+    if ident.version != record.method.version:
+        return Restamp(path.name, label, "mismatch", detail=f"version changed ({record.method.version} -> "
+                                                                f"{ident.version}): qualify again")
+    s = record.scenarios
+    key = method_key(method)
+    picked = _sample(record, sample)
+    reps = 0
+    for j, i in enumerate(picked):
+        spec_args = (s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.noise[i], s.baseline[i], s.discordance[i],
+                     s.stage[i])
+        got = run_task(record.policy, Task(ScenarioPoint(*spec_args), (key,), 0, s.n_reps[i]),
+                       (record.method.estimand,))[key]
+        reps += s.n_reps[i]
+        if progress:
+            progress(f"{label}: scenario {i} ({j + 1}/{len(picked)}, {s.n_reps[i]} replications): {got}")
+        if tuple(got) != (s.n_pass[i], s.n_inconclusive[i]):
+            return Restamp(path.name, label, "mismatch", j + 1, reps,
+                           f"scenario {i} (K={s.clusters[i]}, rho={s.rho[i]:g}, margin={s.margin[i]:g}, baseline="
+                           f"{s.baseline[i]:g}, discordance={s.discordance[i]:g}): the record counts "
+                           f"{s.n_pass[i]} passes and {s.n_inconclusive[i]} inconclusive in {s.n_reps[i]}, the "
+                           f"current code {got[0]} and {got[1]}: qualify again")
+    if dry_run:
+        return Restamp(path.name, label, "restampable", len(picked), reps)
+    software = dict(record.software)
+    software.update(software_info())
+    software["identity_migration"] = json.dumps({
+        "from": record.method.source_sha256, "to": ident.source_sha256, "schema_from": record.schema_version,
+        "checked_scenarios": picked, "checked_replications": reps,
+        "rule": "each checked scenario re-simulated over its full replication range with the current code; pass "
+                "and inconclusive counts bitwise equal to the record's (studies.qualify.restamp)"}, sort_keys=True)
+    from simlab.clock import parse_time
+    write_record(method, key, record.method.estimand, record.policy, s, software, path.parent,
+                 created=parse_time(record.created))
+    return Restamp(path.name, label, "restamped", len(picked), reps)
+
+
+def restamp(directory: str | Path | None = None, *, only: set[str] | None = None, sample: int = DEFAULT_SAMPLE,
+            dry_run: bool = False, progress: Callable[[str], None] | None = None) -> list[Restamp]:
+    """:func:`restamp_record` for every record in ``directory`` (optionally only ``only``
+    method names); a record that cannot be read is reported, not skipped."""
+    out = []
+    for p in record_paths(None, directory):
+        data = json.loads(p.read_text())
+        name = (data.get("method") or {}).get("name")
+        registered = (data.get("method") or {}).get("registered_name")
+        if only and name not in only and registered not in only:
+            continue
+        try:
+            out.append(restamp_record(p, sample=sample, dry_run=dry_run, progress=progress))
+        except RecordError as exc:
+            out.append(Restamp(p.name, name or "?", "unusable", detail=str(exc)))
+    return out
+
+
+__all__ = ["DEFAULT_SAMPLE", "Restamp", "restamp", "restamp_record"]
