@@ -49,6 +49,7 @@ class Status(IntEnum):
 
 
 FAIL, PASS, INCONCLUSIVE, HARM = (int(s) for s in Status)
+CALIBRATED = "@alpha="  # a calibrated method's name: base@alpha=<nominal level>
 STATUS_NAMES = {FAIL: "fail", PASS: "pass", INCONCLUSIVE: "inconclusive", HARM: "stop_for_harm"}
 
 
@@ -211,6 +212,7 @@ class DecisionMethod:
     inner: Any = None
     origin: str | None = None  # "package.module:ATTR" when found by reference (not hashed)
     cost: Callable | None = None  # (method, tables, linear) -> AnalysisCost of one analysis (methods.analysis_cost)
+    nominal_alpha: float | None = None  # a calibrated method's nominal level (``calibrated``)
 
     kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
     DECISION_PATH = ()  # protocol methods that run the kernels (hashed into the identity)
@@ -229,8 +231,22 @@ class DecisionMethod:
 
     @property
     def label(self) -> str:
-        """Display name: ``repeated_fixed[binomial_loss]`` for wrappers."""
-        return f"{self.name}[{self.inner.name}]" if self.inner is not None else self.name
+        """Display name: ``repeated_fixed[binomial_loss]`` for wrappers, ``name@alpha=0.0204``
+        for a calibrated method."""
+        base = f"{self.name}[{self.inner.name}]" if self.inner is not None else self.name
+        return base if self.nominal_alpha is None else f"{base}{CALIBRATED}{self.nominal_alpha:.6g}"
+
+    def level(self, alpha: float) -> float:
+        """The one-sided level the kernels run at: ``alpha``, or a calibrated method's nominal level."""
+        return alpha if self.nominal_alpha is None else self.nominal_alpha
+
+    def calibrated(self, nominal_alpha: float) -> "DecisionMethod":
+        """The method run at nominal one-sided level ``nominal_alpha`` whatever level it is asked
+        for: a *calibrated method* (``studies.qualify.calibrate`` chooses the level at a design
+        so that the worst-case false-pass rate there is at most the target; its certificate
+        says for which design that holds).  Its label and identity carry the level."""
+        check_alpha(nominal_alpha)
+        return replace(self, nominal_alpha=float(nominal_alpha))
 
     def with_options(self, **options: Any) -> "DecisionMethod":
         """A new method object with options changed; an option with named ``choices`` also
@@ -264,7 +280,7 @@ class DecisionMethod:
         from methods.identity import code_sha256
 
         h = hashlib.sha256()
-        h.update(f"{self.name}|{self.version}|{self.kind}|{sorted(self.options.items())}".encode())
+        h.update(f"{self.name}|{self.version}|{self.kind}|{sorted(self.options.items())}|{self.nominal_alpha!r}".encode())
         h.update(code_sha256(self.decision_roots()).encode())
         if self.inner is not None:
             h.update(self.inner.identity.source_sha256.encode())
@@ -292,7 +308,7 @@ class FixedMethod(DecisionMethod):
 
     def consts(self, alpha: float, tables: np.ndarray) -> np.ndarray:
         check_alpha(alpha)
-        return np.ascontiguousarray(self.prepare(self, alpha, tables), dtype=np.float64)
+        return np.ascontiguousarray(self.prepare(self, self.level(alpha), tables), dtype=np.float64)
 
     def batch(self, tables: np.ndarray, margin: float, alpha: float = 0.025) -> BatchResult:
         """Decide every replication of ``tables[R, K, 4]`` at one-sided level ``alpha``."""

@@ -23,6 +23,8 @@ from dataclasses import replace
 from functools import lru_cache
 from importlib.metadata import entry_points
 
+from methods.protocol import CALIBRATED
+
 _PACKAGES = ["methods.fixed", "methods.sequential"]
 ENTRY_POINT_GROUP = "simlab.methods"
 
@@ -122,9 +124,20 @@ def _by_reference(ref: str):
 
 def get(name: str):
     """Look a method up by name (built-in or entry point) or by ``package.module:ATTR``; an
-    unknown name is a KeyError listing the known ones."""
+    unknown name is a KeyError listing the known ones.  ``NAME@alpha=LEVEL`` is the method
+    calibrated to nominal one-sided level ``LEVEL`` (``DecisionMethod.calibrated``)."""
     if not isinstance(name, str) or not name:
         raise KeyError(f"a method name must be a non-empty string, got {name!r}")
+    if CALIBRATED in name:
+        base, _, level = name.partition(CALIBRATED)
+        try:
+            value = float(level)
+        except ValueError:
+            raise KeyError(f"method {name!r}: the calibrated level after {CALIBRATED!r} must be a number") from None
+        try:
+            return get(base).calibrated(value)
+        except ValueError as exc:
+            raise KeyError(f"method {name!r}: {exc}") from None
     if ":" in name:
         return _by_reference(name)
     if name.isidentifier() and not name.startswith("_"):
@@ -141,5 +154,8 @@ def get(name: str):
 
 
 def reference(method) -> str:
-    """The string :func:`get` finds ``method`` by again (its name, or its ``module:ATTR``)."""
-    return method.origin or method.name
+    """The string :func:`get` finds ``method`` by again (its name, or its ``module:ATTR``,
+    with a calibrated level)."""
+    base = method.origin or method.name
+    level = getattr(method, "nominal_alpha", None)
+    return base if level is None else f"{base}{CALIBRATED}{level!r}"

@@ -153,4 +153,4 @@ class MomentMethod(FixedMethod):
         """``prepare``'s constants for a batch of ``clusters``-cluster designs."""
         check_alpha(alpha)
         shape_only = np.empty((0, int(clusters), 4), np.int32)
-        return np.ascontiguousarray(self.prepare(self, alpha, shape_only), dtype=np.float64)
+        return np.ascontiguousarray(self.prepare(self, self.level(alpha), shape_only), dtype=np.float64)

@@ -123,6 +123,28 @@ class Certificate(FrozenModel):
     def sealed(self) -> "Certificate":
         return self.model_copy(update={"certificate_sha256": self.content_sha256()})
 
+    @property
+    def guarantee(self) -> str:
+        """The kind of statement (DESIGN.md "Kinds of guarantee"): ``exact`` when the false-pass
+        rate is computed without Monte Carlo error and bounded between the evaluated points
+        (a proven supremum), else ``model-certified``."""
+        return "exact" if self.engine.startswith("exact") and self.proven_upper is not None else "model-certified"
+
+    @property
+    def assumptions(self) -> str:
+        """What the guarantee assumes, in words (shown in receipts and ``recommend``)."""
+        d = self.design
+        law = ("independent trial pairs" if d.trials == 1 or d.rho_max == 0 else
+               f"exchangeable Dirichlet-multinomial clusters of {d.trials} trials with intra-cluster correlation "
+               f"<= {d.rho_max:g}")
+        noise = "perfect labels" if all(n == LabelNoise() for n in d.label_noise) else \
+            f"{len(d.label_noise)} declared label-noise model(s)"
+        return (f"{law}, {noise}, K = {d.clusters} independent clusters, baseline in [{d.baseline[0]:g}, "
+                f"{d.baseline[1]:g}], discordance in [{d.discordance[0]:g}, {d.discordance[1]:g}], at the null "
+                f"boundary of the {self.method.estimand} estimand"
+                + ("" if self.guarantee == "exact" else "; a search over a grid of the nuisance, not a proof between "
+                   "its points"))
+
     def signed(self, key) -> "Certificate":
         from simlab.signing import sign
         sealed = self if self.certificate_sha256 else self.sealed()

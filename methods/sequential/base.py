@@ -375,6 +375,7 @@ class SequentialMethod(DecisionMethod):
     def evaluate_looks(self, tables: np.ndarray, ends: np.ndarray, schedule: LookSchedule, margin: float,
                        alpha: float, only: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per-look ``(status[R, L], bound[R, L], estimate[R, L])`` without stopping."""
+        alpha = self.level(alpha)  # a calibrated method runs at its nominal level
         if self.evaluate is not None:
             return self.evaluate(self, tables, ends, alpha, margin, schedule, only)
         R, L = ends.shape

@@ -262,3 +262,37 @@ def on_selected_device(func: Callable) -> Callable:
             return func(args)
     run.__name__ = getattr(func, "__name__", "run")
     return run
+
+
+def range_pair(text: str) -> tuple[float, float]:
+    """``LO,HI`` -> (lo, hi), both finite numbers with lo <= hi."""
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO,HI, got {text!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+        raise argparse.ArgumentTypeError(f"expected finite LO <= HI, got {text!r}")
+    return lo, hi
+
+
+def add_design_arguments(p, sequential: bool = True) -> None:
+    """The design a certificate or calibration is for: K, M, margin, rho_max (and looks), and
+    the nuisance ranges it is taken over."""
+    p.add_argument("--method", required=True, help="registered method name (or package.module:ATTR)")
+    p.add_argument("--clusters", type=positive_int, required=True, help="K, independent clusters")
+    p.add_argument("--trials", type=positive_int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
+    p.add_argument("--margin", type=finite_float, required=True, help="non-inferiority margin")
+    p.add_argument("--rho-max", type=finite_float, default=0.0,
+                   help="largest intra-cluster correlation the nuisance domain includes (default 0)")
+    if sequential:
+        p.add_argument("--looks", type=positive_int, default=None,
+                       help="equally spaced looks at ceil(jK/L) clusters (sequential methods)")
+    p.add_argument("--baseline", type=range_pair, default=(0.5, 1.0), metavar="LO,HI",
+                   help="baseline pass-rate range of the nuisance domain (default 0.5,1)")
+    p.add_argument("--discordance", type=range_pair, default=(0.01, 0.5), metavar="LO,HI",
+                   help="discordance range of the nuisance domain (default 0.01,0.5)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="where the certificate is written (default: the records directory, where coverage looks: "
+                        "$SIMLAB_RECORDS or the checkout's results/qualification)")
+    p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")
+    p.add_argument("--n-jobs", type=n_jobs, default=1, help="local worker processes, -1 = all cores (default 1)")

@@ -34,13 +34,15 @@ MOMENT_BATCH = 65_536   # rows of (k, S1, S2) per moment block
 class Block:
     """Replications to decide: ``tables`` or, on the moment path, ``stats`` of clusters of
     ``size`` trials (``clusters`` K either way).  ``tag`` is the source's note for the
-    tally (which scenario's rows, which prefix); ``start`` the first replication."""
+    tally (which scenario's rows, which prefix); ``start`` the first replication; ``alphas``
+    the indices of the levels to decide these rows at (None: every level)."""
     clusters: int
     tables: np.ndarray | None = None
     stats: np.ndarray | None = None
     size: int | None = None
     start: int = 0
     tag: Any = None
+    alphas: tuple[int, ...] | None = None
 
     @property
     def rows(self) -> int:
@@ -118,8 +120,10 @@ def evaluate(rows: Rows, start: int, stop: int, methods: Sequence, margins: Sequ
     consts = {} if consts is None else consts
     for block in rows.blocks(start, stop, methods):
         sched = schedule(block.clusters) if callable(schedule) else schedule
+        levels = range(len(alphas)) if block.alphas is None else block.alphas
         for i, m in enumerate(methods):
-            for c, alpha in enumerate(alphas):
+            for c in levels:
+                alpha = alphas[c]
                 for j, margin in enumerate(margins):
                     try:
                         if block.stats is not None:

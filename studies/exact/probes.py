@@ -16,6 +16,12 @@ and on transformed versions of them:
   differences ``(-2, 1, 1)`` are replaced by ``(2, -1, -1)`` (same sum and sum of
   squares), ``(0, 3, 3)`` by ``(1, 1, 4)`` where sizes allow.
 
+* ``concordant``: the result depends on each cluster's concordant pairs only through their
+  number: every cluster's ``n11 + n00`` is split again at random between ``n11`` and
+  ``n00``.  With perfect labels a Dirichlet-multinomial cluster's ``(n10, n01, n11 + n00)``
+  has a law free of the baseline (the Dirichlet's aggregation property), so for such a
+  method the baseline is no nuisance at all.
+
 "Equal" is: identical status, and estimate/bounds equal to 1e-12 (relative) or both
 NaN.  A probe can only refute; passing it on ~100 varied tables is strong evidence, not
 proof, and a method that fails it is simply not given an exact engine.
@@ -79,7 +85,7 @@ _CACHE: dict[tuple, bool] = {}
 
 
 def probe(kind: str, method, alpha: float, sizes, loss: bool = False) -> bool:
-    """Run probe ``kind`` ('pooled', 'order', 'moments') for ``method`` on clusters of
+    """Run probe ``kind`` ('pooled', 'order', 'moments', 'concordant') for ``method`` on clusters of
     the given sizes (with random pair loss when ``loss``); cached per method identity."""
     sizes = tuple(int(s) for s in sizes)
     key = (kind, method.identity.source_sha256, float(alpha), sizes, bool(loss))
@@ -98,6 +104,12 @@ def _run_probe(kind: str, method, alpha: float, sz: np.ndarray, loss: bool) -> b
     rng = np.random.default_rng(PROBE_SEED + 1)
     if kind == "pooled":
         return _same(base, _results(method, tables.sum(axis=1, keepdims=True), alpha))
+    if kind == "concordant":
+        resplit = tables.copy()
+        both = tables[:, :, 0] + tables[:, :, 3]
+        resplit[:, :, 0] = rng.binomial(both, 0.5)
+        resplit[:, :, 3] = both - resplit[:, :, 0]
+        return _same(base, _results(method, resplit, alpha))
     if kind == "order":
         reverse = tables[:, ::-1, :]
         shuffled = np.stack([t[rng.permutation(t.shape[0])] for t in tables])

@@ -6,6 +6,7 @@ grid on the null boundary, tasks), ``tasks`` (one task through the engine's loop
 ``escalation`` (counts, verdicts, which scenarios need more replications), ``refine``
 (golden-section search around each cell's worst point), ``checkpoint`` (resumable runs),
 ``nuisance`` (the worst case at one design, for sizing), ``certify`` (certificates),
+``calibrate`` (the largest nominal level that is valid at a design, then its certificate),
 ``regenerate`` (re-run every record of a directory), ``restamp`` (carry records across a
 refactor: re-simulate a sample of scenarios, re-stamp only if every count is the same).
 """
@@ -18,6 +19,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "checkpoint": ["Checkpoint", "finished_ranges"],
     "nuisance": ["DesignFalsePass", "design_false_pass", "nuisance_points"],
     "certify": ["certificate_payload", "certify", "write_certificate"],
+    "calibrate": ["Calibration", "calibrate"],
     "regenerate": ["plan", "regenerate"],
     "restamp": ["Restamp", "restamp", "restamp_record"],
 })

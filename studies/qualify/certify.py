@@ -68,6 +68,17 @@ def best_baseline(margin: float, baseline: tuple[float, float], estimand: str = 
     return float(min(max(baseline[0], margin), baseline[1]))
 
 
+def is_baseline_free(method, design: CertifiedDesign, alpha: float) -> bool:
+    """Is the baseline no nuisance for ``method`` at ``design``?  Perfect labels and a
+    fixed-sample method that sees each cluster's concordant pairs only through their number
+    (``studies.exact.probes``, probe 'concordant')."""
+    from studies.exact.probes import probe
+
+    if method.kind != "fixed" or any(n != LabelNoise() for n in design.label_noise):
+        return False
+    return probe("concordant", method, alpha, [design.trials] * min(design.clusters, 64))
+
+
 def exact_applies(method, design: CertifiedDesign, alpha: float) -> tuple[bool, str]:
     from studies.exact.discordant import MAX_STATES, discordant_probe
 
@@ -111,14 +122,20 @@ def _exact_points(method, design: CertifiedDesign, alpha: float, threshold: floa
 
 
 def sim_policy(design: CertifiedDesign, alpha: float, allowed_excess: float, mc_confidence: float,
-               min_replications: int, max_replications: int, seed: int) -> QualificationPolicy:
-    """The qualifier's policy for a one-cell domain at exactly ``design``."""
+               min_replications: int, max_replications: int, seed: int, baseline_free: bool = False,
+               estimand: str = "trial_weighted") -> QualificationPolicy:
+    """The qualifier's policy for a one-cell domain at exactly ``design``; ``baseline_free``: one
+    baseline (the one with the widest feasible discordance) stands for all."""
     m = design.margin
     rhos = (0.0,) if design.trials == 1 or design.rho_max == 0 else \
         tuple(float(x) for x in np.round(np.linspace(0.0, design.rho_max, SIM_RHO_VALUES), 12))
     b_lo, b_hi = design.baseline
-    bs = (b_lo,) if b_hi == b_lo else tuple(float(x) for x in np.round(np.linspace(b_lo, b_hi, SIM_BASELINE_VALUES),
-                                                                       12))
+    if baseline_free:
+        bs = (best_baseline(m, design.baseline, estimand),)
+    elif b_hi == b_lo:
+        bs = (b_lo,)
+    else:
+        bs = tuple(float(x) for x in np.round(np.linspace(b_lo, b_hi, SIM_BASELINE_VALUES), 12))
     q_lo, q_hi = design.discordance
     start = max(q_lo, m)
     u = np.linspace(0.0, np.sqrt(max(q_hi - start, 0.0)), SIM_DISCORDANCE_VALUES)
@@ -165,12 +182,14 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
             mc_confidence: float = 0.95, min_replications: int = 2000, max_replications: int = 128_000,
             seed: int = 20261129, validity_days: int = 365, engine: str = "auto", max_nodes: int = 4096,
             n_jobs: int = 1, sign_key=None, progress: Callable[[str], None] | None = None,
-            executor=None) -> Certificate:
+            executor=None, baseline_free: bool | None = None) -> Certificate:
     """Certify ``method`` (a registered name or method object) at exactly this design; see
     the module docstring.  ``engine``: 'auto', 'exact' (refuse when it does not apply) or
     'simulation'.  ``sign_key``: an Ed25519 private key (``simlab.signing``) to sign with.
     ``n_jobs`` local processes or ``executor`` (``studies.engine.executor``, e.g. dask) for the
-    simulation engine: the certificate is the same for every backend."""
+    simulation engine: the certificate is the same for every backend.  ``baseline_free``:
+    search one baseline for all (None: when the method passes the ``concordant`` probe and the
+    labels are perfect -- then the law of what it sees does not depend on the baseline)."""
     from studies.qualify.run import software_info
 
     t0 = time.perf_counter()
@@ -186,7 +205,10 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
     if engine not in ("auto", "exact", "simulation"):
         raise ValueError(f"engine must be auto, exact or simulation, got {engine!r}")
     threshold = allowed_excess * alpha
-    policy = sim_policy(design, alpha, allowed_excess, mc_confidence, min_replications, max_replications, seed)
+    if baseline_free is None:
+        baseline_free = is_baseline_free(method, design, alpha)
+    policy = sim_policy(design, alpha, allowed_excess, mc_confidence, min_replications, max_replications, seed,
+                        baseline_free=baseline_free, estimand=method.estimand.value)
     use_exact, why = (False, "simulation requested") if engine == "simulation" else exact_applies(method, design, alpha)
     if engine == "exact" and not use_exact:
         raise ValueError(f"the exact engine does not apply to {method.name!r} here: {why}")
@@ -198,6 +220,11 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
         eng, sched = "exact-discordant", ()
     else:
         pts, text = _sim_points(method, design, policy, n_jobs, progress, executor)
+        if baseline_free:
+            text += (f" The baseline is searched at {policy.domain.baseline.grid[0]:g} only: the method passes the "
+                     "'concordant' probe (its result depends on each cluster's n11 and n00 only through their sum), "
+                     "and with perfect labels a Dirichlet-multinomial cluster's (n10, n01, n11 + n00) has a law that "
+                     "does not depend on the baseline (aggregation property of the Dirichlet).")
         eng, sched = "simulation", tuple(policy.replication_schedule())
     estimand = method.estimand.value
     worst = max(range(len(pts)), key=lambda i: (pts[i].upper, pts[i].rate, -i))
@@ -226,6 +253,7 @@ def certificate_payload(cert: Certificate, path: Path | None = None) -> dict[str
     """JSON-friendly summary (for the CLI)."""
     w = cert.worst_point
     return {"method": cert.method.name, "design": cert.design.model_dump(mode="json"), "engine": cert.engine,
+            "guarantee": cert.guarantee, "assumptions": cert.assumptions,
             "verdict": cert.verdict, "threshold": cert.threshold, "worst": w.model_dump(),
             "proven_upper": cert.proven_upper, "points": len(cert.points), "search": cert.search,
             "certificate_sha256": cert.certificate_sha256, "signed_by": cert.signature.key_id if cert.signature else None,

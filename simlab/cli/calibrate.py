@@ -1,0 +1,50 @@
+"""``simlab calibrate``: the largest nominal level at which a method's worst-case false-pass
+rate at one design is at most alpha, certified on a stream the search never saw
+(``studies.qualify.calibrate``)."""
+from __future__ import annotations
+
+import argparse
+
+from simlab.cli._args import add_design_arguments, add_json, finite_float, positive_int
+from simlab.cli._backend import add_backend_arguments
+from simlab.cli._output import emit, log_to_stderr
+
+
+def cmd_calibrate(args: argparse.Namespace) -> None:
+    from methods.qualification import records_dir
+    from simlab.cli._backend import executor_from_args
+    from simlab.cli.certify import render_certificate, signing_key
+    from studies.qualify import calibrate, certificate_payload, write_certificate
+
+    with executor_from_args(args, args.n_jobs) as ex:
+        cal = calibrate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                        alpha=args.alpha, target=args.target, baseline=args.baseline, discordance=args.discordance,
+                        search_replications=args.search_reps, executor=ex, sign_key=signing_key(args),
+                        progress=log_to_stderr(args))
+    path = write_certificate(cal.certificate, args.out or records_dir())
+    payload = {**certificate_payload(cal.certificate, path), "calibration": cal.as_dict()}
+
+    def render(p: dict) -> None:
+        c = p["calibration"]
+        print(f"calibrated: {c['method']} (nominal level {c['nominal_alpha']:.5g} for a worst case <= alpha "
+              f"{c['alpha']:g}; search target {c['target']:.4g}, {c['search']['route']}); name it in a manifest as "
+              f"statistical_method = \"{c['method']}\"")
+        render_certificate(p)
+
+    emit(args, payload, render)
+
+
+def register(subparsers, bench_subparsers) -> None:
+    p = subparsers.add_parser("calibrate", help="calibrate a method's nominal level at one design so that its "
+                                                "worst-case false-pass rate there is at most alpha; writes the "
+                                                "calibrated method's certificate")
+    add_design_arguments(p)
+    p.add_argument("--alpha", type=finite_float, default=0.025, help="one-sided level to hold (default %(default)s)")
+    p.add_argument("--target", type=finite_float, default=None,
+                   help="worst search-stream rate to calibrate to (default 0.96 alpha: room for the certificate's "
+                        "Monte Carlo bound)")
+    p.add_argument("--search-reps", type=positive_int, default=20_000,
+                   help="replications per null scenario on the search stream (default %(default)s)")
+    add_backend_arguments(p)
+    add_json(p)
+    p.set_defaults(func=cmd_calibrate)

@@ -1,0 +1,255 @@
+"""Calibration at the design: the largest nominal level at which a method keeps its
+worst-case false-pass rate at or below ``alpha`` over the nuisance domain of exactly one
+design (K clusters of M trials, margin, look schedule, rho up to rho_max), then a
+certificate for the calibrated method (``DecisionMethod.calibrated``; its name
+``METHOD@alpha=LEVEL`` is what a manifest registers).
+
+Two routes, picked by what applies:
+
+* **exact** (``studies.qualify.certify`` finds an exact engine: independent pairs and a
+  method that sees only the pooled discordant counts): the worst case as a function of the
+  nominal level is computed without Monte Carlo error at every candidate level, the
+  largest level whose exact worst case is <= ``alpha`` is taken, and the certificate at that
+  level is the exact one.  Valid because nothing random was searched.
+* **simulation**: (1) *search* -- every null scenario of the design's nuisance grid (the
+  certificate's grid: rho on 0..rho_max, discordance dense near the margin, baseline unless
+  the method is provably baseline-free -- ``probes.probe("concordant")`` with perfect
+  labels -- and every label-noise model) is simulated once on a *search stream* (seed
+  ``seed + SEARCH_OFFSET``); on those same tables the method is decided at every candidate
+  level (common random numbers: each scenario's pass count is monotone in the level), and the
+  largest level whose worst scenario rate is at most ``target`` (default ``0.96 alpha``: room
+  for the certificate's Monte Carlo bound) is kept; a second, finer set of levels between
+  the bracketing ones refines it on the same tables.  (2) *certify* -- the calibrated method
+  is certified at the design on the policy's own stream (seed ``seed``), which no step of the
+  search saw, with threshold ``alpha`` itself (``allowed_excess = 1``): every scenario's staged
+  Clopper-Pearson upper bound must be <= alpha.  The level was fixed before a single
+  certification draw, so the certificate is the same valid statement it is for any method --
+  the search cannot have tuned it to the certification stream's noise -- and it is attempted
+  once (no re-testing after more replications).  If it is not ``qualified`` the calibration
+  is refused, with the worst scenario named.
+
+A sequential method is calibrated the same way: its nominal level runs through its own
+boundary (per-look levels of a wrapper, a spending function's alpha, a likelihood-ratio
+threshold 1/alpha), and promotion counts as a pass.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from methods.qualification import QUALIFIED, ScenarioPoint
+from simlab.scenario import LabelNoise
+
+SEARCH_OFFSET = 7919          # the search stream's seed is the policy seed + this (a different stream)
+DEFAULT_SEARCH_REPLICATIONS = 20_000
+COARSE_LEVELS = 12            # exact route: candidate levels, geometric in [alpha / 20, alpha]
+FINE_LEVELS = 12              # exact route: then between the bracketing coarse levels
+SEARCH_LEVELS = 96            # simulation route: candidate levels, geometric in [alpha / 20, alpha] (ratio 1.032)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The outcome of :func:`calibrate`: the calibrated method, its certificate, and the search."""
+    method: Any
+    certificate: Any
+    nominal_alpha: float
+    target: float
+    search: dict[str, Any]
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method.label, "nominal_alpha": self.nominal_alpha, "target": self.target,
+                "alpha": self.certificate.alpha, "verdict": self.certificate.verdict,
+                "certificate_sha256": self.certificate.certificate_sha256, "engine": self.certificate.engine,
+                "search": self.search, "seconds": self.seconds}
+
+
+def _levels(lo: float, hi: float, n: int) -> list[float]:
+    return [float(x) for x in np.geomspace(lo, hi, n)]
+
+
+class _LevelSearch:
+    """Row source and tally at once: for every replication, the smallest candidate level at
+    which the method passes, by bisection over the sorted levels -- about log2(J) decisions
+    per replication instead of J.  Each block of the scenario's rows is split by the level
+    its rows are to be decided at next; the tally's verdicts (pass or not) steer the next
+    split.  Exact when passing is monotone in the level (a pass at one level stays a pass
+    at every larger one -- nested intervals); the certificate re-simulates the calibrated
+    method itself, so a method that breaks monotonicity is only calibrated less well, never
+    certified wrongly."""
+
+    def __init__(self, rows, n_levels: int):
+        self.rows, self.J = rows, n_levels
+        self.first = []   # per block: the first passing level index (J = none)
+
+    def blocks(self, start, stop, methods):
+        from studies.engine.evaluate import Block
+
+        for base in self.rows.blocks(start, stop, methods):
+            n = base.rows
+            self.lo, self.hi = np.zeros(n, np.int64), np.full(n, self.J, np.int64)
+            while True:
+                active = np.flatnonzero(self.lo < self.hi)
+                if active.size == 0:
+                    break
+                mid = (self.lo[active] + self.hi[active]) // 2
+                for level in np.unique(mid):
+                    rows = active[mid == level]
+                    if base.stats is not None:
+                        yield Block(base.clusters, stats=np.ascontiguousarray(base.stats[rows]), size=base.size,
+                                    tag=rows, alphas=(int(level),))
+                    else:
+                        yield Block(base.clusters, tables=np.ascontiguousarray(base.tables[rows]), tag=rows,
+                                    alphas=(int(level),))
+            self.first.append(self.lo.copy())
+
+    def __call__(self, i, j, c, res, block):
+        passed = res.status == 1
+        rows = block.tag
+        self.hi[rows[passed]] = c
+        self.lo[rows[~passed]] = c + 1
+
+    def counts(self) -> np.ndarray:
+        """Passes at each level: replications whose first passing level is at or below it."""
+        first = np.concatenate(self.first) if self.first else np.zeros(0, np.int64)
+        return np.cumsum(np.bincount(first, minlength=self.J + 1)[:self.J])
+
+
+def _search_task(policy, spec: ScenarioPoint, estimand: str, key: tuple, levels: tuple[float, ...], seed: int,
+                 replications: int) -> np.ndarray:
+    """Pass counts of the base method at every level on one scenario's search stream (the
+    engine's one loop over a bisecting row source)."""
+    from simlab.sampling import table_source
+    from studies.engine.evaluate import ScenarioRows, evaluate
+    from studies.qualify.scenarios import look_schedule, resolve_method, scenario_of
+
+    method = resolve_method(key)
+    source = table_source(scenario_of(policy, spec, estimand), seed, policy.sampler)
+    search = _LevelSearch(ScenarioRows(source), len(levels))
+    evaluate(search, 0, replications, [method], (spec.margin,), levels, search, schedule=look_schedule(policy))
+    return search.counts()
+
+
+def _search(method, policy, estimand: str, levels: list[float], seed: int, replications: int, executor,
+            say: Callable[[str], None]) -> tuple[np.ndarray, list[ScenarioPoint]]:
+    from studies.qualify.scenarios import grid_specs, method_key
+
+    specs = grid_specs(policy, estimand)
+    key = method_key(method)
+    payloads = [(policy, s, estimand, key, tuple(levels), seed, replications) for s in specs]
+    rates = np.zeros((len(specs), len(levels)))
+    done = 0
+    for i, counts in executor.imap(_search_task, payloads):
+        rates[i] = counts / replications
+        done += 1
+        if done == len(specs) or done % max(1, len(specs) // 5) == 0:
+            say(f"calibration search: {done}/{len(specs)} scenarios x {len(levels)} levels")
+    return rates, specs
+
+
+def _pick(levels: list[float], worst: np.ndarray, target: float) -> int | None:
+    ok = [j for j in range(len(levels)) if worst[j] <= target]
+    return max(ok) if ok else None
+
+
+def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0, looks: int | None = None, *,
+              alpha: float = 0.025, target: float | None = None, label_noise: tuple[LabelNoise, ...] = (LabelNoise(),),
+              baseline: tuple[float, float] = (0.5, 1.0), discordance: tuple[float, float] = (0.01, 0.5),
+              search_replications: int = DEFAULT_SEARCH_REPLICATIONS, seed: int = 20261129,
+              mc_confidence: float = 0.95, min_replications: int = 2000, max_replications: int = 128_000,
+              validity_days: int = 365, n_jobs: int = 1, executor=None, sign_key=None,
+              progress: Callable[[str], None] | None = None) -> Calibration:
+    """Calibrate ``method`` (a name or method object; an already calibrated method is
+    calibrated afresh from its base) at exactly this design; see the module docstring."""
+    from dataclasses import replace
+
+    from methods import registry
+    from methods.qualification import CertifiedDesign
+    from studies.engine.executor import as_executor
+    from studies.qualify.certify import certify, exact_applies, is_baseline_free, sim_policy
+
+    t0 = time.perf_counter()
+    say = progress or (lambda s: None)
+    base = registry.get(method) if isinstance(method, str) else method
+    base = replace(base, nominal_alpha=None)
+    target = 0.96 * alpha if target is None else float(target)
+    if not 0.0 < target <= alpha:
+        raise ValueError(f"target must lie in (0, alpha] = (0, {alpha}], got {target!r}")
+    if base.sequential and looks is None:
+        raise ValueError(f"method {base.name!r} is sequential: give looks")
+    if not base.sequential and looks is not None:
+        raise ValueError(f"method {base.name!r} is fixed-sample: it takes no looks")
+    design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=looks,
+                             label_noise=tuple(label_noise), baseline=tuple(baseline), discordance=tuple(discordance))
+    cert_args = dict(label_noise=tuple(label_noise), baseline=tuple(baseline), discordance=tuple(discordance),
+                     alpha=alpha, allowed_excess=1.0, mc_confidence=mc_confidence, min_replications=min_replications,
+                     max_replications=max_replications, seed=seed, validity_days=validity_days, n_jobs=n_jobs,
+                     executor=executor, sign_key=sign_key, progress=progress)
+    use_exact, why = exact_applies(base, design, alpha)
+    levels = _levels(alpha / 20.0, alpha, COARSE_LEVELS)
+    if use_exact:
+        say(f"calibrate {base.name} at K={clusters}, M={trials}, margin={margin:g}: exact ({why})")
+        def exact_at(level: float):
+            return certify(base.calibrated(level), clusters, trials, margin, rho_max, looks, engine="exact",
+                           **{**cert_args, "progress": None})
+
+        certs = [exact_at(lv) for lv in levels]
+        ok = [j for j, c in enumerate(certs) if c.verdict == QUALIFIED]
+        if not ok:
+            raise ValueError(f"refused: even at nominal level {levels[0]:.4g} the exact worst case is not below "
+                             f"{alpha:g} ({certs[0].verdict}, upper {certs[0].proven_upper})")
+        j = max(ok)
+        hi = levels[j + 1] if j + 1 < len(levels) else alpha
+        fine = _levels(levels[j], hi, FINE_LEVELS) if hi > levels[j] else [levels[j]]
+        best, cert = levels[j], certs[j]
+        for lv in fine:
+            c = exact_at(lv)
+            if c.verdict == QUALIFIED and lv > best:
+                best, cert = lv, c
+        worst = [max(p.rate for p in c.points) for c in certs]
+        search = {"route": "exact", "levels": levels, "worst": worst, "fine_levels": fine, "why": why}
+        return Calibration(base.calibrated(best), cert, best, alpha, search, time.perf_counter() - t0)
+    # simulation: the certificate's grid, searched on its own stream
+    free = is_baseline_free(base, design, alpha)
+    policy = sim_policy(design, alpha, 1.0, mc_confidence, min_replications, max_replications, seed,
+                        baseline_free=free, estimand=base.estimand.value)
+    estimand = base.estimand.value
+    search_seed = seed + SEARCH_OFFSET
+    ex, owned = as_executor(executor, n_jobs)
+    try:
+        say(f"calibrate {base.name} at K={clusters}, M={trials}, margin={margin:g}, rho <= {rho_max:g}: search on "
+            f"seed {search_seed}, {search_replications:,} replications per scenario")
+        levels = _levels(alpha / 20.0, alpha, SEARCH_LEVELS)
+        rates, specs = _search(base, policy, estimand, levels, search_seed, search_replications, ex, say)
+        worst = rates.max(axis=0)
+        j = _pick(levels, worst, target)
+        if j is None:
+            raise ValueError(f"refused: at every nominal level down to {levels[0]:.4g} the search's worst scenario "
+                             f"rate is above the target {target:.4g} ({worst[0]:.4g})")
+        level = levels[j]
+    finally:
+        if owned:
+            ex.close()
+    i_worst = int(np.argmax(rates[:, j]))
+    calibrated = base.calibrated(level)
+    say(f"calibrated nominal level {level:.5g}; certifying on the policy's stream (seed {seed}, never searched)")
+    cert = certify(calibrated, clusters, trials, margin, rho_max, looks, engine="simulation",
+                   baseline_free=free, **cert_args)
+    search = {"route": "simulation", "search_seed": search_seed, "search_replications": search_replications,
+              "scenarios": len(specs), "baseline_free": free, "levels": levels, "worst": worst.tolist(),
+              "worst_scenario": specs[i_worst].model_dump()}
+    if cert.verdict != QUALIFIED:
+        w = cert.worst_point
+        raise ValueError(f"refused: the calibrated {calibrated.label} is {cert.verdict} on the certification stream "
+                         f"(worst scenario baseline {w.baseline:g}, discordance {w.discordance:g}, rho {w.rho:g}: "
+                         f"{w.n_pass}/{w.n_reps}, upper bound {w.upper:.4g} vs alpha {alpha:g}); lower --target or "
+                         "raise --search-reps")
+    return Calibration(calibrated, cert, level, target, search, time.perf_counter() - t0)
+
+
+__all__ = ["COARSE_LEVELS", "Calibration", "DEFAULT_SEARCH_REPLICATIONS", "FINE_LEVELS", "SEARCH_OFFSET",
+           "calibrate"]
