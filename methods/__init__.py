@@ -27,7 +27,7 @@ import simlab  # noqa: F401
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualification"], submod_attrs={
     "protocol": ["BatchResult", "DecisionMethod", "Estimand", "FixedMethod", "IntervalResult", "MethodIdentity",
-                 "Status"],
+                 "Status", "Theorem"],
     "sequential.base": ["LookSchedule", "SequentialBatchResult", "SequentialMethod", "SequentialResult"],
     "registry": ["get", "names", "reference"],
     "method_ref": ["MethodRef", "UnknownMethodError", "as_method_refs"],

@@ -192,6 +192,16 @@ class IntervalResult:
                 "clusters": self.clusters, "trials": self.trials}
 
 
+@dataclass(frozen=True)
+class Theorem:
+    """A finite-sample guarantee a method rests on: the statement, what it assumes, and where
+    it is proved (``methods.qualification.theorem`` turns it into a record that covers every
+    design its assumptions hold for)."""
+    statement: str
+    assumptions: tuple[str, ...]
+    citation: str
+
+
 # ---------------------------------------------------------------- the protocol
 @dataclass(frozen=True, kw_only=True)
 class DecisionMethod:
@@ -213,6 +223,7 @@ class DecisionMethod:
     origin: str | None = None  # "package.module:ATTR" when found by reference (not hashed)
     cost: Callable | None = None  # (method, tables, linear) -> AnalysisCost of one analysis (methods.analysis_cost)
     nominal_alpha: float | None = None  # a calibrated method's nominal level (``calibrated``)
+    theorem: Theorem | None = None  # a finite-sample guarantee the method rests on, if any
 
     kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
     DECISION_PATH = ()  # protocol methods that run the kernels (hashed into the identity)

@@ -79,3 +79,16 @@ def scored_bets(tables, r, log_inv_alpha, c, xs, lams, mus):
         return 0, math.nan
     plugin_bets(xs, n, log_inv_alpha, c, lams, mus)
     return n, sd / n
+
+
+# The assumptions every bounded-mean guarantee here rests on (their theorems assume nothing
+# about the law of d_k beyond its range): stated once, declared by each method's ``theorem``.
+BOUNDED_MEAN_ASSUMPTIONS = (
+    "independent clusters are the units; any dependence among the trials within a cluster",
+    "every cluster's difference d_k = (n01 - n10) / n_k, in [-1, 1], has the same mean mu (exchangeable "
+    "clusters), or the clusters enter in an order that does not depend on their means",
+    "the number of clusters and their order are fixed independently of the outcomes (a missing cluster is "
+    "missing completely at random)",
+    "the recorded outcomes are the outcomes (no judge label noise): the estimand is the mean cluster difference "
+    "of what is recorded",
+)

@@ -44,9 +44,9 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod, Theorem
 from methods.fixed import _bounded, _common
-from methods.fixed._bounded import scored_bets, truncation_consts
+from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 
 TOL = 1e-12  # bisection bracket width on the [0, 1] scale
@@ -121,4 +121,11 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=truncation_consts,
     options={"truncation": 0.5},
+    theorem=Theorem(
+        statement="for any law of the cluster differences in [-1, 1] with mean mu, P(lower bound > mu) <= alpha at "
+                  "the planned number of clusters: the capital at mu is a nonnegative martingale with mean one, and "
+                  "Ville's inequality bounds the chance that it ever reaches 1/alpha",
+        assumptions=BOUNDED_MEAN_ASSUMPTIONS,
+        citation="Waudby-Smith & Ramdas (2024) J R Stat Soc B 86:1-27 (betting confidence sets, hedged capital); "
+                 "Ville (1939)"),
 )

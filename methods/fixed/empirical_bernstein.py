@@ -29,9 +29,9 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod, Theorem
 from methods.fixed import _bounded, _common
-from methods.fixed._bounded import scored_bets, truncation_consts
+from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 
 
@@ -76,4 +76,11 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=truncation_consts,
     options={"truncation": 0.5},
+    theorem=Theorem(
+        statement="for any law of the cluster differences in [-1, 1] with mean mu, P(lower bound > mu) <= alpha at "
+                  "the planned number of clusters (the predictable plug-in empirical-Bernstein supermartingale and "
+                  "Ville's inequality)",
+        assumptions=BOUNDED_MEAN_ASSUMPTIONS,
+        citation="Waudby-Smith & Ramdas (2024) J R Stat Soc B 86:1-27, predictable plug-in empirical-Bernstein "
+                 "interval (Theorem 2); Ville (1939)"),
 )

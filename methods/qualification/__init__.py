@@ -35,6 +35,7 @@ from .records import ENV_VAR, record_paths, record_stem, records_dir
 from .verdicts import (EXCEEDS, MC_RULE, QUALIFIED, UNDETERMINED, VERDICTS, RecordError, StaleRecordError,
                        TamperedRecordError, combine_verdicts, cp_bounds, cp_lower, cp_upper, stage_confidence,
                        verdict_of)
+from .theorem import THEOREM_SUFFIX, TheoremRecord, build_theorem_record, load_theorem_record, theorem_covers, theorem_paths
 from .verify import UntrustedRecordError, load_record, verify_record
 
 RESULTS_DIR = records_dir()   # the default records directory at import time (compatibility name)
@@ -44,7 +45,8 @@ __all__ = [
     "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "NuisancePoint", "ScenarioPoint", "RecordedMethod", "QUALIFIED",
     "QualificationDomain", "QualificationPolicy", "QualificationRecord", "QualifiedRule", "QualifiedSubdomain",
     "RESULTS_DIR", "RecordError", "SCHEMA_VERSION", "ScenarioTable", "StaleRecordError", "TamperedRecordError",
-    "UNDETERMINED", "UntrustedRecordError", "VERDICTS", "WorstCase", "build_record", "content_hash",
+    "THEOREM_SUFFIX", "TheoremRecord", "UNDETERMINED", "UntrustedRecordError", "build_theorem_record",
+    "load_theorem_record", "theorem_covers", "theorem_paths", "VERDICTS", "WorstCase", "build_record", "content_hash",
     "cell_verdicts", "certificate_covers", "certificate_paths", "check_scenarios", "clip_discordance",
     "combine_verdicts", "covers", "cp_bounds", "cp_lower", "cp_upper", "discordance_limits", "file_hash",
     "find_coverage", "format_time", "load_certificate", "load_record", "named_policy", "nuisance_grid", "parse_time",

@@ -187,7 +187,7 @@ class QualificationRecord(FrozenModel):
 
 def body_of(data: dict) -> dict:
     """A stored record's (or certificate's) hashed content: all but its hash and signature."""
-    return {k: v for k, v in data.items() if k not in ("record_sha256", "certificate_sha256", "signature")}
+    return {k: v for k, v in data.items() if k not in ("record_sha256", "certificate_sha256", "theorem_sha256", "signature")}
 
 
 def signed_payload(data: dict) -> dict:

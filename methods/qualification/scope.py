@@ -91,7 +91,7 @@ def covers(record: QualificationRecord, point: DesignPoint | dict, *, now: _dt.d
 def find_coverage(name: str, point: DesignPoint | dict, directory: str | Path | None = None,
                   now: _dt.datetime | None = None, *, certificates: Iterable[str | Path] = (),
                   trusted_keys: Mapping | None = None) -> Coverage:
-    """Look through every record and certificate of method ``name`` (its identity name, e.g.
+    """Look through every record, theorem record and certificate of method ``name`` (its identity name, e.g.
     ``repeated_fixed[binomial_loss]`` for wrappers): those in the records directory
     (``records.records_dir(directory)``) and the ``certificates`` files given.  Covered when
     one covers ``point`` and none that holds ``point`` finds it unqualified (records that
@@ -100,6 +100,7 @@ def find_coverage(name: str, point: DesignPoint | dict, directory: str | Path | 
     silently skipped."""
     from .certificate import certificate_covers, certificate_paths, load_certificate
     from .records import record_paths
+    from .theorem import load_theorem_record, theorem_covers, theorem_paths
     from .verify import load_record
 
     directory = records_dir(directory)
@@ -108,6 +109,8 @@ def find_coverage(name: str, point: DesignPoint | dict, directory: str | Path | 
     answers: list[tuple[Path, Coverage]] = []
     for p in record_paths(name, directory):
         answers.append((p, covers(load_record(p, trusted_keys=trusted_keys, now=now), point, now=now)))
+    for p in theorem_paths(name, directory):
+        answers.append((p, theorem_covers(load_theorem_record(p, trusted_keys=trusted_keys), point)))
     for p in list(certificate_paths(name, directory)) + [Path(c) for c in certificates]:
         cert = load_certificate(p, trusted_keys=trusted_keys, now=now)
         if cert.method.name == name:

@@ -34,7 +34,8 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand
+from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS
+from methods.protocol import Estimand, Theorem
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
 
 
@@ -143,4 +144,12 @@ METHOD = SequentialMethod(
     prepare=prepare,
     options={"truncation": 0.5, "all_bounds": 0.0},
     markov=False,
+    theorem=Theorem(
+        statement="for any law of the cluster differences in [-1, 1] with mean mu, P(the lower bound exceeds mu at "
+                  "any look) <= alpha: an anytime-valid confidence sequence (the capital at mu is a nonnegative "
+                  "martingale; Ville's inequality), so every look schedule keeps the level",
+        assumptions=BOUNDED_MEAN_ASSUMPTIONS[:2] + (
+            "the clusters' order does not depend on their outcomes; the look schedule may be anything, even chosen "
+            "as the data arrive", BOUNDED_MEAN_ASSUMPTIONS[3]),
+        citation="Waudby-Smith & Ramdas (2024) J R Stat Soc B 86:1-27 (betting confidence sequences); Ville (1939)"),
 )

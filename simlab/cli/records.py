@@ -47,20 +47,62 @@ def _trusted(paths):
 
 
 def _files(method: str | None, d):
-    """(path, loader) for every record and certificate of ``method`` in ``d``."""
-    from methods.qualification import certificate_paths, load_certificate, load_record, record_paths
+    """(path, loader) for every record, theorem record and certificate of ``method`` in ``d``."""
+    from methods.qualification import (certificate_paths, load_certificate, load_record, load_theorem_record,
+                                       record_paths, theorem_paths)
     return [(p, load_record) for p in record_paths(method, d)] + \
+        [(p, load_theorem_record) for p in theorem_paths(method, d)] + \
         [(p, load_certificate) for p in certificate_paths(method, d)]
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    from methods.qualification import certificate_paths, record_paths
+    import json
+
+    from methods.qualification import certificate_paths, record_paths, theorem_paths
 
     d = _records_dir(args)
-    payload = {"directory": str(d), "records": [str(p) for p in record_paths(args.method, d)],
-               "certificates": [str(p) for p in certificate_paths(args.method, d)]}
-    emit(args, payload, lambda p: print("\n".join([f"records in {p['directory']}:"] + p["records"]
-                                                  + p["certificates"])))
+    rows = []
+    for kind, paths in (("grid record", record_paths(args.method, d)), ("theorem", theorem_paths(args.method, d)),
+                        ("certificate", certificate_paths(args.method, d))):
+        for p in paths:
+            data = json.loads(p.read_text())
+            engine = data.get("engine")
+            guarantee = ("theorem" if kind == "theorem" else
+                         "exact" if engine and engine.startswith("exact") and data.get("proven_upper") is not None
+                         else "model-certified")
+            rows.append({"file": str(p), "kind": kind, "method": (data.get("method") or {}).get("name"),
+                         "guarantee": guarantee, "verdict": data.get("verdict")})
+    payload = {"directory": str(d), "files": rows}
+
+    def render(p: dict) -> None:
+        print(f"records in {p['directory']}:")
+        for r in p["files"]:
+            print(f"{r['kind']:11s} {r['guarantee']:15s} {r['method']:32s} {r['file'].rsplit('/', 1)[-1]}")
+
+    emit(args, payload, render)
+
+
+def cmd_theorem(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from methods import get, names
+    from methods.qualification import build_theorem_record, records_dir
+    from studies import save_json
+    from studies.qualify import method_key
+
+    out = Path(args.out) if args.out else records_dir(args.records)
+    chosen = [args.method] if args.method else [n for n in names() if get(n).theorem is not None]
+    written = []
+    for name in chosen:
+        m = get(name)
+        if m.theorem is None:
+            raise UsageError(f"method {name!r} declares no theorem: its guarantee must be measured (simlab "
+                             "qualify / certify)", "--method")
+        rec = build_theorem_record(m, method_key(m))
+        path = save_json(rec.to_json(), out / rec.file_name())
+        written.append({"method": m.label, "file": str(path), "theorem_sha256": rec.theorem_sha256})
+    emit(args, {"directory": str(out), "written": written},
+         lambda p: print("\n".join(f"{w['method']}: {w['file']} ({w['theorem_sha256'][:19]})" for w in p["written"])))
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
@@ -179,7 +221,15 @@ def register(subparsers, bench_subparsers) -> None:
     _json_flag(s)
     s.set_defaults(func=cmd_sign)
 
-    s = rs.add_parser("coverage", help="is METHOD covered at this design (grid records, certificates)?")
+    s = rs.add_parser("theorem", help="write the theorem record of every method that declares a theorem (or of "
+                                      "--method): it covers every design the theorem's assumptions hold for")
+    _records_flag(s)
+    s.add_argument("--method", default=None, help="only this method")
+    s.add_argument("--out", default=None, metavar="DIR", help="write here (default: the records directory)")
+    _json_flag(s)
+    s.set_defaults(func=cmd_theorem)
+
+    s = rs.add_parser("coverage", help="is METHOD covered at this design (grid records, theorems, certificates)?")
     _records_flag(s)
     s.add_argument("--method", required=True, help="method identity name, e.g. tango_score")
     s.add_argument("--clusters", type=positive_int, required=True)
