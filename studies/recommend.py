@@ -1,22 +1,33 @@
-"""``simlab recommend``: which methods may decide at this design, and how well.
+"""``simlab recommend``: which methods may decide at this design, on what guarantee, and how
+well.
 
 For a design ``(clusters K, trials per cluster M, margin m, rho_max)`` and an alternative
-(true difference ``d``, target power):
+(true difference ``d``, baseline, discordance, rho -- by default ``rho_max``: power falls as
+rho grows, so the conservative end):
 
-1. Coverage: every registered fixed-sample method is looked up through the qualification
-   coverage rule (``methods.qualification.find_coverage``: a certificate or an on-grid
-   record; a stale or tampered one is reported as not covering, with its reason).
-2. False pass: the worst case the covering certificate states, or, for a record, the
-   worst over the cells it consulted at this design -- the largest false-pass upper bound
-   and the rate of that worst scenario (its baseline, discordance and rho named).
-3. Power at the alternative (baseline, discordance, ``rho = rho_max`` unless given -- power
-   falls as rho grows, so the default is the conservative end): exact where an engine
-   applies cheaply (``studies.engine.frame.exact_pass_rate``), else simulated with
-   ``power_reps`` replications (MC SE reported).
-4. Ranking: covered methods by power (descending; ties by the smaller false-pass bound).
-   For the ``top`` of them, the K at which the target power is reached
-   (``studies.sizing.size.size``; the false-pass check at that K is run only when
-   ``check_false_pass`` -- ``simlab size`` runs it).
+1. **The distribution-free floor** (``studies.sizing.analytic.distribution_free_floor``): the
+   fewest clusters at which any method valid for every law of cluster differences can pass.
+2. **Coverage** of every registered fixed-sample method, by the qualification coverage rule
+   (``methods.qualification.find_coverage``): a theorem record (valid at every design its
+   assumptions hold for), a certificate at exactly this design, or an on-grid record; a stale
+   or tampered one covers nothing and says why.
+3. **Certificates on demand**: a method no file covers is certified at the design
+   (``studies.qualify.certify``, written to ``certify_dir``) unless its grid record already
+   shows it exceeding the level at the nearest grid cells of this design (then calibrating it
+   is the way in); within ``max_seconds``, cheapest first.
+4. **Calibrated methods**: for each base method in ``calibrate`` (by default the score tests
+   that calibrate well), a calibration already stored for this design is used; otherwise one
+   is made (``studies.qualify.calibrate``) while the time budget allows.
+5. **Power** at the alternative of every method that may decide (exact where an engine
+   applies cheaply, else ``power_reps`` simulated experiments with their MC SE), and of the
+   best methods that may not (for reference: what the gate gives up).
+6. **Ranking** by power, with the false-pass worst case, the kind of guarantee (theorem,
+   exact, model-certified) and its assumptions; for the ``top`` methods valid at every K
+   (theorems and grid records), the K at which the target power is reached
+   (``studies.sizing.size``, power only: ``simlab size`` also certifies that K).
+
+Everything that takes time reports progress; work beyond the budget is listed as skipped,
+never silently dropped.
 """
 from __future__ import annotations
 
@@ -25,26 +36,33 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from methods.qualification import (CERT_SUFFIX, RESULTS_DIR, DesignPoint, RecordError, find_coverage,
-                                   load_certificate, load_record)
+from methods.qualification import (CERT_SUFFIX, THEOREM_SUFFIX, DesignPoint, RecordError, find_coverage,
+                                   load_certificate, load_record, load_theorem_record, records_dir)
 from simlab.scenario import FixedSize, PairedScenario
 
 from studies.engine.frame import PowerFrame, exact_pass_rate
 
+CALIBRATE = ("clustered_score", "dm_score")   # base methods offered calibrated at the design
+REFERENCE_ROWS = 3                          # uncovered methods whose power is shown for reference
 
-def _record_worst(coverage) -> dict[str, Any] | None:
-    """Worst false-pass the covering certificate states, or the worst among the record cells
-    ``coverage`` consulted (None without either)."""
-    if coverage.record.endswith(CERT_SUFFIX):
-        cert = load_certificate(coverage.record)
-        w = cert.worst_point
-        return {"upper": w.upper, "rate": w.rate, "n_reps": w.n_reps, "baseline": w.baseline,
-                "discordance": w.discordance, "rho": w.rho, "clusters": cert.design.clusters, "verdict": cert.verdict,
-                "threshold": cert.threshold, "record": Path(coverage.record).name, "cells": 0,
-                "engine": cert.engine, "proven_upper": cert.proven_upper}
-    if not coverage.record or not coverage.cells:
+
+def _source_worst(coverage) -> dict[str, Any] | None:
+    """The false-pass worst case the covering file states (None for a theorem: no rate is
+    measured, the bound is alpha itself)."""
+    src = coverage.record
+    if not src:
         return None
-    rec = load_record(coverage.record)
+    if src.endswith(THEOREM_SUFFIX):
+        return {"kind": "theorem", "guarantee": "theorem", "record": Path(src).name,
+                "assumptions": list(load_theorem_record(src).assumptions)}
+    if src.endswith(CERT_SUFFIX):
+        cert = load_certificate(src)
+        w = cert.worst_point
+        return {"kind": "certificate", "guarantee": cert.guarantee, "assumptions": cert.assumptions,
+                "upper": w.upper, "rate": w.rate, "n_reps": w.n_reps, "baseline": w.baseline,
+                "discordance": w.discordance, "rho": w.rho, "verdict": cert.verdict, "threshold": cert.threshold,
+                "record": Path(src).name, "engine": cert.engine, "proven_upper": cert.proven_upper}
+    rec = load_record(src)
     cmap = rec.cell_map()
     cells = [cmap[c] for c in coverage.cells if c in cmap]
     if not cells:
@@ -52,10 +70,11 @@ def _record_worst(coverage) -> dict[str, Any] | None:
     worst = max(cells, key=lambda c: c.upper)
     sc = rec.scenarios
     i = worst.worst
-    return {"upper": worst.upper, "rate": sc.n_pass[i] / sc.n_reps[i] if sc.n_reps[i] else math.nan,
-            "n_reps": sc.n_reps[i], "baseline": sc.baseline[i], "discordance": sc.discordance[i],
-            "rho": worst.rho, "clusters": worst.clusters, "verdict": worst.verdict, "threshold": rec.threshold,
-            "record": Path(coverage.record).name, "cells": len(cells)}
+    return {"kind": "grid record", "guarantee": "model-certified",
+            "assumptions": "Dirichlet-multinomial clusters on the record's grid; a grid search",
+            "upper": worst.upper, "rate": sc.n_pass[i] / sc.n_reps[i] if sc.n_reps[i] else math.nan,
+            "n_reps": sc.n_reps[i], "baseline": sc.baseline[i], "discordance": sc.discordance[i], "rho": worst.rho,
+            "verdict": worst.verdict, "threshold": rec.threshold, "record": Path(src).name}
 
 
 def _power(method, scenario: PairedScenario, margin: float, alpha: float, reps: int, seed: int) -> dict[str, Any]:
@@ -68,18 +87,66 @@ def _power(method, scenario: PairedScenario, margin: float, alpha: float, reps: 
     return {"value": p, "exact": False, "mc_se": math.sqrt(p * (1 - p) / reps), "n_reps": reps}
 
 
+def _exceeds_nearby(method, point: DesignPoint, directory: Path) -> str:
+    """Why certifying ``method`` on demand is pointless ('' when it may qualify): its grid
+    record exceeds the threshold at the grid K nearest this design, same trials per cluster
+    and margin, at the largest grid rho not above rho_max."""
+    from methods.qualification import record_paths
+
+    for p in record_paths(method.identity.name, directory):
+        try:
+            rec = load_record(p, check_current=False, check_dataset=False)
+        except RecordError:
+            continue
+        dom = rec.policy.domain
+        if point.cluster_size not in dom.cluster_sizes or point.margin not in dom.margin.grid:
+            continue
+        s, m = dom.cluster_sizes.index(point.cluster_size), point.margin
+        rhos = [r for r in dom.rho.grid if r <= (point.rho_max or 0.0) + 1e-12]
+        if not rhos:
+            continue
+        k = min(dom.clusters.grid, key=lambda g: abs(math.log(g / point.clusters)))
+        c = rec.cell_map().get((k, s, max(rhos), m, 0))
+        if c is not None and c.verdict == "exceeds":
+            return (f"exceeds at the nearest grid cell (K={k}, rho={max(rhos):g}: false-pass upper bound "
+                    f"{c.upper:.3g}); calibrate it for this design: simlab calibrate --method {method.name}")
+    return ""
+
+
+def _calibrated_certificate(base: str, point: DesignPoint, directory: Path) -> Path | None:
+    """A stored certificate of a calibration of ``base`` at exactly this design (the latest)."""
+    from methods.qualification import certificate_covers, certificate_paths
+
+    found = []
+    for p in certificate_paths(None, directory):
+        if not p.name.startswith(f"{base}-alpha-"):
+            continue
+        try:
+            cert = load_certificate(p)
+        except RecordError:
+            continue
+        if cert.method.name.startswith(f"{base}@alpha=") and certificate_covers(cert, point).covered:
+            found.append((cert.created, p))
+    return max(found)[1] if found else None
+
+
 def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, difference: float = 0.0,
               power: float = 0.8, alpha: float = 0.025, baseline: float = 0.9, discordance: float | None = None,
               rho: float | None = None, methods: list[str] | None = None, top: int = 3,
-              directory: str | Path = RESULTS_DIR, seed: int = 20261129, power_reps: int = 4000,
-              size_reps: int = 32_000, check_false_pass: bool = False,
+              directory: str | Path | None = None, certify_dir: str | Path | None = None, seed: int = 20261129,
+              power_reps: int = 4000, size_reps: int = 8000, certify_missing: bool = True,
+              calibrate: tuple[str, ...] | None = CALIBRATE, calibrate_missing: bool = True,
+              max_seconds: float = 60.0, n_jobs: int = 1,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The recommendation payload (see the module docstring)."""
     from methods import registry
-
+    from studies.qualify.calibrate import calibrate as run_calibration
+    from studies.qualify.certify import certify, write_certificate
+    from studies.sizing.analytic import distribution_free_floor
     from studies.sizing.size import size
 
     t0 = time.perf_counter()
+    say = progress or (lambda s: None)
     if not isinstance(clusters, int) or clusters < 2:
         raise ValueError(f"clusters must be an integer >= 2, got {clusters!r}")
     if not isinstance(trials, int) or trials < 1:
@@ -94,52 +161,136 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                          "under the alternative")
     if top < 0:
         raise ValueError(f"top must be >= 0, got {top!r}")
+    directory = records_dir(directory)
+    certify_dir = Path(certify_dir) if certify_dir is not None else directory
     if discordance is None:
         discordance = max(2.0 * abs(difference), margin, 0.1)
     alt = PairedScenario.from_rates(baseline, difference, discordance, clusters=clusters,
                                     cluster_size=FixedSize(trials=trials), rho=rho)
-    names = methods or registry.names("fixed")
-    point = DesignPoint(clusters=clusters, cluster_size=FixedSize(trials=trials), margin=margin, rho=rho_max,
+    point = DesignPoint(clusters=clusters, cluster_size=FixedSize(trials=trials), margin=margin, rho_max=rho_max,
                         confidence=1.0 - 2.0 * alpha)
+    floor = distribution_free_floor(margin, alpha)
+    names = methods or registry.names("fixed")
+    skipped: list[dict[str, str]] = []
     rows: list[dict[str, Any]] = []
+
+    def over_budget() -> bool:
+        return time.perf_counter() - t0 > max_seconds
+
+    def row_of(m, cov=None, made: str = "", refused: str = "") -> dict[str, Any]:
+        fp = _source_worst(cov) if cov is not None and cov.covered else None
+        covered = bool(cov is not None and cov.covered)
+        return {"method": m.label, "base": m.name, "estimand": m.estimand.value, "covered": covered,
+                "coverage": refused or cov.reason, "record": Path(cov.record).name if cov and cov.record else "",
+                "guarantee": (fp or {}).get("guarantee", "model-certified") if covered else "not covered",
+                "false_pass": fp, "power": None, "made": made}
+
     for name in names:
         m = registry.get(name)
-        row: dict[str, Any] = {"method": name, "estimand": str(getattr(m.estimand, "value", m.estimand)),
-                               "covered": False, "coverage": "", "record": "", "false_pass": None, "power": None}
         try:
-            cov = find_coverage(m.identity.name, point, directory)
-            row.update(covered=cov.covered, coverage=cov.reason, record=Path(cov.record).name if cov.record else "")
-            if cov.covered:
-                row["false_pass"] = _record_worst(cov)
+            rows.append(row_of(m, find_coverage(m.identity.name, point, directory)))
         except RecordError as exc:  # stale or tampered: it covers nothing, and says why
-            row["coverage"] = f"record not usable: {exc}"
-        if row["covered"]:
-            row["power"] = _power(m, alt, margin, alpha, power_reps, seed)
-            if progress:
-                progress(f"{name}: covered; power {row['power']['value']:.4f}")
-        rows.append(row)
+            rows.append(row_of(m, refused=f"record not usable: {exc}"))
+    # certificates on demand
+    if certify_missing:
+        for r in [r for r in rows if not r["covered"]]:
+            m = registry.get(r["base"])
+            why = _exceeds_nearby(m, point, directory)
+            if why:
+                r["coverage"] = why
+                continue
+            if m.cost is not None:   # costs that grow with the counts: not on demand
+                skipped.append({"method": m.label, "what": "certificate", "why": "its analysis cost grows with the "
+                                "counts; certify it explicitly: simlab certify"})
+                continue
+            if over_budget():
+                skipped.append({"method": m.label, "what": "certificate", "why": f"time budget {max_seconds:g} s spent"})
+                continue
+            say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design")
+            cert = certify(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, n_jobs=n_jobs)
+            path = write_certificate(cert, certify_dir)
+            cov = find_coverage(m.identity.name, point, directory, certificates=[path] if certify_dir != directory
+                                else ())
+            r.update(row_of(m, cov, made="certified now"))
+    # calibrated methods
+    for base in calibrate or ():
+        if base not in registry.names("fixed"):
+            continue
+        stored = _calibrated_certificate(base, point, certify_dir)
+        if stored is None and (not calibrate_missing or over_budget()):
+            why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"
+            skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
+                            "why": f"{why}; run: simlab calibrate --method {base} --clusters {clusters} --trials "
+                                   f"{trials} --margin {margin:g} --rho-max {rho_max:g}"})
+            continue
+        made = ""
+        if stored is None:
+            say(f"{base}: calibrating its nominal level at this design")
+            try:
+                cal = run_calibration(base, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, n_jobs=n_jobs,
+                                      progress=say)
+            except ValueError as exc:
+                skipped.append({"method": f"{base}@alpha=...", "what": "calibration", "why": str(exc)})
+                continue
+            stored, made = write_certificate(cal.certificate, certify_dir), "calibrated now"
+        cert = load_certificate(stored)
+        m = registry.get(cert.method.registered_name)
+        cov = find_coverage(m.identity.name, point, directory,
+                            certificates=[stored] if certify_dir != directory else ())
+        rows.append(row_of(m, cov, made=made))
+    # power
     covered = [r for r in rows if r["covered"]]
-    covered.sort(key=lambda r: (-r["power"]["value"], (r["false_pass"] or {}).get("upper", math.inf)))
+    for r in covered:
+        r["power"] = _power(registry.get(_reference(r)), alt, margin, alpha, power_reps, seed)
+        say(f"{r['method']}: {r['guarantee']}; power {r['power']['value']:.4f}")
+    covered.sort(key=lambda r: (-r["power"]["value"], (r["false_pass"] or {}).get("upper", 0.0)))
     for rank, r in enumerate(covered, 1):
         r["rank"] = rank
-    for r in covered[:top]:
+    reference = []
+    for r in [r for r in rows if not r["covered"]]:
+        m = registry.get(r["base"])
+        if m.cost is None and not over_budget():
+            r["power"] = _power(m, alt, margin, alpha, power_reps, seed)
+            reference.append(r)
+    reference.sort(key=lambda r: -r["power"]["value"])
+    # K for the target power where the guarantee holds at every K
+    sized = 0
+    for r in covered:
+        if sized >= top:
+            break
+        if r["guarantee"] not in ("theorem",) and (r["false_pass"] or {}).get("kind") != "grid record":
+            r["size"] = {"note": "covered at this design only (a certificate or calibration): sizing needs its own "
+                                 "certificate at each K -- simlab size"}
+            continue
+        if over_budget():
+            skipped.append({"method": r["method"], "what": "sizing", "why": f"time budget {max_seconds:g} s spent"})
+            continue
+        sized += 1
         try:
-            s = size(registry.get(r["method"]), margin=margin, difference=difference, power=power, alpha=alpha,
+            s = size(registry.get(_reference(r)), margin=margin, difference=difference, power=power, alpha=alpha,
                      trials=trials, baseline=baseline, discordance=discordance, rho=rho, rho_max=rho_max, seed=seed,
-                     max_reps=size_reps, check_false_pass=check_false_pass, progress=progress)
+                     max_reps=size_reps, check_false_pass=False, progress=progress)
             r["size"] = {"clusters": s.clusters, "power_at_k": s.power_at_k["power"],
                          "power_bound": s.power_at_k["ci_lower"], "exact": s.power_at_k["exact"],
-                         "binding": s.binding, "false_pass_checked": check_false_pass,
-                         "false_pass": s.false_pass.get("verdict")}
+                         "binding": s.binding, "false_pass_checked": False}
         except ValueError as exc:
             r["size"] = {"refused": str(exc)}
-    uncovered = [r for r in rows if not r["covered"]]
     return {"design": {"clusters": clusters, "trials_per_cluster": trials, "margin": margin, "rho_max": rho_max,
                        "alpha": alpha},
             "alternative": {"difference": difference, "baseline": baseline, "discordance": discordance, "rho": rho,
                             "target_power": power},
-            "ranked": covered, "not_covered": uncovered, "top": top, "directory": str(directory),
+            "distribution_free_floor": {"clusters": floor, "reached": clusters >= floor,
+                                        "rule": "(1 - margin)^K <= alpha: below it no method valid for every law of "
+                                                "cluster differences can pass an all-ties sample"},
+            "ranked": covered, "reference": reference[:REFERENCE_ROWS],
+            "not_covered": [r for r in rows if not r["covered"]], "skipped": skipped, "top": top,
+            "directory": str(directory), "certify_dir": str(certify_dir), "max_seconds": max_seconds,
             "seconds": time.perf_counter() - t0}
 
 
-__all__ = ["recommend"]
+def _reference(row: dict) -> str:
+    """The registry name that finds a row's method (a calibrated one by its label)."""
+    return row["method"] if "@alpha=" in row["method"] else row["base"]
+
+
+__all__ = ["CALIBRATE", "recommend"]

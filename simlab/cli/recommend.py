@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, checked, finite_float, int_at_least, nonnegative_int, positive_int
+from simlab.cli._args import add_json, checked, finite_float, int_at_least, n_jobs, nonnegative_int, positive_int
+from simlab.cli._args import positive_float
 
 _open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
 _unit_interval_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
@@ -19,44 +20,55 @@ def render_recommendation(p: dict) -> None:
     """The readable table (also used by ``simlab demo``)."""
     from simlab.cli._output import print_table
 
-    d, a = p["design"], p["alternative"]
+    d, a, f = p["design"], p["alternative"], p["distribution_free_floor"]
     print(f"design: K={d['clusters']} clusters x {d['trials_per_cluster']} trials, margin {d['margin']:g}, "
           f"rho <= {d['rho_max']:g}, one-sided alpha {d['alpha']:g}; alternative: difference {a['difference']:g}, "
           f"baseline {a['baseline']:g}, discordance {a['discordance']:g}, rho {a['rho']:g}")
+    print(f"distribution-free floor: K >= {f['clusters']} ((1 - margin)^K <= alpha) before any method valid for every "
+          f"law of cluster differences can pass an all-ties sample; this design is "
+          f"{'above' if f['reached'] else 'BELOW'} it")
     rows = []
     for r in p["ranked"]:
         fp, pw, sz = r["false_pass"] or {}, r["power"], r.get("size") or {}
         power = _num(pw["value"]) + (" (exact)" if pw["exact"] else f"±{pw['mc_se']:.4f}")
-        where = f"b={fp['baseline']:g} q={fp['discordance']:g} rho={fp['rho']:g}" if fp else "-"
+        where = f"b={fp['baseline']:g} q={fp['discordance']:.3g} rho={fp['rho']:g}" if "baseline" in fp else "-"
         k = sz.get("clusters")
-        k_txt = "-" if not sz else ("refused" if "refused" in sz else
-                                    f"{k} ({_num(sz['power_at_k'])})" + ("" if sz["false_pass_checked"] else " *"))
-        rows.append([r["rank"], r["method"], r["estimand"], power, _num(fp.get("upper")), _num(fp.get("rate")),
-                     where, k_txt, r["record"]])
-    print_table(f"covered methods ranked by power at the alternative (target {a['target_power']:g})",
-                ["rank", "method", "estimand", "power", "FP upper", "FP rate", "worst case", "K for power",
-                 "record"], rows)
-    if any((r.get("size") or {}).get("false_pass_checked") is False for r in p["ranked"]):
-        print("* K for the target power; its false-pass check over the nuisance domain: `simlab size`")
+        k_txt = "-" if not k else f"{k} ({_num(sz['power_at_k'])})"
+        if "refused" in sz:
+            k_txt = "refused"
+        rows.append([r["rank"], r["method"], r["guarantee"], power, _num(fp.get("upper")), _num(fp.get("rate")),
+                     where, k_txt, r["record"] + (f" ({r['made']})" if r["made"] else "")])
+    print_table(f"methods that may decide here, ranked by power at the alternative (target {a['target_power']:g})",
+                ["rank", "method", "guarantee", "power", "FP upper", "FP rate", "worst case", "K for power",
+                 "source"], rows)
+    if any((r.get("size") or {}).get("clusters") for r in p["ranked"]):
+        print("K for power: the target power without a false-pass check at that K (`simlab size` adds it); theorem "
+              "methods are valid there anyway")
     for r in p["ranked"]:
         if "refused" in (r.get("size") or {}):
             print(f"{r['method']}: sizing refused: {r['size']['refused']}")
+    if p["reference"]:
+        ref = [[r["method"], _num(r["power"]["value"]), r["coverage"][:90]] for r in p["reference"]]
+        print_table("for reference, methods that may NOT decide here (uncovered), by power", ["method", "power", "why"],
+                    ref)
+    for s in p["skipped"]:
+        print(f"skipped {s['what']} of {s['method']}: {s['why']}")
     if p["not_covered"]:
         print(f"not covered at this design ({len(p['not_covered'])}): " +
-              "; ".join(f"{r['method']}: {r['coverage']}" for r in p["not_covered"][:6]) +
-              (" ..." if len(p["not_covered"]) > 6 else ""))
+              "; ".join(f"{r['method']}: {r['coverage']}" for r in p["not_covered"][:4]) +
+              (" ..." if len(p["not_covered"]) > 4 else ""))
 
 
 def cmd_recommend(args: argparse.Namespace) -> None:
     from simlab.cli._output import emit, log_to_stderr
     from studies import recommend
 
-    progress = log_to_stderr(args)
-    kw = {} if args.directory is None else {"directory": args.directory}
     payload = recommend(clusters=args.clusters, trials=args.trials, margin=args.margin, rho_max=args.rho_max,
                         difference=args.true_difference, power=args.power, alpha=args.alpha, baseline=args.baseline,
-                        discordance=args.discordance, top=args.top, seed=args.seed,
-                        check_false_pass=args.check_false_pass, progress=progress, **kw)
+                        discordance=args.discordance, top=args.top, seed=args.seed, directory=args.directory,
+                        certify_dir=args.certify_dir, certify_missing=not args.no_certify,
+                        calibrate_missing=not args.no_calibrate,
+                        max_seconds=args.max_seconds, n_jobs=args.n_jobs, progress=log_to_stderr(args))
     emit(args, payload, render_recommendation)
 
 
@@ -74,10 +86,20 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--baseline", type=_open_unit, default=0.9)
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ) under the alternative (default max(2|difference|, margin, 0.1))")
-    p.add_argument("--top", type=nonnegative_int, default=3, help="methods sized for the target power (default %(default)s)")
-    p.add_argument("--check-false-pass", action="store_true",
-                   help="also check the false-pass rate over the nuisance domain at each sized K (slow)")
-    p.add_argument("--directory", default=None, help="qualification records (default: results/qualification)")
+    p.add_argument("--top", type=nonnegative_int, default=3,
+                   help="methods valid at every K that are sized for the target power (default %(default)s)")
+    p.add_argument("--directory", default=None,
+                   help="qualification records (default: $SIMLAB_RECORDS or the checkout's results/qualification)")
+    p.add_argument("--certify-dir", default=None,
+                   help="where certificates and calibrations made on demand are written and looked up (default: the "
+                        "records directory)")
+    p.add_argument("--no-certify", action="store_true", help="do not certify uncovered methods at this design")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="do not calibrate the score tests at this design (stored calibrations are still used)")
+    p.add_argument("--max-seconds", type=positive_float, default=60.0,
+                   help="time budget for certificates, calibrations and sizing made on demand; work beyond it is "
+                        "listed as skipped (default %(default)s)")
+    p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes for on-demand certification (default 1)")
     p.add_argument("--seed", type=nonnegative_int, default=20261129)
     add_json(p)
     p.set_defaults(func=cmd_recommend)

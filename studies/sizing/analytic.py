@@ -129,3 +129,15 @@ def analytic_start(method, margin: float, difference: float, discordance: float,
 
 __all__ = ["analytic_pairs", "analytic_clusters", "analytic_loss_pairs", "analytic_start", "restricted_p10",
            "design_effect", "variance_kind"]
+
+
+def distribution_free_floor(margin: float, alpha: float) -> int:
+    """The fewest clusters at which any test valid for every law of cluster differences in
+    [-1, 1] can pass an all-ties sample at margin ``m``: the two-point law {-1 w.p. m, 0 w.p.
+    1 - m} has mean -m (on the null boundary) and gives every cluster difference 0 with
+    probability (1 - m)^K, so a level-alpha test may pass that sample only once
+    (1 - m)^K <= alpha, i.e. K >= log(1/alpha) / -log(1 - m) (122 at m = 0.03, alpha = 0.025).
+    Below it every distribution-free method has power near zero whatever the data."""
+    if not 0.0 < margin < 1.0 or not 0.0 < alpha < 1.0:
+        raise ValueError(f"margin and alpha must lie in (0, 1), got {margin!r}, {alpha!r}")
+    return int(math.ceil(math.log(1.0 / alpha) / -math.log1p(-margin) - 1e-12))
