@@ -169,7 +169,7 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
              lambda p: print("\n".join(f"policy {i['policy_sha256'][7:17]} ({i['grid_cells']} cells): "
                                        f"{', '.join(i['methods'])}" for i in p["plan"])))
         return
-    done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs,
+    done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs, checkpoint=args.checkpoint,
                       progress=log_to_stderr(args))
     emit(args, {"directory": str(d), "out": args.out or str(d), "records": done},
          lambda p: print("\n".join(f"{r['method']}: {r['cells_qualified']}/{r['cells_total']} cells qualified -> "
@@ -251,6 +251,8 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
     s.add_argument("--n-jobs", type=n_jobs, default=1)
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
+    s.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="keep finished tasks here; the same command resumes a stopped regeneration")
     _json_flag(s)
     s.set_defaults(func=cmd_regenerate)
 

@@ -60,10 +60,12 @@ def plan(directory: str | Path, only: set[str] | None = None, policy: str | None
 
 
 def regenerate(directory: str | Path, out_dir: str | Path | None = None, *, only: set[str] | None = None,
-               policy: str | None = None, n_jobs: int = 1, heatmaps: bool = True,
+               policy: str | None = None, n_jobs: int = 1, heatmaps: bool = True, checkpoint: str | Path | None = None,
                progress: Callable[[str], None] | None = None) -> list[dict]:
     """Re-run every planned (policy, methods) group; write into ``out_dir`` (default: in
-    place).  Returns one summary per regenerated record."""
+    place).  ``checkpoint``: a directory where finished tasks are kept, so that a stopped
+    regeneration resumes (``studies.qualify.checkpoint``).  Returns one summary per
+    regenerated record."""
     from studies.qualify.run import qualify
     from studies.plots.qualification import heatmap
 
@@ -73,7 +75,7 @@ def regenerate(directory: str | Path, out_dir: str | Path | None = None, *, only
         methods = [ref.resolve() for ref in item.methods]
         if progress:
             progress(f"policy {short(item.policy.sha256, 10)}: {', '.join(m.name for m in item.methods)}")
-        run = qualify(methods, item.policy, n_jobs=n_jobs, out_dir=out, progress=progress)
+        run = qualify(methods, item.policy, n_jobs=n_jobs, out_dir=out, progress=progress, checkpoint=checkpoint)
         for o in run.outcomes:
             if heatmaps and o.record_path is not None:
                 heatmap(o.record, o.record_path.with_suffix(".png"))
