@@ -64,31 +64,47 @@ def transform_size(pairs: int) -> int:
     return sfft.next_fast_len(int(pairs) + 1, real=True)
 
 
-def cluster_spectrum(law: np.ndarray, size: int) -> np.ndarray:
-    """``rfft2(law, s=(size, size))`` of a small law, as the separable sum over its ``(M + 1)^2``
-    cells (no transform of the zero padding)."""
-    twiddle = np.exp(-2j * np.pi * np.arange(size) / size)
-    out = np.empty((size, size // 2 + 1), np.complex128)
-    _separable_dft(np.ascontiguousarray(law, np.float64), twiddle, out)
-    return out
+@lru_cache(maxsize=8)
+def dft_factors(size: int, cells: int) -> tuple[np.ndarray, np.ndarray]:
+    """``e_u[u, l] = exp(-2 pi i u l / S)`` (u < S) and ``e_v[v, w]`` (v <= S/2): the two factors of
+    the 2-D DFT of a law on ``cells x cells``, zero-padded to ``S x S`` (``rfft2`` layout)."""
+    idx = np.arange(cells)
+    e_u = np.exp(-2j * np.pi * (np.outer(np.arange(size), idx) % size) / size)
+    e_v = np.exp(-2j * np.pi * (np.outer(np.arange(size // 2 + 1), idx) % size) / size)
+    e_u.setflags(write=False)
+    e_v.setflags(write=False)
+    return e_u, e_v
+
+
+@nb.njit(inline="always", cache=True)
+def dft_row(law, e_u, u, rows):
+    """``rows[w] = sum_l law[l, w] e_u[u, l]``: the first factor of the separable DFT at row u."""
+    for w in range(law.shape[1]):
+        acc = 0.0 + 0.0j
+        for l in range(law.shape[0]):
+            acc += law[l, w] * e_u[u, l]
+        rows[w] = acc
 
 
 @nb.njit(cache=True)
-def _separable_dft(law, twiddle, out):
-    size = twiddle.size
-    cells = law.shape[0]
-    rows = np.empty(cells, np.complex128)
+def _separable_dft(law, e_u, e_v, out):
+    rows = np.empty(law.shape[1], np.complex128)
     for u in range(out.shape[0]):
-        for w in range(cells):              # sum over l first: sum_l law[l, w] e^{-2 pi i u l / S}
-            acc = 0.0 + 0.0j
-            for l in range(cells):
-                acc += law[l, w] * twiddle[(u * l) % size]
-            rows[w] = acc
+        dft_row(law, e_u, u, rows)
         for v in range(out.shape[1]):
             acc = 0.0 + 0.0j
-            for w in range(cells):
-                acc += rows[w] * twiddle[(v * w) % size]
+            for w in range(rows.size):
+                acc += rows[w] * e_v[v, w]
             out[u, v] = acc
+
+
+def cluster_spectrum(law: np.ndarray, size: int) -> np.ndarray:
+    """``rfft2(law, s=(size, size))`` of a small law, as the separable sum over its ``(M + 1)^2``
+    cells (no transform of the zero padding)."""
+    e_u, e_v = dft_factors(int(size), law.shape[0])
+    out = np.empty((size, size // 2 + 1), np.complex128)
+    _separable_dft(np.ascontiguousarray(law, np.float64), e_u, e_v, out)
+    return out
 
 
 @nb.njit(inline="always", cache=True)

@@ -44,9 +44,9 @@ import numba as nb
 import numpy as np
 from scipy import fft as sfft
 
-from methods.fixed.em_table import (MAX_PAIRS, TOP_LEVEL, cluster_discordant_law, cluster_spectrum, complex_power,
-                                    em_table, lattice_states, node_step, node_tails, pooled_discordant_law,
-                                    transform_size)
+from methods.fixed.em_table import (MAX_PAIRS, TOP_LEVEL, cluster_discordant_law, complex_power, dft_factors,
+                                    dft_row, em_table, lattice_states, node_step, node_tails,
+                                    pooled_discordant_law, transform_size)
 from methods.protocol import PASS
 from simlab.exact import ExactUnsupported
 from simlab.estimands import null_pair_rates
@@ -101,8 +101,9 @@ class ConvolutionStates:
 
     def probability(self, cluster_law: np.ndarray) -> float:
         """Exact P(pass) when every cluster's ``(n10, n01)`` has law ``cluster_law`` (Parseval)."""
-        base = cluster_spectrum(cluster_law, self.size)
-        total = _parseval_power(base, self.clusters, self._mask_spectrum, self._weight) / (self.size * self.size)
+        e_u, e_v = dft_factors(self.size, cluster_law.shape[0])
+        total = _parseval_power(np.ascontiguousarray(cluster_law, np.float64), e_u, e_v, self.clusters,
+                                self._mask_spectrum, self._weight) / (self.size * self.size)
         return min(max(total, 0.0), 1.0)
 
     def pass_probability(self, p10, p01, rho) -> np.ndarray:
@@ -123,12 +124,18 @@ class ConvolutionStates:
 
 
 @nb.njit(cache=True)
-def _parseval_power(base, k, mask_spectrum, weight):
-    """``sum w_v Re(base^k conj(mask))``: the full-spectrum inner product from the half spectrum."""
+def _parseval_power(law, e_u, e_v, k, mask_spectrum, weight):
+    """``sum w_v Re(F^k conj(mask))`` with ``F`` the separable DFT of ``law``: the full-spectrum
+    inner product of the pooled law and the mask from the half spectrum, in one pass."""
+    rows = np.empty(law.shape[1], np.complex128)
     total = 0.0
-    for i in range(base.shape[0]):
-        for j in range(base.shape[1]):
-            total += weight[j] * (complex_power(base[i, j], k) * mask_spectrum[i, j]).real
+    for u in range(mask_spectrum.shape[0]):
+        dft_row(law, e_u, u, rows)
+        for v in range(mask_spectrum.shape[1]):
+            f = 0.0 + 0.0j
+            for w in range(rows.size):
+                f += rows[w] * e_v[v, w]
+            total += weight[v] * (complex_power(f, k) * mask_spectrum[u, v]).real
     return total
 
 

@@ -123,8 +123,8 @@ def _convolution_points(method, design: CertifiedDesign, alpha: float,
             f"cluster's Dirichlet-multinomial (n10, n01) law, by FFT: exact up to float rounding, and the same for "
             f"every baseline (perfect labels; Dirichlet aggregation). Node values are exact. Grid: "
             f"{GRID_DISCORDANCES} discordances uniform in sqrt(q - margin) on [{q_lo:g}, {q_hi:g}] x {GRID_RHOS} "
-            f"rho values on [0, {design.rho_max:g}], then {LOCAL_POINTS} points between the worst node's neighbours in q (at its "
-            f"rho and at rho_max) and in rho; {len(pts)} nodes evaluated. The grid is dense but no bound between "
+            f"rho values on [0, {design.rho_max:g}], then {LOCAL_POINTS} points between the worst node's neighbours "
+            f"in q (at its rho and at rho_max) and in rho; {len(pts)} nodes evaluated. The grid is dense but no bound between "
             f"nodes is proven: the statement is a dense exact grid.")
     return pts, text
 
