@@ -86,16 +86,22 @@ def dft_row(law, e_u, u, rows):
         rows[w] = acc
 
 
+@nb.njit(inline="always", cache=True)
+def dft_entry(rows, e_v, v):
+    """``sum_w rows[w] e_v[v, w]``: the DFT at (u, v) from row u's first factor."""
+    acc = 0.0 + 0.0j
+    for w in range(rows.size):
+        acc += rows[w] * e_v[v, w]
+    return acc
+
+
 @nb.njit(cache=True)
 def _separable_dft(law, e_u, e_v, out):
     rows = np.empty(law.shape[1], np.complex128)
     for u in range(out.shape[0]):
         dft_row(law, e_u, u, rows)
         for v in range(out.shape[1]):
-            acc = 0.0 + 0.0j
-            for w in range(rows.size):
-                acc += rows[w] * e_v[v, w]
-            out[u, v] = acc
+            out[u, v] = dft_entry(rows, e_v, v)
 
 
 def cluster_spectrum(law: np.ndarray, size: int) -> np.ndarray:

@@ -44,8 +44,8 @@ import numba as nb
 import numpy as np
 from scipy import fft as sfft
 
-from methods.fixed.em_table import (MAX_PAIRS, TOP_LEVEL, cluster_discordant_law, complex_power, dft_factors,
-                                    dft_row, em_table, lattice_states, node_step, node_tails,
+from methods.fixed.em_table import (MAX_PAIRS, TOP_LEVEL, cluster_discordant_law, complex_power, dft_entry,
+                                    dft_factors, dft_row, em_table, lattice_states, node_step, node_tails,
                                     pooled_discordant_law, transform_size)
 from methods.protocol import PASS
 from simlab.exact import ExactUnsupported
@@ -132,10 +132,7 @@ def _parseval_power(law, e_u, e_v, k, mask_spectrum, weight):
     for u in range(mask_spectrum.shape[0]):
         dft_row(law, e_u, u, rows)
         for v in range(mask_spectrum.shape[1]):
-            f = 0.0 + 0.0j
-            for w in range(rows.size):
-                f += rows[w] * e_v[v, w]
-            total += weight[v] * (complex_power(f, k) * mask_spectrum[u, v]).real
+            total += weight[v] * (complex_power(dft_entry(rows, e_v, v), k) * mask_spectrum[u, v]).real
     return total
 
 
