@@ -54,10 +54,10 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.fixed._bounded import plugin_bets, truncation_consts, unit_scores
+from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, plugin_bets, truncation_consts, unit_scores
 from methods.fixed._common import decide, write_inconclusive
 from methods.fixed.betting_ci import lower_x, reaches
-from methods.protocol import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod, Theorem
 
 
 @nb.njit(cache=True)
@@ -136,4 +136,13 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"truncation": 0.99, "horizon": 1.0},
+    theorem=Theorem(
+        statement="for any law of the cluster differences in [-1, 1] with mean mu <= -margin, P(pass) <= alpha at the "
+                  "planned number of clusters: every bet is fixed before its cluster is seen (from earlier clusters, "
+                  "the number of clusters, alpha and the margin), so the capital at the margin null is a nonnegative "
+                  "supermartingale with mean at most one, and Ville's inequality bounds the chance that it ever "
+                  "reaches 1/alpha",
+        assumptions=BOUNDED_MEAN_ASSUMPTIONS,
+        citation="Waudby-Smith & Ramdas (2024) J R Stat Soc B 86:1-27; Voráček & Orabona (2025) arXiv 2505.22422; "
+                 "Ville (1939)"),
 )
