@@ -35,10 +35,10 @@ def render(p: dict) -> None:
              f"{r['rate']:.4f}±{r['mc_se']:.4f}", f"{r['cp_upper']:.4f}", r["verdict"]] for r in p["rows"]]
     print_table("law x method", ["method", "law", "ICC of D", "false pass", "CP upper", "verdict"], rows)
     summary = [[s["method"], s["family"], s["laws"], s["holds"], s["fails"], s["undetermined"],
-                s["fails_below_rho_max"], f"{s['worst_rate']:.4f}", f"{s['worst_cp_upper']:.4f}"]
-               for s in p["summary"]]
+                s["fails_below_rho_max"], s["upper_within_alpha"], f"{s['worst_rate']:.4f}",
+                f"{s['worst_cp_upper']:.4f}"] for s in p["summary"]]
     print_table("by family", ["method", "family", "laws", "holds", "fails", "undet.", "fails, ICC <= rho_max",
-                              "worst rate", "worst upper"], summary)
+                              "upper <= alpha", "worst rate", "worst upper"], summary)
     print(f"{p['seconds']:.1f} s" + (f"; report {p['report']}" if p.get("report") else "")
           + (f"; dataset {p['dataset']}" if p.get("dataset") else ""))
 

@@ -15,6 +15,9 @@ Clopper-Pearson bounds at ``mc_confidence`` (``methods.qualification.cp_upper`` 
 * ``fails`` -- the lower bound exceeds it;
 * ``undetermined`` -- neither (more replications could decide).
 
+A row also says whether its upper bound is within ``alpha`` itself (``upper_within_alpha``):
+the standard a calibrated method's certificate meets in the model (``allowed_excess = 1``).
+
 Each row also states the law's implied ICC of ``D = n01 - n10``: a law with an ICC above
 ``rho_max`` is one the evidence path's ICC check *could* catch (it estimates that ICC from
 the data, with its own error); one at or below it could not, so a claim that fails there
@@ -81,6 +84,7 @@ class RobustnessRow:
     mc_confidence: float
     threshold: float
     rho_max: float
+    alpha: float          # ``upper_within_alpha``: the standard a calibrated method's certificate meets
 
     @property
     def rate(self) -> float:
@@ -109,7 +113,7 @@ class RobustnessRow:
                 "implied_discordance": self.law.implied_discordance(), "mean_trials": self.law.mean_trials(),
                 "method": self.method, "n_reps": self.n_reps, "n_pass": self.n_pass,
                 "n_inconclusive": self.n_inconclusive, "rate": self.rate, "mc_se": self.mc_se, "cp_lower": lo,
-                "cp_upper": hi, "verdict": self.verdict}
+                "cp_upper": hi, "verdict": self.verdict, "upper_within_alpha": bool(hi <= self.alpha)}
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,9 @@ class RobustnessReport:
     inputs: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> list[dict[str, Any]]:
-        """Per method and family: how many laws hold / fail / are undetermined, the worst rate,
-        and the failures a law with ICC at or below rho_max causes (ones no ICC check catches)."""
+        """Per method and family: how many laws hold / fail / are undetermined, how many have an
+        upper bound within alpha itself, the worst rate, and the failures a law with ICC at or
+        below rho_max causes (ones no ICC check catches)."""
         out = []
         for m in self.methods:
             label = m["label"]
@@ -139,13 +144,16 @@ class RobustnessReport:
                 out.append({"method": label, "family": family, "laws": len(rows),
                             "holds": verdicts.count(HOLDS), "fails": verdicts.count(FAILS),
                             "undetermined": verdicts.count(UNDETERMINED),
+                            "upper_within_alpha": sum(r.bounds[1] <= r.alpha for r in rows),
                             "fails_below_rho_max": sum(r.verdict == FAILS and r.law.icc_d() <= r.rho_max
                                                        for r in rows),
                             "worst_rate": worst.rate, "worst_cp_upper": worst.bounds[1], "worst_label": worst.law.label})
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": "robustness", "design": self.design, "methods": list(self.methods), "seed": self.seed,
+        from studies.datasets import code_revision
+
+        return {"kind": "robustness", "code_revision": code_revision(), "design": self.design, "methods": list(self.methods), "seed": self.seed,
                 "replications": self.replications, "seconds": self.seconds, "inputs": self.inputs,
                 "verdict_rule": (f"holds: one-sided {self.design['mc_confidence']:g} Clopper-Pearson upper bound <= "
                                  f"threshold {self.design['threshold']:g}; fails: lower bound > threshold; "
@@ -249,7 +257,8 @@ def robustness(methods, clusters: int, trials: int, margin: float, *, alpha: flo
         raise ValueError(f"need 0 < alpha < 0.5, 0.5 <= mc_confidence < 1 and 0 <= rho_max < 1, got alpha {alpha}, "
                          f"mc_confidence {mc_confidence}, rho_max {rho_max}")
     refs, resolved = _methods(methods)
-    laws = list(default_laws(clusters, trials, margin, rho_max, tuple(families), baseline) if laws is None else laws)
+    default = laws is None
+    laws = list(default_laws(clusters, trials, margin, rho_max, tuple(families), baseline) if default else laws)
     _check_laws(laws, clusters, trials, margin)
     say = progress or (lambda _: None)
     tasks = [(i, s, min(s + chunk, replications)) for i in range(len(laws)) for s in range(0, replications, chunk)]
@@ -272,13 +281,15 @@ def robustness(methods, clusters: int, trials: int, margin: float, *, alpha: flo
         if owned:
             ex.close()
     threshold = allowed_excess * alpha
-    rows = tuple(RobustnessRow(law, r.key, replications, c[0], c[1], mc_confidence, threshold, rho_max)
+    rows = tuple(RobustnessRow(law, r.key, replications, c[0], c[1], mc_confidence, threshold, rho_max, alpha)
                  for law, cs in zip(laws, counts) for r, c in zip(refs, cs))
     design = {"clusters": clusters, "trials": trials, "margin": margin, "alpha": alpha, "rho_max": rho_max,
               "baseline": baseline, "threshold": threshold, "allowed_excess": allowed_excess,
               "mc_confidence": mc_confidence}
+    # the default grid is named, not listed (each row and the dataset's law_json carry the laws)
+    grid = {"default_grid": list(families)} if default else [law.model_dump(mode="json") for law in laws]
     inputs = {"methods": [r.model_dump(mode="json") for r in refs], "design": design, "replications": replications,
-              "seed": seed, "laws": [law.model_dump(mode="json") for law in laws]}
+              "seed": seed, "laws": grid}
     return RobustnessReport(design, tuple(method_identity(m, r.key) for m, r in zip(resolved, refs)), tuple(laws),
                             rows, int(seed), int(replications), time.perf_counter() - t0, inputs)
 

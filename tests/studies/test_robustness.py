@@ -55,6 +55,7 @@ def test_verdicts_follow_the_clopper_pearson_rule(tmp_path):
     assert row["cp_upper"] == cp_upper(row["n_pass"], 2000, 0.95)
     assert row["cp_lower"] == cp_lower(row["n_pass"], 2000, 0.95)
     assert row["verdict"] == verdict(row["cp_lower"], row["cp_upper"], 1.1 * 0.025)
+    assert row["upper_within_alpha"] == (row["cp_upper"] <= 0.025)
     assert row["icc_d"] == 0.1 and row["icc_above_rho_max"] is False and row["family"] == "model"
     payload = rep.as_dict()
     assert json.loads(json.dumps(payload))["rows"][0]["n_pass"] == row["n_pass"]

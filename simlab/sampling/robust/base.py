@@ -67,8 +67,9 @@ class RobustLaw(FrozenModel):
     def parameters(self) -> dict[str, float | str]:
         """The law's own parameters (what a report's row shows beside the kind)."""
 
+    @abc.abstractmethod
     def mean_trials(self) -> float:
-        return float(self.trials)
+        """Mean trial pairs per cluster (the design's M)."""
 
     @property
     def label(self) -> str:
@@ -92,6 +93,9 @@ class RobustLaw(FrozenModel):
 class FixedTrialsLaw(RobustLaw):
     """A law whose clusters all have ``trials`` trial pairs."""
     trials: int = Field(ge=1, le=10_000)
+
+    def mean_trials(self) -> float:
+        return float(self.trials)
 
     @model_validator(mode="after")
     def _draws_fit(self):
