@@ -268,7 +268,7 @@ def robustness(methods, clusters: int, trials: int, margin: float, *, alpha: flo
     left = [sum(1 for t in tasks if t[0] == i) for i in range(len(laws))]
     ex, owned = as_executor(executor)
     try:
-        for n, (t, res) in enumerate(ex.imap(law_counts, payloads), 1):
+        for t, res in ex.imap(law_counts, payloads):
             i = tasks[t][0]
             for j, (p, inc) in enumerate(res):
                 counts[i][j][0] += p

@@ -74,6 +74,9 @@ def test_default_grid_sits_on_the_null_boundary_at_the_design():
         assert law.implied_difference() == pytest.approx(-0.03, abs=1e-12)
     iccs = [law.icc_d() for law in laws]
     assert min(iccs) < 0.1 < max(iccs)  # laws an ICC check could and could not catch
+    tight = default_laws(100, 3, 0.03, baseline=0.97)   # feasible discordance <= 0.09: points clipped, merged
+    assert len({law.key for law in tight}) == len(tight) < len(laws)
+    assert all(law.implied_discordance() <= 0.09 + 1e-12 for law in tight if not isinstance(law, LogitNormalLaw))
     only = default_laws(100, 3, 0.03, families=("direction",))
     assert only and all(isinstance(law, DirectionLaw) for law in only)
     assert set(FAMILIES) == {"logit_normal", "random_sizes", "discordance", "direction", "model"}
