@@ -2,9 +2,11 @@
 
 ``table_source(scenario, seed, sampler)`` returns the source a study draws from
 (``sources``: the composition sampler or the trial-level generator); ``moments`` holds the
-cluster-moment sufficient statistics the moment path draws instead of tables;
-``calibration`` the judge calibration sets drawn beside them when a scenario declares one.  Every
-replication is a pure function of ``(seed, scenario, replication index)``.
+cluster-moment sufficient statistics the moment path draws instead of tables; ``robust``
+holds laws outside the Dirichlet-multinomial family (logit-normal effects, heterogeneous
+discordance, direction mixtures) for robustness reports; ``calibration`` the judge
+calibration sets drawn beside the tables when a scenario declares one.  Every replication is
+a pure function of ``(seed, scenario, replication index)``.
 """
 from .calibration import CALIBRATION_VERSION, CalibrationSource, calibration_source, scenario_calibration
 from .moments import MAX_TRIALS_EXACT
