@@ -41,6 +41,7 @@ from simlab.generate import GENERATOR_VERSION, TableGenerator
 from simlab.rng import MAX_REPLICATIONS, stream_key, uniform
 from simlab.scenario import PairedScenario
 
+from .calibration import CalibrationSource, calibration_source
 from .moments import common_size, row_moments
 
 COMPOSITION_VERSION = "2"  # 2: laws computed with IEEE +-*/ only, the same bits on every CPU
@@ -186,6 +187,7 @@ class TableSource(abc.ABC):
     name = "?"
     version = "?"
     moment_size: int | None = None  # set when fill_moments can draw (k, S1, S2) directly
+    calibration: CalibrationSource | None = None  # the scenario's judge calibration sets, when it declares them
 
     @abc.abstractmethod
     def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:
@@ -207,6 +209,15 @@ class TableSource(abc.ABC):
             raise ValueError(f"stop ({stop}) must be >= start ({start})")
         return self.fill(np.empty((stop - start, self.clusters, 4), np.int32), start)
 
+    def fill_calibration(self, out: np.ndarray, rep_start: int) -> np.ndarray:
+        """Write the judge calibration counts of replications ``rep_start ..`` into
+        ``int32[R, A, 4]`` ``out`` (``simlab.sampling.calibration``): the calibration sets that
+        go with the tables ``fill`` writes for the same replications."""
+        if self.calibration is None:
+            raise ValueError("the scenario declares no judge calibration set (label_noise.calibration), so there "
+                             "are no calibration counts to give a judge-corrected method")
+        return self.calibration.fill(out, rep_start)
+
     def fill_moments(self, out: np.ndarray, rep_start: int) -> np.ndarray:
         """Write the cluster moments ``(k_used, S1, S2)`` of replications ``rep_start ..``
         into ``int64[R, 3]`` ``out``: the per-replication ``(non-empty clusters, sum D,
@@ -222,6 +233,7 @@ class TrialSource(TableSource):
     def __init__(self, scenario: PairedScenario, seed: int):
         self.clusters = scenario.clusters
         self._gen = TableGenerator(scenario, seed)
+        self.calibration = calibration_source(scenario, seed)
 
     def fill(self, out, rep_start):
         return self._gen.fill(out, rep_start)
@@ -236,6 +248,7 @@ class CompositionSource(TableSource):
         if max(law[0].shape[0] for law in laws) > SINGLE_OUTCOMES:
             raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
         self.clusters = scenario.clusters
+        self.calibration = calibration_source(scenario, seed)
         self.moment_size = common_size(laws, scenario.clusters)
         self.k1, self.k2 = composition_key(scenario.key, seed)
         limit = GROUP_OUTCOMES

@@ -118,6 +118,11 @@ def test_robustness(tmp_path):
     check("robustness", open_dataset(save_dataset(rep.dataset(), tmp_path / "r.nc")))
 
 
+def test_judge():
+    from studies import JudgeStudySpec, run_judge_study
+    check("judge", run_judge_study(JudgeStudySpec(clusters=6, trials=2, calibration_items=(50,), replications=40)))
+
+
 def test_shipped_bench_json():
     class Obj:   # the bench JSON holds its attrs at the top level
         def __init__(self, d):
