@@ -33,7 +33,7 @@ from methods.fixed._dirichlet_mixture import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_S
 from methods.fixed._special import lbeta
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """consts = (alpha,)."""
     return np.array([alpha], dtype=np.float64)
 

@@ -72,7 +72,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lower[r], margin)
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     return np.array([z_value(alpha), check_min_clusters(method)], dtype=np.float64)
 
 

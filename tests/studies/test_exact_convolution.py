@@ -139,28 +139,30 @@ def test_engine_choice():
 # ---------------------------------------------------------------- calibration
 
 
-def test_calibration_is_valid_tight_and_rebuilt_from_its_options(calibrated30):
+def test_calibration_is_valid_tight_and_named_by_its_level(calibrated30):
     cal = calibrated30
     lo, hi = cal.level_range
     assert lo <= cal.level < hi and cal.worst <= 0.025
-    o = cal.method.options
-    assert (o["em_level"], o["design_clusters"], o["design_trials"], o["design_margin"], o["design_alpha"],
-            o["rho_max"]) == (cal.level, 30, 3, 0.03, 0.025, 0.1)
+    assert cal.method.nominal_alpha == cal.level and cal.method.label == f"dm_score@alpha={cal.level:.6g}"
+    assert (cal.method.options["rho_max"], cal.method.options["em_q_hi"]) == (0.1, 0.5)
+    # the manifest name alone finds the calibrated method: dm_score@alpha=L builds the table of the data's design
+    assert registry.get(f"dm_score@alpha={cal.level!r}").identity == cal.method.identity
     assert np.array_equal(cal.table, em_table.em_table(30, 3, 0.03, 0.1, cal.level, 0.5))
-    consts = cal.method.consts(0.025, np.zeros((1, 30, 4), np.int32))
-    assert np.array_equal(consts[em_table.TABLE_AT:], cal.table)
+    consts = cal.method.consts(0.025, 0.03, np.tile([3, 0, 0, 0], (1, 30, 1)).astype(np.int32))
+    assert tuple(consts[em_table.DESIGN_AT:em_table.DESIGN_AT + 2]) == (30, 3)
+    assert np.array_equal(consts[em_table.DESIGN_AT + 2:], cal.table)
     q, rho = nuisance_grid(0.03, 0.03, 0.5, 0.1)
     rates = ConvolutionStates(cal.method, 30, 3, 0.03, 0.025).rates(q, rho)
     assert rates.max() == pytest.approx(cal.worst, abs=1e-15) and rates.max() <= 0.025
     # tight: the next level that changes the pass set exceeds alpha somewhere on the grid
-    above = calibrated_method(DM, 30, 3, 0.03, 0.1, 0.025, hi)
+    above = calibrated_method(DM, hi, 0.1)
     assert ConvolutionStates(above, 30, 3, 0.03, 0.025).rates(q, rho).max() > 0.025
     # the uncalibrated rule's worst case exceeds alpha at this design (the reason to calibrate)
     assert ConvolutionStates(DM, 30, 3, 0.03, 0.025).rates(q, rho).max() > 0.025
 
 
 def test_calibration_refuses_other_methods_and_empty_ranges():
-    with pytest.raises(ValueError, match="em_level"):
+    with pytest.raises(ValueError, match="exact-em"):
         calibrate_em(registry.get("clustered_score"), 30, 3, 0.03, 0.1, 0.025)
     with pytest.raises(ValueError, match="empty"):
         calibrate_em(DM, 30, 3, 0.03, 0.1, 0.025, discordance=(0.01, 0.02))
