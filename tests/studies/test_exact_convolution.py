@@ -199,3 +199,42 @@ def test_a_method_whose_exact_worst_case_exceeds_is_not_qualified():
     cert = certify("tango_score", 30, 3, 0.03, rho_max=0.1)   # ignores the clustering
     assert cert.engine == "exact-convolution" and cert.verdict == "exceeds"
     assert cert.worst_point.rate > cert.threshold and cert.worst_point.rho == pytest.approx(0.1)
+
+
+# ---------------------------------------------------------------- calibrate's exact E+M route
+
+
+def test_calibrate_routes_dm_score_to_the_exact_em_calibration(calibrated30):
+    """``calibrate("dm_score", ...)`` is ``calibrate_em`` then the exact certificate: the same
+    level, the method named ``dm_score@alpha=L`` by the registered options, certified qualified."""
+    from studies.qualify.calibrate import calibrate, manifest_name
+
+    cal = calibrate("dm_score", 30, 3, 0.03, 0.1)
+    assert cal.search["route"] == "exact-em" and cal.search["engine"] == "exact-convolution"
+    assert cal.nominal_alpha == calibrated30.level and cal.method.identity == calibrated30.method.identity
+    assert cal.search["worst"] == calibrated30.worst <= 0.025
+    cert = cal.certificate
+    assert cert.engine == "exact-convolution" and cert.verdict == "qualified" and cert.threshold == 0.025
+    assert cert.worst_point.rate <= 0.025
+    name = cal.as_dict()["statistical_method"]
+    assert name == f"dm_score@alpha={cal.nominal_alpha!r}" and registry.get(name).identity == cal.method.identity
+    # calibrated with an ICC other than the registered option's: no manifest name finds it
+    other = DM.with_options(rho_max=0.2).calibrated(cal.nominal_alpha)
+    assert manifest_name(other) is None
+    with pytest.raises(ValueError, match="no exact engine applies"):
+        calibrate(DM.with_options(robust=1.0), 30, 3, 0.03, 0.1)   # sees more than the pooled counts
+
+
+def test_simlab_calibrate_dm_score(tmp_path, capsys, calibrated30):
+    from simlab.cli import main
+
+    args = ["calibrate", "--method", "dm_score", "--clusters", "30", "--trials", "3", "--margin", "0.03",
+            "--rho-max", "0.1", "--out", str(tmp_path)]
+    assert main(args + ["--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    c = p["calibration"]
+    assert c["search"]["route"] == "exact-em" and c["nominal_alpha"] == calibrated30.level
+    assert c["statistical_method"] == f"dm_score@alpha={calibrated30.level!r}" and c["verdict"] == "qualified"
+    assert p["engine"] == "exact-convolution" and load_certificate(p["file"]).verdict == "qualified"
+    assert main(args) == 0
+    assert f'statistical_method = "dm_score@alpha={calibrated30.level!r}"' in capsys.readouterr().out
