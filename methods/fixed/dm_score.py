@@ -197,7 +197,11 @@ def prepare(method, alpha, margin, tables):
         if K * M > MAX_PAIRS:
             raise ValueError(f"method {method.label!r}: the E+M table of {K} clusters x {M} pairs ({K * M} pairs) is "
                              f"beyond the exact E-step's {MAX_PAIRS} pairs")
-        table = em_table(K, M, margin, rho, alpha, q_hi)
+        try:
+            table = em_table(K, M, margin, rho, alpha, q_hi)
+        except ValueError as exc:      # the exact cluster law fails numerically (very large clusters)
+            raise ValueError(f"method {method.label!r}: the E+M table of {K} clusters x {M} pairs cannot be computed "
+                             f"exactly ({exc})") from None
         if np.any(table <= 0.0):
             raise ValueError(f"method {method.label!r}: E-step level {alpha:g} gives a critical value <= 0 at "
                              f"{K} x {M}, margin {margin:g}")

@@ -208,6 +208,8 @@ def test_calibrated_edge_cases_and_refusals():
     assert DM.with_options(em_q_hi=0.02).analyze(ties, 0.03).status == DM.analyze(ties, 0.03).status  # unused
     with pytest.raises(ValueError, match="beyond the exact E-step's 2447 pairs"):
         m.analyze(np.tile([3, 0, 0, 0], (900, 1)), 0.03)
+    with pytest.raises(ValueError, match="E\\+M table of 1 clusters x 300 pairs cannot be computed exactly"):
+        m.analyze(np.array([[300, 0, 0, 0]]), 0.03)      # the exact cluster law of 300 pairs fails numerically
     for removed in ("em_level", "design_clusters", "design_alpha"):
         with pytest.raises(ValueError, match="has no option"):
             DM.with_options(**{removed: 1.0})
