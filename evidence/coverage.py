@@ -110,6 +110,17 @@ def design_point(manifest: Manifest, experiment: PairedExperiment) -> dict | str
             "rho": 0.0 if manifest.rho_max == 0.0 else None, "rho_max": manifest.rho_max}
 
 
+def _named_source(name: str) -> str | None:
+    """The identity hash of the method the manifest names (what the comparison runs), or None
+    when the name finds none (the comparison reports that)."""
+    from methods import registry
+
+    try:
+        return registry.get(name).identity.source_sha256
+    except (KeyError, ValueError):
+        return None
+
+
 def _load(q, path: Path, now: dt.datetime, trusted: dict | None = None):
     if path.name.endswith(q.CERT_SUFFIX):
         return q.load_certificate(path, now=now, trusted_keys=trusted), q.certificate_covers
@@ -152,6 +163,13 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
         return QualificationCheck(**out, covered=False, reasons=(
             f"qualification record is for method {obj.method.name!r}, not the registered "
             f"{manifest.statistical_method!r}",))
+    named = _named_source(manifest.statistical_method)
+    if named is not None and obj.method.source_sha256 != named:
+        # a label carries no options: dm_score@alpha=L calibrated at another rho_max is labelled alike
+        return QualificationCheck(**out, covered=False, reasons=(
+            f"qualification record is for {obj.method.name!r} with options {dict(obj.method.options)}, another "
+            f"method than the registered {manifest.statistical_method!r} the comparison runs (its options or code "
+            "differ)",))
     point = design_point(manifest, experiment)
     if isinstance(point, str):
         return QualificationCheck(**out, covered=False, reasons=(point,))

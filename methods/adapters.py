@@ -36,7 +36,7 @@ def numpy_method(func: Callable, *, name: str, version: str, estimand: Estimand,
     upper, estimate)`` once per batch."""
     option_names = tuple(sorted(options or {}))
 
-    def prepare(method: FixedMethod, alpha: float, tables: np.ndarray) -> np.ndarray:
+    def prepare(method: FixedMethod, alpha: float, margin: float, tables: np.ndarray) -> np.ndarray:
         return np.array([alpha, *(method.options[k] for k in option_names)], dtype=np.float64)
 
     def kernel(tables, margin, consts, lower, upper, estimate, status):

@@ -80,7 +80,7 @@ def batch_moments_gpu(method, stats: np.ndarray, size: int, clusters: int, margi
         raise ValueError(f"stats must be int64[R, 3], got {stats.dtype}{stats.shape}")
     require()
     R = stats.shape[0]
-    crit = cuda.to_device(method.moment_consts(alpha, clusters))
+    crit = cuda.to_device(method.moment_consts(alpha, margin, clusters))
     d = [cuda.device_array(R, np.float64) for _ in range(3)] + [cuda.device_array(R, np.int8)]
     if R:
         blocks, threads = launch_shape(R)

@@ -246,7 +246,10 @@ class DecisionMethod:
         """Display name: ``repeated_fixed[binomial_loss]`` for wrappers, ``name@alpha=0.0204``
         for a calibrated method."""
         base = f"{self.name}[{self.inner.name}]" if self.inner is not None else self.name
-        return base if self.nominal_alpha is None else f"{base}{CALIBRATED}{self.nominal_alpha:.6g}"
+        if self.nominal_alpha is None:
+            return base
+        short = f"{self.nominal_alpha:.6g}"    # in full where 6 digits would name another level
+        return f"{base}{CALIBRATED}{short if float(short) == self.nominal_alpha else repr(self.nominal_alpha)}"
 
     def level(self, alpha: float) -> float:
         """The one-sided level the kernels run at: ``alpha``, or a calibrated method's nominal level."""
@@ -299,7 +302,7 @@ class DecisionMethod:
         return MethodIdentity(self.label, self.version, PREFIX + h.hexdigest())
 
 
-def _default_prepare(method: "FixedMethod", alpha: float, tables: np.ndarray) -> np.ndarray:
+def _default_prepare(method: "FixedMethod", alpha: float, margin: float, tables: np.ndarray) -> np.ndarray:
     return np.array([z_value(alpha)], dtype=np.float64)
 
 
@@ -309,24 +312,37 @@ class FixedMethod(DecisionMethod):
 
     ``kernel(tables, margin, consts, lower, upper, estimate, status)`` (numba-compiled, or
     any callable filling the arrays) writes one row per replication.  ``prepare(method,
-    alpha, tables)`` turns the level and options into the float64 ``consts`` the kernel
-    reads (critical values, lookup tables); it runs once per batch, never per replication.
+    alpha, margin, tables)`` -- the order of a sequential method's ``prepare(method, alpha,
+    margin, schedule)`` -- turns the level, the margin the batch is decided at and the options
+    into the float64 ``consts`` the kernel reads (critical values, lookup tables); it runs once
+    per batch, never per replication.  ``alpha`` is the level the kernel runs at
+    (:meth:`DecisionMethod.level`: a calibrated method's nominal level); a ``prepare`` that
+    reads ``tables`` must keep every row's result independent of the other rows (results may
+    not depend on the chunking).
+
+    ``calibration`` names how :func:`studies.qualify.calibrate.calibrate` chooses a calibrated
+    method's nominal level at a design: None -- by searching the levels the method runs at;
+    ``"exact-em"`` -- the method's nominal level is the E-step level of an exact E+M
+    critical-value table for the design of the data (Lloyd 2008; ``dm_score``), chosen by
+    ``studies.exact.convolution.calibrate_em``.
     """
     kernel: Callable
     prepare: Callable = _default_prepare
+    calibration: str | None = None
 
     kind = "fixed"
     DECISION_PATH = ("decide", "batch", "consts", "analyze")
 
-    def consts(self, alpha: float, tables: np.ndarray) -> np.ndarray:
+    def consts(self, alpha: float, margin: float, tables: np.ndarray) -> np.ndarray:
+        """The kernel's ``consts`` for a batch of ``tables`` decided at ``margin`` and level ``alpha``."""
         check_alpha(alpha)
-        return np.ascontiguousarray(self.prepare(self, self.level(alpha), tables), dtype=np.float64)
+        return np.ascontiguousarray(self.prepare(self, self.level(alpha), float(margin), tables), dtype=np.float64)
 
     def batch(self, tables: np.ndarray, margin: float, alpha: float = 0.025) -> BatchResult:
         """Decide every replication of ``tables[R, K, 4]`` at one-sided level ``alpha``."""
         check_margin(margin)
         tables = check_tables(tables)
-        consts = self.consts(alpha, tables)
+        consts = self.consts(alpha, margin, tables)
         R = tables.shape[0]
         lower = np.empty(R, np.float64)
         upper = np.empty(R, np.float64)

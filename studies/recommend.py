@@ -141,6 +141,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     """The recommendation payload (see the module docstring)."""
     from methods import registry
     from studies.qualify.calibrate import calibrate as run_calibration
+    from studies.qualify.calibrate import manifest_name
     from studies.qualify.certify import certify, write_certificate
     from studies.sizing.analytic import distribution_free_floor
     from studies.sizing.size import size
@@ -212,7 +213,8 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             cov = find_coverage(m.identity.name, point, directory, certificates=[path] if certify_dir != directory
                                 else ())
             r.update(row_of(m, cov, made="certified now"))
-    # calibrated methods
+    # calibrated methods: the certified method objects by label (a label carries no options)
+    calibrated: dict[str, Any] = {}
     for base in calibrate or ():
         if base not in registry.names("fixed"):
             continue
@@ -234,14 +236,16 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 continue
             stored, made = write_certificate(cal.certificate, certify_dir), "calibrated now"
         cert = load_certificate(stored)
-        m = registry.get(cert.method.registered_name)
+        m = cert.method.resolve()      # with the options it was calibrated with (dm_score: the table's rho_max)
+        calibrated[m.label] = m
         cov = find_coverage(m.identity.name, point, directory,
                             certificates=[stored] if certify_dir != directory else ())
-        rows.append(row_of(m, cov, made=made))
+        rows.append({**row_of(m, cov, made=made), "statistical_method": manifest_name(m)})
     # power
     covered = [r for r in rows if r["covered"]]
     for r in covered:
-        r["power"] = _power(registry.get(_reference(r)), alt, margin, alpha, power_reps, seed)
+        r["power"] = _power(calibrated.get(r["method"]) or registry.get(_reference(r)), alt, margin, alpha,
+                            power_reps, seed)
         say(f"{r['method']}: {r['guarantee']}; power {r['power']['value']:.4f}")
     covered.sort(key=lambda r: (-r["power"]["value"], (r["false_pass"] or {}).get("upper", 0.0)))
     for rank, r in enumerate(covered, 1):

@@ -27,7 +27,7 @@ import numba as nb
 import numpy as np
 
 
-def truncation_consts(method, alpha: float, tables) -> np.ndarray:
+def truncation_consts(method, alpha: float, margin: float, tables) -> np.ndarray:
     """``[alpha, c]``: the one-sided level and the validated ``truncation`` option c in (0, 1)."""
     c = method.options["truncation"]
     if not (isinstance(c, (int, float)) and 0.0 < c < 1.0):

@@ -87,7 +87,7 @@ def check_min_clusters(method) -> float:
     return float(v)
 
 
-def t_consts(method, alpha: float, tables: np.ndarray) -> np.ndarray:
+def t_consts(method, alpha: float, margin: float, tables: np.ndarray) -> np.ndarray:
     """``[min_clusters, t_1, ..., t_K]``: element ``j >= 1`` is the two-sided critical value
     ``t_{1 - alpha/2}`` on ``j`` degrees of freedom, for every df a batch with ``K =
     tables.shape[1]`` clusters can need; a kernel with ``k_used`` clusters reads

@@ -140,7 +140,7 @@ class MomentMethod(FixedMethod):
         if not (isinstance(size, (int, np.integer)) and size >= 1):
             raise ValueError(f"size must be an integer >= 1, got {size!r}")
         if consts is None:
-            consts = self.moment_consts(alpha, clusters)
+            consts = self.moment_consts(alpha, margin, clusters)
         R = stats.shape[0]
         lower = np.empty(R, np.float64)
         upper = np.empty(R, np.float64)
@@ -149,8 +149,9 @@ class MomentMethod(FixedMethod):
         self.moments_kernel(stats, int(size), float(margin), consts, lower, upper, estimate, status)
         return BatchResult(self.name, lower, upper, estimate, status)
 
-    def moment_consts(self, alpha: float, clusters: int) -> np.ndarray:
-        """``prepare``'s constants for a batch of ``clusters``-cluster designs."""
+    def moment_consts(self, alpha: float, margin: float, clusters: int) -> np.ndarray:
+        """``prepare``'s constants for a batch of ``clusters``-cluster designs decided at ``margin``."""
         check_alpha(alpha)
         shape_only = np.empty((0, int(clusters), 4), np.int32)
-        return np.ascontiguousarray(self.prepare(self, self.level(alpha), shape_only), dtype=np.float64)
+        return np.ascontiguousarray(self.prepare(self, self.level(alpha), float(margin), shape_only),
+                                    dtype=np.float64)

@@ -91,7 +91,7 @@ _CONCAVE_SLACK = 1e-9  # a rounding-size bump in a concave sequence moves no ter
 _MAX_SLOPE = 300.0     # consecutive ratios of the convolved sequences stay finite
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """consts = (alpha,)."""
     return np.array([alpha], dtype=np.float64)
 

@@ -32,7 +32,7 @@ from methods.fixed._special import lbeta
 from methods.fixed._trial import pooled_kernel
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """consts = (alpha,)."""
     return np.array([alpha], dtype=np.float64)
 

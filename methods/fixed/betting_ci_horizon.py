@@ -116,13 +116,13 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lo, margin)
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """``[alpha, c, horizon]``: the level, the validated truncation and the kind of bet."""
     h = method.options["horizon"]
     if h not in (0.0, 1.0):
         raise ValueError(f"method {method.name!r}: option horizon must be 1 (horizon-aware bets) or 0 "
                          f"(betting_ci's), got {h!r}")
-    return np.append(truncation_consts(method, alpha, tables), float(h))
+    return np.append(truncation_consts(method, alpha, margin, tables), float(h))
 
 
 METHOD = FixedMethod(

@@ -225,7 +225,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lower[r], margin)
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     from scipy import stats  # heavy: imported when used
     return np.array([alpha, stats.norm.isf(alpha)], dtype=np.float64)
 

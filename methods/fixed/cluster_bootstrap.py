@@ -42,7 +42,7 @@ def resamples_option(method) -> int:
     return int(b)
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """consts = (B, alpha, 1 - alpha, z_alpha, z_{1 - alpha})."""
     from scipy.special import ndtri
     return np.array([resamples_option(method), alpha, 1.0 - alpha, ndtri(alpha), ndtri(1.0 - alpha)],

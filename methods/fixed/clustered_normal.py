@@ -23,7 +23,7 @@ from methods.fixed._cluster import check_min_clusters
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """``[min_clusters, z, ..., z]``: the normal critical value for every cluster count."""
     K = max(int(tables.shape[1]), 1)
     return np.concatenate([[check_min_clusters(method)], np.full(K, z_value(alpha))])

@@ -52,7 +52,7 @@ from methods.fixed._common import decide, write_inconclusive
 TOL = 1e-12
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """``[z_{1 - alpha}, icc_floor]`` (the one place that turns the level into the critical value)."""
     f = method.options["icc_floor"]
     if not (isinstance(f, (int, float)) and 0.0 <= f <= 1.0):

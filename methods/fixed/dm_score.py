@@ -1,6 +1,6 @@
 """``dm_score`` -- Tango's score statistic for the paired difference with the variance inflated
 by the Dirichlet-multinomial design effect at a registered ICC, and an E+M critical value that
-can be calibrated exactly at the design.
+is exact at the design of the data (``dm_score@alpha=L``).
 
 Statistic.  Pooled wins ``w = sum n01``, losses ``l = sum n10``, ``N = sum n_k`` pairs (empty
 clusters are missing and skipped), ``S = w - l``.  Tango's (1998, Stat Med 17:891-908) constrained
@@ -26,16 +26,24 @@ variance of ``clustered_score`` with ``icc_floor = rho_max``); its ``Z`` is neve
 pass set is contained in the model variant's whenever every critical value is positive (which
 ``prepare`` checks): a certificate of the model variant bounds it.
 
-Decision: pass iff ``Z(-m) >= c``.  Uncalibrated (``em_level = 0``) ``c = z_{1 - alpha}``.
-Calibrated, ``c = c(q~(-m))`` is the E+M critical-value table of Lloyd (2008, Aust N Z J Stat
-50:329-345): at 61 nodes uniform in ``sqrt(q - m)`` on ``[m, em_q_hi]`` the exact upper-``em_level``
-quantile of ``Z(-m)`` under the null law at discordance ``q`` and ``rho = rho_max`` for the design
-``design_clusters`` x ``design_trials`` (E-step; ``methods.fixed.em_table``, rebuilt here from the
-options so a calibrated method is named by its options alone), linear in ``sqrt(q~ - m)`` between
-nodes; ``em_level`` is chosen by ``studies.exact.convolution.calibrate_em`` (M-step) so that the
-exact worst false-pass over the nuisance grid is at most ``design_alpha``.  A calibrated method
-analyses only its design margin (other margins are inconclusive) at its design alpha (another
-alpha is an error); the guarantee is the certificate's, for its design.
+Decision: pass iff ``Z(-m) >= c`` at the margin ``m`` the batch is decided at.  Uncalibrated,
+``c = z_{1 - alpha}``.  Calibrated (``dm_score@alpha=L``, ``nominal_alpha = L``: the level the
+kernel runs at whatever alpha it is asked for), ``c = c(q~(-m))`` is the E+M critical-value table
+of Lloyd (2008, Aust N Z J Stat 50:329-345) at E-step level ``L`` for the design of the data: at
+61 nodes uniform in ``sqrt(q - m)`` on ``[m, em_q_hi]`` the exact upper-``L`` quantile of ``Z(-m)``
+under the null law at discordance ``q`` and ``rho = rho_max`` for K clusters of M pairs
+(``methods.fixed.em_table``), linear in ``sqrt(q~ - m)`` between nodes.  The design of a
+replication is read from its own table, so no row depends on the others (any chunking gives the
+same results): ``K`` its non-empty clusters (an empty cluster is a missing one, as everywhere) and
+``M`` the largest of their sizes.  When every non-empty cluster has M pairs the table is exact
+for that design; with unequal sizes the statistic still uses each ``n_k`` and the table is that
+of the ``K x M`` design -- a well-defined rule that no certificate covers (a certificate and the
+evidence path cover one fixed cluster size).  ``studies.exact.convolution.calibrate_em`` (M-step)
+chooses ``L`` at a design so that the exact worst false-pass over its nuisance grid is at most
+alpha; the guarantee is that design's certificate's, for its K, M, margin, rho_max and alpha
+(``methods.qualification`` ties a certificate to its design).  The same method at another design
+or margin is simply a different, uncertified design.  Tables are cached (``em_table``): a
+process builds each design's table once.
 
 Interval: ``{d : -c* <= Z(d) <= c*}`` with ``c* = c(q~(-m))`` (one-sided level alpha at each end),
 the lower bound the crossing ``Z = c*`` on ``(-1, S/N)`` and the upper ``Z = -c*`` on ``(S/N, 1)``
@@ -46,24 +54,23 @@ Boundaries: no trials -> inconclusive.  No discordant pairs (all pass, all fail,
 concordant pairs) -> ``V(-m) = m (1 - m) sum_k n_k (1 + (n_k - 1) rho_max) > 0``: never a
 zero-variance pass; it passes iff ``N m / sqrt(V(-m)) >= c``.  Every pair a loss -> lower bound -1,
 fail.  One cluster -> the model term keeps V positive (a wide interval).  One trial per cluster
-or ``rho_max = 0`` -> the weight is ``N`` and, uncalibrated, the interval is Tango's.  Unequal
-cluster sizes enter through ``n_k``; a calibrated table belongs to its fixed-size design.
+or ``rho_max = 0`` -> the weight is ``N`` and, uncalibrated, the interval is Tango's.
 """
 import math
 
 import numba as nb
 import numpy as np
 
-from methods.fixed._common import decide, no_bounds, write_inconclusive
-from methods.fixed.em_table import (MARGIN_AT, NODES, ROBUST_AT, RHO_AT, TOP_LEVEL, critical, design_weight,
-                                     em_table, node_step, restricted_discordance)
 from methods.analysis_cost import AnalysisCost
+from methods.fixed._common import decide, write_inconclusive
 from methods.fixed.clustered_score import crossing, score
+from methods.fixed.em_table import (DESIGN_AT, DESIGNS_AT, MAX_PAIRS, NODES, NODES_AT, ROBUST_AT, RHO_AT, critical,
+                                     design_weight, em_table, node_step, restricted_discordance)
 from methods.protocol import Estimand, FixedMethod, z_value
 
-# Rebuilding a calibrated method's E+M table (once per process): measured 5.1e-5 to 5.5e-5 s and a
-# peak of 546 to 572 bytes (tracemalloc) per lattice state at 100, 300 and 600 clusters of 3 pairs
-# on 2 busy cores.
+# Building one design's E+M table (once per process and design: ``em_table`` is cached): measured
+# 5.1e-5 to 5.5e-5 s and a peak of 546 to 572 bytes (tracemalloc) per lattice state at 100, 300 and
+# 600 clusters of 3 pairs on 2 busy cores.
 SECONDS_PER_STATE = 6e-5
 BYTES_PER_STATE = 600.0
 
@@ -109,25 +116,41 @@ def score_bounds(S, N, w, l, s2, snd, sn2, weight, c):
 
 
 @nb.njit(cache=True)
+def table_at(tables, r, consts, designs, nodes):
+    """Where replication r's table starts in ``consts``: the table of its design ``(K, M)`` (its
+    non-empty clusters, the largest of their sizes)."""
+    k = 0
+    m = 0
+    for c in range(tables.shape[1]):
+        n = tables[r, c, 0] + tables[r, c, 1] + tables[r, c, 2] + tables[r, c, 3]
+        if n > 0:
+            k += 1
+            m = max(m, n)
+    for i in range(designs):
+        if consts[DESIGN_AT + 2 * i] == k and consts[DESIGN_AT + 2 * i + 1] == m:
+            return DESIGN_AT + 2 * designs + i * nodes
+    raise ValueError("dm_score: no E+M table for a replication's design; prepare the constants from the same tables")
+
+
+@nb.njit(cache=True)
 def kernel(tables, margin, consts, lower, upper, estimate, status):
     rho = consts[RHO_AT]
     robust = consts[ROBUST_AT] > 0.0
-    design_margin = consts[MARGIN_AT]
+    designs = int(consts[DESIGNS_AT])
+    nodes = int(consts[NODES_AT])
     for r in range(tables.shape[0]):
         N, S, w, l, s2, snd, sn2 = cluster_sums(tables, r)
         if N == 0.0:
             write_inconclusive(r, lower, upper, estimate, status)
             continue
         estimate[r] = S / N
-        if not math.isnan(design_margin) and margin != design_margin:
-            no_bounds(r, lower, upper, status)   # the table belongs to the design margin
-            continue
+        at = DESIGN_AT if designs == 0 else table_at(tables, r, consts, designs, nodes)
         weight = design_weight(N, sn2, rho)
         if not robust:       # no robust term: V is the model variance
             s2 = 0.0
             snd = 0.0
             sn2 = 0.0
-        c = critical(restricted_discordance(-margin, w, l, N), margin, consts)
+        c = critical(restricted_discordance(-margin, w, l, N), margin, consts, at)
         lo, hi = score_bounds(S, N, w, l, s2, snd, sn2, weight, c)
         if score(-margin, S, N, w, l, s2, snd, sn2, weight) >= c:
             lo = max(lo, -margin)
@@ -138,63 +161,88 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lo, margin)
 
 
+def designs_of(tables) -> np.ndarray:
+    """int64[D, 2]: the distinct designs ``(K, M)`` of the replications of ``tables[R, K, 4]``
+    that have a trial -- K the non-empty clusters, M the largest cluster size (sorted)."""
+    t = np.asarray(tables)
+    if t.shape[0] == 0 or t.shape[1] == 0:
+        return np.zeros((0, 2), np.int64)
+    sizes = t.sum(axis=2)
+    pairs = np.stack([np.count_nonzero(sizes, axis=1), sizes.max(axis=1)], axis=1).astype(np.int64)
+    return np.unique(pairs[pairs[:, 1] > 0], axis=0)
+
+
 def _option(method, name: str, ok, what: str) -> float:
     v = method.options[name]
     if not ok(v):
-        raise ValueError(f"method {method.name!r}: option {name} must be {what}, got {v!r}")
+        raise ValueError(f"method {method.label!r}: option {name} must be {what}, got {v!r}")
     return float(v)
 
 
-def _whole(v) -> bool:
-    return float(v) == int(v)
-
-
-def prepare(method, alpha, tables):
-    """``[rho_max, robust, design margin (NaN), nodes, h, c_0 ..]``: one node ``z_{1 - alpha}``
-    uncalibrated, the E+M table of the design when ``em_level > 0`` (module docstring)."""
+def prepare(method, alpha, margin, tables):
+    """``[rho_max, robust, nodes, h, D, (K_i, M_i).., tables..]``: one node ``z_{1 - alpha}``
+    uncalibrated; calibrated, the E+M table at E-step level ``alpha`` (the nominal level) of each
+    design ``K_i x M_i`` in the batch, at this margin (module docstring)."""
     rho = _option(method, "rho_max", lambda v: 0.0 <= v < 1.0, "in [0, 1)")
     robust = _option(method, "robust", lambda v: v in (0.0, 1.0), "0 or 1")
-    level = _option(method, "em_level", lambda v: 0.0 <= v < TOP_LEVEL, f"0 (uncalibrated) or in (0, {TOP_LEVEL})")
-    if level == 0.0:
-        return np.array([rho, robust, math.nan, 1.0, 1.0, z_value(alpha)])
-    K = int(_option(method, "design_clusters", lambda v: v >= 1 and _whole(v), "a whole number >= 1"))
-    M = int(_option(method, "design_trials", lambda v: v >= 1 and _whole(v), "a whole number >= 1"))
-    m = _option(method, "design_margin", lambda v: 0.0 < v < 1.0, "in (0, 1)")
-    a = _option(method, "design_alpha", lambda v: 0.0 < v <= 0.25, "in (0, 0.25]")
-    q_hi = _option(method, "em_q_hi", lambda v: m < v <= 1.0, "in (design_margin, 1]")
-    if not math.isclose(alpha, a, rel_tol=1e-12, abs_tol=0.0):
-        raise ValueError(f"method {method.name!r} is calibrated at alpha = {a:g} for {K} x {M} at margin {m:g}; "
-                         f"it cannot run at alpha = {alpha:g}")
-    table = em_table(K, M, m, rho, level, q_hi)
-    if np.any(table <= 0.0):
-        raise ValueError(f"method {method.name!r}: em_level {level:g} gives a critical value <= 0 at the design")
-    return np.concatenate([[rho, robust, m, float(NODES), node_step(m, q_hi)], table])
+    q_hi = _option(method, "em_q_hi", lambda v: 0.0 < v <= 1.0, "in (0, 1]")
+    if method.nominal_alpha is None:
+        return np.array([rho, robust, 1.0, 1.0, 0.0, z_value(alpha)])
+    if not margin < q_hi:
+        raise ValueError(f"method {method.label!r}: its E+M table spans discordances [margin, em_q_hi]; option "
+                         f"em_q_hi = {q_hi:g} must exceed the margin {margin:g}")
+    designs = designs_of(tables)
+    parts = []
+    for K, M in designs.tolist():
+        if K * M > MAX_PAIRS:
+            raise ValueError(f"method {method.label!r}: the E+M table of {K} clusters x {M} pairs ({K * M} pairs) is "
+                             f"beyond the exact E-step's {MAX_PAIRS} pairs")
+        try:
+            table = em_table(K, M, margin, rho, alpha, q_hi)
+        except ValueError as exc:      # the exact cluster law fails numerically (very large clusters)
+            raise ValueError(f"method {method.label!r}: the E+M table of {K} clusters x {M} pairs cannot be computed "
+                             f"exactly ({exc})") from None
+        if np.any(table <= 0.0):
+            raise ValueError(f"method {method.label!r}: E-step level {alpha:g} gives a critical value <= 0 at "
+                             f"{K} x {M}, margin {margin:g}")
+        parts.append(table)
+    head = [rho, robust, float(NODES), node_step(margin, q_hi), float(len(parts))]
+    return np.concatenate([head, designs.ravel().astype(np.float64), *parts])
 
 
 def analysis_cost(method, t, linear):
-    """The kernel is linear in the cells; a calibrated method first rebuilds its E+M table, whose
-    cost grows with the design's lattice of (L, W) states."""
-    if method.options["em_level"] == 0.0:
+    """The kernel is linear in the cells; a calibrated method first builds the E+M table of each
+    design in the batch (once per process: cached), whose cost grows with its lattice of (L, W)
+    states."""
+    if method.nominal_alpha is None:
         return linear
-    pairs = int(method.options["design_clusters"] * method.options["design_trials"])
-    states = (pairs + 1) * (pairs + 2) // 2
+    designs = designs_of(t).tolist()
+    pairs = [K * M for K, M in designs]
+    states = sum((n + 1) * (n + 2) // 2 for n in pairs)
+    if not designs:
+        return linear
+    if len(designs) == 1:
+        what = f"the E+M table of the design ({states:,} lattice states of {pairs[0]} pairs)"
+    else:
+        shown = ", ".join(f"{K} x {M}" for K, M in designs[:4]) + (", ..." if len(designs) > 4 else "")
+        what = f"the E+M tables of its {len(designs)} designs ({shown}: {states:,} lattice states)"
     return AnalysisCost(method.name, linear.bytes + BYTES_PER_STATE * states,
-                        linear.seconds + SECONDS_PER_STATE * states,
-                        f"the E+M table of the design ({states:,} lattice states of {pairs} pairs)")
+                        linear.seconds + SECONDS_PER_STATE * states, what)
 
 
 METHOD = FixedMethod(
     name="dm_score",
-    version="1",
+    version="2",
     estimand=Estimand.TRIAL,
     citation="Tango (1998) Stat Med 17:891-908 (score statistic, constrained MLE); variance x Dirichlet-multinomial "
              "design effect 1 + (n_k - 1) rho_max (Mosimann 1962, Biometrika 49:65-82); E+M critical value "
-             "(Lloyd 2008, Aust N Z J Stat 50:329-345) calibrated exactly at the design",
-    summary="score interval with the DM model variance at rho_max; critical value z, or an exact E+M table "
-            "calibrated at the design (robust = 1: variance never below the cluster-robust one)",
+             "(Lloyd 2008, Aust N Z J Stat 50:329-345) exact at the design of the data",
+    summary="score interval with the DM model variance at rho_max; critical value z, or (dm_score@alpha=L) the exact "
+            "E+M table at E-step level L for the data's K x M design (robust = 1: variance never below the "
+            "cluster-robust one)",
     kernel=kernel,
     prepare=prepare,
-    options={"rho_max": 0.1, "robust": 0.0, "em_level": 0.0, "design_clusters": 0.0, "design_trials": 0.0,
-             "design_margin": 0.0, "design_alpha": 0.0, "em_q_hi": 0.5},
+    options={"rho_max": 0.1, "robust": 0.0, "em_q_hi": 0.5},
     cost=analysis_cost,
+    calibration="exact-em",
 )

@@ -1,7 +1,8 @@
 """E+M critical values of ``dm_score`` and the exact law of the pooled discordant counts they
 are computed from (Lloyd 2008, Aust N Z J Stat 50:329-345, E+M p-values).  Not a method (no
-``METHOD``): ``dm_score.prepare`` rebuilds a calibrated table here, and the exact engine
-``studies.exact.convolution`` computes laws, calibrates and certifies with the same code.
+``METHOD``): ``dm_score.prepare`` builds a calibrated method's table for each design of its data
+here, and the exact engine ``studies.exact.convolution`` computes laws, calibrates and certifies
+with the same code.
 
 Law.  One cluster of ``M`` trial pairs with cell probabilities ``(p11, p10, p01, p00)`` drawn
 from a Dirichlet with concentration ``(1 - rho)/rho`` has Dirichlet-multinomial counts
@@ -45,8 +46,9 @@ from simlab.exact import cluster_law
 NODES = 61
 MAX_PAIRS = 2447          # (N + 1)(N + 2) / 2 <= 3,000,000 lattice states
 TOP_LEVEL = 0.5           # E-step levels lie in (0, TOP_LEVEL)
-# dm_score's consts: [rho_max, robust, design margin (NaN: none), nodes, h, c_0 .. c_{nodes-1}]
-RHO_AT, ROBUST_AT, MARGIN_AT, NODES_AT, STEP_AT, TABLE_AT = range(6)
+# dm_score's consts: [rho_max, robust, nodes, h, D, (K_1, M_1) .. (K_D, M_D), table_1 .. table_D] -- one table of
+# ``nodes`` critical values per design K_i x M_i of the batch; uncalibrated: D = 0 and one node, z_{1 - alpha}
+RHO_AT, ROBUST_AT, NODES_AT, STEP_AT, DESIGNS_AT, DESIGN_AT = range(6)
 
 
 # ---------------------------------------------------------------- the exact law
@@ -173,18 +175,18 @@ def design_weight(N, sn2, rho):
 
 
 @nb.njit(inline="always", cache=True)
-def critical(qt, margin, consts):
-    """``c(q~)``: the table of ``consts`` read linearly in ``sqrt(q~ - margin)`` (one node: a
-    constant critical value)."""
+def critical(qt, margin, consts, at):
+    """``c(q~)``: the table starting at ``consts[at]`` read linearly in ``sqrt(q~ - margin)`` (one
+    node: a constant critical value)."""
     n = int(consts[NODES_AT])
     if n == 1:
-        return consts[TABLE_AT]
+        return consts[at]
     x = math.sqrt(qt - margin if qt > margin else 0.0) / consts[STEP_AT]
     if x >= n - 1:
-        return consts[TABLE_AT + n - 1]
+        return consts[at + n - 1]
     j = int(x)
     f = x - j
-    return (1.0 - f) * consts[TABLE_AT + j] + f * consts[TABLE_AT + j + 1]
+    return (1.0 - f) * consts[at + j] + f * consts[at + j + 1]
 
 
 @nb.njit(cache=True)

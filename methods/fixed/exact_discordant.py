@@ -73,7 +73,7 @@ def clopper_pearson(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.ndar
     return lo, hi
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     if tables.shape[0] == 0:
         return np.zeros(1, dtype=np.float64)
     xmin, xmax = cp_ranges(tables)

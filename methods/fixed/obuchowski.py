@@ -58,7 +58,7 @@ def half_width(acc, k_used, Nf, consts):
 kernel = ratio_kernel(squared_residual, half_width)
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """consts = (min_clusters, z); ``ratio_kernel`` reads min_clusters first."""
     return np.array([check_min_clusters(method), z_value(alpha)], dtype=np.float64)
 

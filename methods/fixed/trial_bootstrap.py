@@ -66,7 +66,7 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lower[r], margin)
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     """consts = (B, alpha, 1 - alpha)."""
     return np.array([resamples_option(method), alpha, 1.0 - alpha], dtype=np.float64)
 

@@ -105,16 +105,16 @@ def em_table(clusters: int, trials: int, margin: float, rho: float, level: float
 
 
 def dm_score(table, margin: float, confidence: float = 0.95, rho_max: float = 0.1, robust: float = 0.0,
-             em_level: float = 0.0, design_clusters: float = 0, design_trials: float = 0, design_margin: float = 0.0,
-             design_alpha: float = 0.0, em_q_hi: float = 0.5):
+             em_q_hi: float = 0.5, nominal_alpha: float | None = None):
+    """Uncalibrated: critical value ``z`` at the one-sided level ``(1 - confidence) / 2``.
+    ``dm_score@alpha=L`` (``nominal_alpha = L``, the confidence then unused): the E+M table at
+    level L of the data's design -- its non-empty clusters, each of the largest cluster size."""
     t = cluster_rows(table)
     if t.shape[0] == 0:
         return math.nan, math.nan, math.nan, "inconclusive"
     dhat = float((t[:, 2] - t[:, 1]).sum() / t.sum())
-    if em_level > 0.0:
-        if margin != design_margin:
-            return math.nan, math.nan, dhat, "inconclusive"
-        u, tab = em_table(int(design_clusters), int(design_trials), design_margin, rho_max, em_level, em_q_hi)
+    if nominal_alpha is not None:
+        u, tab = em_table(t.shape[0], int(t.sum(axis=1).max()), margin, rho_max, nominal_alpha, em_q_hi)
         qt = restricted_discordance(-margin, float(t[:, 2].sum()), float(t[:, 1].sum()), float(t.sum()))
         c = float(np.interp(math.sqrt(max(qt - margin, 0.0)), u, tab))
     else:

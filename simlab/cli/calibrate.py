@@ -26,9 +26,11 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
 
     def render(p: dict) -> None:
         c = p["calibration"]
+        name = (f"name it in a manifest as statistical_method = \"{c['statistical_method']}\""
+                if c["statistical_method"] else "its options differ from the registered method's, so no manifest "
+                "name finds it (calibrate it with the registered options to name it)")
         print(f"calibrated: {c['method']} (nominal level {c['nominal_alpha']:.5g} for a worst case <= alpha "
-              f"{c['alpha']:g}; search target {c['target']:.4g}, {c['search']['route']}); name it in a manifest as "
-              f"statistical_method = \"{c['method']}\"")
+              f"{c['alpha']:g}; search target {c['target']:.4g}, {c['search']['route']}); {name}")
         render_certificate(p)
 
     emit(args, payload, render)

@@ -45,6 +45,9 @@ def render_recommendation(p: dict) -> None:
         print("K for power: the target power without a false-pass check at that K (`simlab size` adds it); theorem "
               "methods are valid there anyway")
     for r in p["ranked"]:
+        if "statistical_method" in r and r["statistical_method"] is None:
+            print(f"{r['method']}: calibrated with options other than the registered method's; no manifest name "
+                  "finds it, so the evidence path cannot run it")
         if "refused" in (r.get("size") or {}):
             print(f"{r['method']}: sizing refused: {r['size']['refused']}")
     if p["reference"]:

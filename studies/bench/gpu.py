@@ -58,7 +58,7 @@ def _kernel_split(source, reps: int, repeat: int) -> dict:
     sampler = GpuMomentSampler(source.k1, source.k2, *source.moment_tables())
     n = min(reps, GPU_BATCH)
     buf = cuda.device_array((n, 3), np.int64)
-    crit = cuda.to_device(registry.get("clustered_normal").moment_consts(ALPHA, source.clusters))
+    crit = cuda.to_device(registry.get("clustered_normal").moment_consts(ALPHA, MARGIN, source.clusters))
     acc = cuda.to_device(np.zeros((1, 17), np.int64))
     blocks, threads = launch_shape(n, ITEMS_PER_THREAD)
 

@@ -131,7 +131,7 @@ def evaluate(rows: Rows, start: int, stop: int, methods: Sequence, margins: Sequ
     alpha ``c``).  ``schedule``: the look schedule of sequential methods (a ``LookSchedule``,
     or a function of K for sources whose K varies).  A method's refusal is a
     :class:`MethodError` naming it.  ``consts``: a cache of the moment path's constants the
-    caller keeps across calls (keyed by method, alpha and K)."""
+    caller keeps across calls (keyed by method, alpha, margin and K)."""
     consts = {} if consts is None else consts
     for block in rows.blocks(start, stop, methods):
         sched = schedule(block.clusters) if callable(schedule) else schedule
@@ -142,9 +142,9 @@ def evaluate(rows: Rows, start: int, stop: int, methods: Sequence, margins: Sequ
                 for j, margin in enumerate(margins):
                     try:
                         if block.stats is not None:
-                            key = (id(m), float(alpha), block.clusters)
+                            key = (id(m), float(alpha), float(margin), block.clusters)
                             if key not in consts:
-                                consts[key] = m.moment_consts(alpha, block.clusters)
+                                consts[key] = m.moment_consts(alpha, margin, block.clusters)
                             res = m.batch_moments(block.stats, block.size, block.clusters, margin, alpha,
                                                   consts[key])
                         elif needs_calibration(m):

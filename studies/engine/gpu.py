@@ -122,8 +122,7 @@ def evaluate_moments_gpu(source, methods, thetas, margins, alphas, start: int, s
     pack, g_off, g_n = source.moment_tables()
     sampler = GpuMomentSampler(source.k1, source.k2, pack, g_off, g_n)
     combos = [(i, j, c) for i in range(len(methods)) for c in range(len(alphas)) for j in range(len(margins))]
-    crit = {(i, c): cuda.to_device(methods[i].moment_consts(conf, K))
-            for i in range(len(methods)) for c, conf in enumerate(alphas)}
+    crit = {(i, j, c): cuda.to_device(methods[i].moment_consts(conf, margins[j], K)) for i, j, c in combos}
     d_acc = cuda.to_device(np.zeros((len(combos), _tally.NF), np.int64))
     kern = fused_kernel()
     b = min(batch or GPU_BATCH, stop - start)
@@ -133,7 +132,7 @@ def evaluate_moments_gpu(source, methods, thetas, margins, alphas, start: int, s
         stats = sampler.fill(buf[:n], s)
         blocks, threads = launch_shape(n, ITEMS_PER_THREAD)
         for x, (i, j, c) in enumerate(combos):
-            kern[blocks, threads](stats, np.int64(m), np.float64(margins[j]), crit[(i, c)],
+            kern[blocks, threads](stats, np.int64(m), np.float64(margins[j]), crit[(i, j, c)],
                                   np.float64(thetas[i]), d_acc, np.int64(x))
     acc = d_acc.copy_to_host()
     for x, (i, j, c) in enumerate(combos):

@@ -30,14 +30,19 @@ not a bisection: the pass set grows with beta, every lattice state enters it at 
 ``beta*`` (the smallest tail value of its two nodes at which ``Z >= c(q~)``; found by binary search
 over those tail values), so each law's rate is a cumulative sum in ``beta*`` order and the
 admissible levels are read off in one pass over the grid's laws.  The chosen level is a short
-decimal inside the admissible gap (so a table rebuilt from the options has the same pass set),
-and the calibrated method is checked with its own kernel before it is returned.
+decimal inside the admissible gap (so a table rebuilt from the name ``dm_score@alpha=L`` has the
+same pass set), and the calibrated method is checked with its own kernel before it is returned.
+The calibrated method is ``dm_score@alpha=L`` (``DecisionMethod.calibrated``): named by its level
+alone, it builds the E+M table at level L for the design of whatever data it is given, so at
+another K, M or margin it is simply a different, uncertified design; the guarantee is the
+certificate's, for its design and alpha (``methods.qualification`` checks that a certificate
+covers the design it is used at).
 """
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numba as nb
@@ -52,6 +57,7 @@ from simlab.exact import ExactUnsupported
 from simlab.estimands import null_pair_rates
 from studies.exact.discordant import BLOCK_CELLS, arrange, discordant_probe
 
+MAX_LEVEL = 0.25          # the largest nominal one-sided level (methods.protocol.check_alpha)
 GRID_DISCORDANCES = 121
 GRID_RHOS = 6
 LOCAL_POINTS = 21
@@ -233,9 +239,9 @@ def short_level(lo: float, hi: float) -> float:
 
 @dataclass(frozen=True)
 class EMCalibration:
-    """The E+M calibration of ``dm_score`` at one design: the calibrated method (base options
-    plus ``em_level`` and the design), its E-step table, the exact worst false-pass over the grid
-    and where it is."""
+    """The E+M calibration of ``dm_score`` at one design: the calibrated method
+    (``dm_score@alpha=level``, with the ``rho_max`` and ``em_q_hi`` it was calibrated with), its
+    E-step table at the design, the exact worst false-pass over the grid and where it is."""
     method: object
     table: np.ndarray
     level: float
@@ -246,11 +252,10 @@ class EMCalibration:
     seconds: float
 
 
-def calibrated_method(method, clusters: int, trials: int, margin: float, rho_max: float, alpha: float,
-                      level: float, q_hi: float = 0.5):
-    """``method`` (dm_score or a variant) with the E+M calibration options of this design."""
-    return method.with_options(rho_max=rho_max, em_level=level, design_clusters=clusters, design_trials=trials,
-                               design_margin=margin, design_alpha=alpha, em_q_hi=q_hi)
+def calibrated_method(method, level: float, rho_max: float, q_hi: float = 0.5):
+    """``method`` (dm_score or a variant) calibrated at E-step level ``level``: the table's ICC
+    and discordance range set, the level its name (``dm_score@alpha=level``)."""
+    return method.with_options(rho_max=rho_max, em_q_hi=q_hi).calibrated(level)
 
 
 def calibrate_em(method, clusters: int, trials: int, margin: float, rho_max: float, alpha: float, *,
@@ -261,10 +266,11 @@ def calibrate_em(method, clusters: int, trials: int, margin: float, rho_max: flo
     searched, default ``(margin, 0.5)``; its upper end is also the table's ``em_q_hi``.  The
     method's ``rho_max`` option is set to ``rho_max`` (the E-step law and the design effect use
     the same ICC); a robust variant is calibrated through its model variant (its pass set is
-    contained in it)."""
+    contained in it).  Levels are nominal one-sided levels, so at most ``MAX_LEVEL``."""
     t0 = time.perf_counter()
-    if "em_level" not in method.options:
-        raise ValueError(f"method {method.name!r} has no E+M table (no option em_level); calibrate dm_score")
+    if getattr(method, "calibration", None) != "exact-em":
+        raise ValueError(f"method {method.name!r} declares no E+M table (calibration 'exact-em'); calibrate dm_score")
+    method = replace(method, nominal_alpha=None)
     if trials * clusters > MAX_PAIRS:
         raise ExactUnsupported(f"{clusters} x {trials} pairs exceed the exact calibration's {MAX_PAIRS}")
     q_lo, q_hi = discordance if discordance is not None else (margin, 0.5)
@@ -301,8 +307,11 @@ def calibrate_em(method, clusters: int, trials: int, margin: float, rho_max: flo
         if k == 0:
             break
         upper = distinct[k] if k < distinct.size else TOP_LEVEL
-        level = short_level(float(distinct[k - 1]), float(upper))
-        cal = calibrated_method(model, clusters, trials, margin, rho_max, alpha, level, q_hi)
+        if distinct[k - 1] >= MAX_LEVEL:     # a level no calibrated method can be named by
+            admissible = k - 1
+            continue
+        level = short_level(float(distinct[k - 1]), min(float(upper), MAX_LEVEL))
+        cal = calibrated_method(model, level, rho_max, q_hi)
         states = ConvolutionStates(cal, clusters, trials, margin, alpha, probe=False)
         if not np.array_equal(states.passed, entry <= level):
             admissible = k - 1     # the lattice and the kernel disagree on a state: the next smaller level
@@ -310,7 +319,7 @@ def calibrate_em(method, clusters: int, trials: int, margin: float, rho_max: flo
         r = states.rates(q, rho)
         if r.max() <= alpha:
             i = int(np.argmax(r))
-            out = calibrated_method(method, clusters, trials, margin, rho_max, alpha, level, q_hi)
+            out = calibrated_method(method, level, rho_max, q_hi)
             return EMCalibration(out, em_table(clusters, trials, margin, rho_max, level, q_hi), level,
                                  (float(distinct[k - 1]), float(upper)), float(r[i]), (float(q[i]), float(rho[i])),
                                  int(q.size), time.perf_counter() - t0)

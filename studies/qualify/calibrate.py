@@ -4,7 +4,14 @@ design (K clusters of M trials, margin, look schedule, rho up to rho_max), then 
 certificate for the calibrated method (``DecisionMethod.calibrated``; its name
 ``METHOD@alpha=LEVEL`` is what a manifest registers).
 
-Two routes, picked by what applies:
+Three routes, picked by what applies:
+
+* **exact E+M** (the method declares ``calibration = "exact-em"``: ``dm_score``): the nominal
+  level is the E-step level of an exact E+M critical-value table for the design (Lloyd 2008),
+  and ``studies.exact.convolution.calibrate_em`` finds the largest one whose exact worst
+  false-pass over a dense (discordance, rho) grid is <= ``alpha``; the calibrated method
+  ``dm_score@alpha=L`` is then certified by the exact engine that applies at the design
+  (threshold ``alpha``) and refused unless qualified.  Nothing random is searched.
 
 * **exact** (``studies.qualify.certify.certification_engine`` finds one: independent pairs,
   or equal-size Dirichlet-multinomial clusters, and a method that sees only the pooled
@@ -64,10 +71,53 @@ class Calibration:
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"method": self.method.label, "nominal_alpha": self.nominal_alpha, "target": self.target,
+        return {"method": self.method.label, "statistical_method": manifest_name(self.method),
+                "nominal_alpha": self.nominal_alpha, "target": self.target,
                 "alpha": self.certificate.alpha, "verdict": self.certificate.verdict,
                 "certificate_sha256": self.certificate.certificate_sha256, "engine": self.certificate.engine,
                 "search": self.search, "seconds": self.seconds}
+
+
+def manifest_name(method) -> str | None:
+    """The one string a manifest names ``method`` by (``registry.get`` of it has the same identity),
+    or None when no name finds it (its options differ from the registered method's)."""
+    from methods import registry
+
+    name = registry.reference(method)
+    try:
+        return name if registry.get(name).identity == method.identity else None
+    except KeyError:
+        return None
+
+
+def _calibrate_exact_em(base, design, alpha: float, cert_args: dict, say: Callable[[str], None],
+                        t0: float) -> Calibration:
+    """The exact E+M route (module docstring): ``calibrate_em``, then the exact certificate."""
+    from studies.exact.convolution import calibrate_em
+    from studies.qualify.certify import certification_engine, certify
+
+    engine, why = certification_engine(base, design, alpha)
+    if engine is None:
+        raise ValueError(f"refused: {base.name} is calibrated by its exact E+M table and certified exactly, and no "
+                         f"exact engine applies at this design: {why}")
+    say(f"calibrate {base.name} at K={design.clusters}, M={design.trials}, margin={design.margin:g}, "
+        f"rho <= {design.rho_max:g}: exact E+M, certified by {engine} ({why})")
+    em = calibrate_em(base, design.clusters, design.trials, design.margin, design.rho_max, alpha,
+                      discordance=tuple(design.discordance), progress=say)
+    say(f"E-step level {em.level:.6g}: exact worst false-pass {em.worst:.6g} on {em.grid_points} grid points; "
+        "certifying it")
+    cert = certify(em.method, design.clusters, design.trials, design.margin, design.rho_max, None, engine="exact",
+                   **cert_args)
+    if cert.verdict != QUALIFIED:
+        w = cert.worst_point
+        raise ValueError(f"refused: the calibrated {em.method.label} is {cert.verdict} on its exact certificate "
+                         f"({cert.engine}: discordance {w.discordance:g}, rho {w.rho:g}, rate {w.rate:.6g} vs alpha "
+                         f"{alpha:g})")
+    q, rho = em.worst_point
+    search = {"route": "exact-em", "engine": engine, "level": em.level, "level_range": list(em.level_range),
+              "worst": em.worst, "worst_point": {"discordance": q, "rho": rho}, "grid_points": em.grid_points,
+              "calibrate_seconds": em.seconds, "why": why}
+    return Calibration(em.method, cert, em.level, alpha, search, time.perf_counter() - t0)
 
 
 def _levels(lo: float, hi: float, n: int) -> list[float]:
@@ -191,6 +241,8 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
                      alpha=alpha, allowed_excess=1.0, mc_confidence=mc_confidence, min_replications=min_replications,
                      max_replications=max_replications, seed=seed, validity_days=validity_days, n_jobs=n_jobs,
                      executor=executor, sign_key=sign_key, progress=progress)
+    if getattr(base, "calibration", None) == "exact-em":
+        return _calibrate_exact_em(base, design, alpha, cert_args, say, t0)
     exact, why = certification_engine(base, design, alpha)
     levels = _levels(alpha / 20.0, alpha, COARSE_LEVELS)
     if exact is not None:
@@ -254,4 +306,4 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
 
 
 __all__ = ["COARSE_LEVELS", "Calibration", "DEFAULT_SEARCH_REPLICATIONS", "FINE_LEVELS", "SEARCH_OFFSET",
-           "calibrate"]
+           "calibrate", "manifest_name"]

@@ -106,6 +106,26 @@ def test_qualification_for_another_method_is_lab_only(world, tmp_path):
     assert "record is for method 'binomial_loss', not the registered 'exact_discordant'" in findings(packet)
 
 
+def test_qualification_for_the_same_label_with_other_options_is_lab_only(world, tmp_path):
+    """A label carries no options: a certificate of ``dm_score@alpha=0.02`` calibrated with table
+    ICC 0.2 is not evidence for the registered ``dm_score@alpha=0.02`` (ICC 0.1) the comparison runs."""
+    import dataclasses
+
+    from methods import registry
+    from studies.qualify.certify import certify, write_certificate
+
+    other = registry.get("dm_score").with_options(rho_max=0.2).calibrated(0.02)
+    assert other.label == "dm_score@alpha=0.02" != other.identity.source_sha256
+    cert = certify(other, 300, 1, 0.03, rho_max=0.5)
+    write_certificate(cert, tmp_path / "q")
+    w = dataclasses.replace(world, qdir=tmp_path / "q", pin=cert.certificate_sha256)
+    packet = w.run(tmp_path, w.manifest(method="dm_score@alpha=0.02"), draw={"discordance": 0.1})
+    assert packet["receipt"]["action"] in ("lab_pass", "hold", "block")
+    assert not packet["receipt"]["qualification"]["covered"]
+    assert ("qualification record is for 'dm_score@alpha=0.02' with options {'em_q_hi': 0.5, 'rho_max': 0.2, "
+            "'robust': 0.0}, another method than the registered 'dm_score@alpha=0.02'") in findings(packet)
+
+
 def test_qualification_for_another_design_is_lab_only(world, tmp_path):
     m = world.manifest(margin=0.05)  # the record qualified margin 0.03 only
     packet = world.run(tmp_path, m)

@@ -19,11 +19,11 @@ from scipy import stats
 
 from methods import check_method, registry
 from methods.fixed import em_table
-from methods.protocol import INCONCLUSIVE, PASS, Estimand
+from methods.protocol import INCONCLUSIVE, PASS, STATUS_NAMES, Estimand
+from methods.fixed import dm_score
 from methods.reference import design_effect as ref
 from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, PairedScenario
-from studies.exact.convolution import calibrated_method
 
 HYP = settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 tables_st = st.lists(st.tuples(*[st.integers(0, 4)] * 4), min_size=1, max_size=25)
@@ -38,9 +38,8 @@ def one_pair_per_cluster(a, b, c, d) -> np.ndarray:
 
 
 def small_calibrated(level: float = 0.03, **options):
-    s = SMALL
-    return calibrated_method(DM.with_options(**options), s["clusters"], s["trials"], s["margin"], s["rho_max"],
-                             s["alpha"], level)
+    """``dm_score@alpha=level``: the E+M table of whatever design it is given (SMALL in these tests)."""
+    return DM.with_options(**options).calibrated(level)
 
 
 def test_registered_and_conforms():
@@ -48,9 +47,11 @@ def test_registered_and_conforms():
     assert "estimand" in check_method(DM).passed
     assert "estimand" in check_method(DM.with_options(robust=1.0)).passed
     cal = small_calibrated()
-    assert cal.identity.source_sha256 != DM.identity.source_sha256
-    at_check_margin = calibrated_method(DM, 8, 3, 0.1, 0.1, 0.025, 0.03)   # check_method runs at margin 0.1
-    assert "estimand" in check_method(at_check_margin).passed
+    assert cal.identity.source_sha256 != DM.identity.source_sha256 and cal.label == "dm_score@alpha=0.03"
+    assert registry.get("dm_score@alpha=0.03").identity == cal.identity
+    # check_method's own designs (6 x 3, one cluster, 24 and 100 clusters of 1 and 3 pairs, margin 0.1)
+    assert "estimand" in check_method(cal).passed
+    assert DM.calibration == "exact-em" and registry.get("clustered_score").calibration is None
 
 
 # ---------------------------------------------------------------- published worked examples
@@ -119,8 +120,7 @@ def test_calibrated_kernel_matches_reference_on_simulated_tables():
     u, tab = ref.em_table(s["clusters"], s["trials"], s["margin"], s["rho_max"], 0.03)
     compared = 0
     for r in range(tables.shape[0]):
-        lo, hi, est, status = ref.dm_score(tables[r], s["margin"], rho_max=0.1, em_level=0.03, design_clusters=8,
-                                           design_trials=3, design_margin=0.03, design_alpha=0.025)
+        lo, hi, est, status = ref.dm_score(tables[r], s["margin"], rho_max=0.1, nominal_alpha=0.03)
         assert res.estimate[r] == pytest.approx(est, abs=1e-12)
         assert res.upper[r] == pytest.approx(hi, abs=1e-6)
         w, l, n = tables[r, :, 2].sum(), tables[r, :, 1].sum(), tables[r].sum()
@@ -186,19 +186,69 @@ def test_calibrated_edge_cases_and_refusals():
     m = small_calibrated()
     ties = np.tile([3, 0, 0, 0], (8, 1))
     r = m.analyze(ties, 0.03)
-    consts = m.consts(0.025, ties[None])
-    c0 = consts[em_table.TABLE_AT]        # q~ = m exactly when nothing is discordant: the first node
+    consts = m.consts(0.025, 0.03, ties[None])
+    assert consts[em_table.DESIGNS_AT] == 1 and tuple(consts[em_table.DESIGN_AT:em_table.DESIGN_AT + 2]) == (8, 3)
+    table = consts[em_table.DESIGN_AT + 2:]
+    assert np.array_equal(table, em_table.em_table(8, 3, 0.03, 0.1, 0.03, 0.5))
+    c0 = table[0]                         # q~ = m exactly when nothing is discordant: the first node
     N, weight = 24, 24 * 1.2
     assert r.passed == (N * 0.03 / math.sqrt(weight * 0.03 * 0.97) >= c0)
-    other = m.analyze(ties, 0.05)         # the table belongs to the design margin
-    assert other.status == "inconclusive" and math.isnan(other.lower) and other.estimate == 0.0
-    with pytest.raises(ValueError, match="calibrated at alpha = 0.025"):
-        m.analyze(ties, 0.03, alpha=0.05)
-    for option, value in (("em_level", 0.7), ("robust", 0.5), ("rho_max", 1.0)):
+    # another margin is another design: its own table, no refusal
+    other = m.consts(0.025, 0.05, ties[None])[em_table.DESIGN_AT + 2:]
+    assert np.array_equal(other, em_table.em_table(8, 3, 0.05, 0.1, 0.03, 0.5)) and not np.array_equal(other, table)
+    assert m.analyze(ties, 0.05).status in ("pass", "fail")
+    # the nominal level, whatever alpha it is asked for
+    a, b = m.analyze(ties, 0.03, alpha=0.05), m.analyze(ties, 0.03)
+    assert (a.lower, a.upper, a.estimate, a.status) == (b.lower, b.upper, b.estimate, b.status)
+    for option, value in (("robust", 0.5), ("rho_max", 1.0), ("em_q_hi", 0.0)):
         with pytest.raises(ValueError, match=option):
             DM.with_options(**{option: value}).analyze(ties, 0.03)
-    with pytest.raises(ValueError, match="design_clusters"):
-        DM.with_options(em_level=0.02).analyze(ties, 0.03)
+    with pytest.raises(ValueError, match="em_q_hi = 0.02 must exceed the margin 0.03"):
+        small_calibrated(em_q_hi=0.02).analyze(ties, 0.03)
+    assert DM.with_options(em_q_hi=0.02).analyze(ties, 0.03).status == DM.analyze(ties, 0.03).status  # unused
+    with pytest.raises(ValueError, match="beyond the exact E-step's 2447 pairs"):
+        m.analyze(np.tile([3, 0, 0, 0], (900, 1)), 0.03)
+    with pytest.raises(ValueError, match="E\\+M table of 1 clusters x 300 pairs cannot be computed exactly"):
+        m.analyze(np.array([[300, 0, 0, 0]]), 0.03)      # the exact cluster law of 300 pairs fails numerically
+    for removed in ("em_level", "design_clusters", "design_alpha"):
+        with pytest.raises(ValueError, match="has no option"):
+            DM.with_options(**{removed: 1.0})
+
+
+def test_calibrated_design_is_each_replications_own():
+    """K = the non-empty clusters, M = the largest cluster size, per replication: an empty cluster
+    changes nothing, a batch of mixed designs decides each row as it would alone, and unequal
+    sizes use the table of the K x M design (checked against the reference)."""
+    m = small_calibrated()
+    rng = np.random.default_rng(17)
+    win, even = [0.55, 0.02, 0.3, 0.13], [0.8, 0.1, 0.06, 0.04]      # cells (n11, n10, n01, n00)
+    rows = [rng.multinomial(3, win if r % 2 == 0 else even, size=8) for r in range(6)]
+    rows[1][2] = 0                                   # one cluster missing: 7 x 3
+    rows[2][5] = rng.multinomial(4, [0.8, 0.1, 0.06, 0.04])   # one larger cluster: 8 x 4
+    rows[3][0] = rng.multinomial(2, [0.8, 0.1, 0.06, 0.04])   # one smaller cluster: 8 x 3
+    tables = np.array(rows, np.int32)
+    assert [tuple(d) for d in dm_score.designs_of(tables)] == [(7, 3), (8, 3), (8, 4)]
+    res = m.batch(tables, 0.03)
+    for r in range(tables.shape[0]):
+        alone = m.analyze(tables[r], 0.03)
+        assert (alone.lower, alone.upper, alone.status) == (res.lower[r], res.upper[r], STATUS_NAMES[res.status[r]])
+        lo, hi, est, status = ref.dm_score(tables[r], 0.03, rho_max=0.1, nominal_alpha=0.03)
+        assert res.upper[r] == pytest.approx(hi, abs=1e-6) and res.estimate[r] == pytest.approx(est, abs=1e-12)
+        assert (res.status[r] == PASS) == (status == "pass")
+    assert 0 < np.count_nonzero(res.status == PASS) < tables.shape[0]
+    with_empty = np.insert(tables[0], 4, [0, 0, 0, 0], axis=0)
+    a, b = m.analyze(tables[0], 0.03), m.analyze(with_empty, 0.03)
+    assert (a.lower, a.upper, a.estimate, a.status) == (b.lower, b.upper, b.estimate, b.status)
+    assert m.analyze(np.zeros((8, 4), np.int32), 0.03).status == "inconclusive"
+
+
+def test_kernel_refuses_constants_of_other_tables():
+    m = small_calibrated()
+    t = np.tile([3, 0, 0, 0], (1, 8, 1)).astype(np.int32)
+    consts = m.consts(0.025, 0.03, t)
+    out = [np.empty(1), np.empty(1), np.empty(1), np.empty(1, np.int8)]
+    with pytest.raises(ValueError, match="no E\\+M table"):
+        dm_score.kernel(np.tile([3, 0, 0, 0], (1, 9, 1)).astype(np.int32), 0.03, consts, *out)
 
 
 def test_batch_equals_analyze_and_status_matches_bound():
@@ -214,12 +264,11 @@ def test_batch_equals_analyze_and_status_matches_bound():
 
 def test_declared_cost_counts_the_table_rebuild():
     from methods import AnalysisTooCostly, analysis_cost, check_analysis_cost
-    from methods.fixed import dm_score
 
     t = np.tile([3, 0, 0, 0], (300, 1))
     base = analysis_cost(DM, t)                      # uncalibrated: linear in the cells
     assert base.driver == "the number of clusters"
-    cal = calibrated_method(DM, 300, 3, 0.03, 0.1, 0.025, 0.024)
+    cal = DM.calibrated(0.024)
     c = analysis_cost(cal, t)
     states = 901 * 902 // 2
     assert c.seconds == pytest.approx(base.seconds + dm_score.SECONDS_PER_STATE * states)
@@ -227,3 +276,10 @@ def test_declared_cost_counts_the_table_rebuild():
     assert "406,351 lattice states" in c.driver
     with pytest.raises(AnalysisTooCostly, match="E\\+M table"):
         check_analysis_cost(cal, t, max_seconds=1.0)
+    # one table per design of the batch: 300 x 3 and 299 x 3 (a missing cluster)
+    two = np.stack([t, np.vstack([t[:-1], [[0, 0, 0, 0]]])])
+    c2 = analysis_cost(cal, two)
+    states2 = states + 898 * 899 // 2
+    assert c2.seconds == pytest.approx(analysis_cost(DM, two).seconds + dm_score.SECONDS_PER_STATE * states2)
+    assert "2 designs (299 x 3, 300 x 3" in c2.driver
+    assert analysis_cost(cal, np.zeros((300, 4))) == base    # no trials: no table

@@ -38,7 +38,7 @@ from {helper} import half_width
 LIMIT = 0.5
 
 
-def prepare(method, alpha, tables):
+def prepare(method, alpha, margin, tables):
     return np.array([alpha])
 
 

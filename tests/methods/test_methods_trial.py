@@ -342,7 +342,7 @@ def test_wider_at_higher_confidence(name):
 
 def test_exact_discordant_refuses_tables_its_lookup_does_not_cover():
     m = registry.get("exact_discordant")
-    consts = m.prepare(m, 0.025, np.array([[[3, 1, 1, 3]]], np.int32))
+    consts = m.prepare(m, 0.025, 0.03, np.array([[[3, 1, 1, 3]]], np.int32))
     other = np.array([[[30, 10, 10, 30]]], np.int32)
     out = [np.empty(1), np.empty(1), np.empty(1), np.empty(1, np.int8)]
     with pytest.raises(ValueError, match="does not cover"):

@@ -286,8 +286,8 @@ def test_stale_record_when_method_version_or_source_changes(tmp_path, monkeypatc
     monkeypatch.setattr(registry, "get", patched(dataclasses.replace(real, version="2")))
     with pytest.raises(StaleRecordError, match="version changed"):
         load_record(path)
-    def edited_prepare(method, alpha, tables):   # an edit to the code the method runs
-        return real.prepare(method, alpha * 1.0, tables)
+    def edited_prepare(method, alpha, margin, tables):   # an edit to the code the method runs
+        return real.prepare(method, alpha * 1.0, margin, tables)
     monkeypatch.setattr(registry, "get", patched(dataclasses.replace(real, prepare=edited_prepare)))
     with pytest.raises(StaleRecordError, match="source changed"):
         load_record(path)

@@ -139,28 +139,30 @@ def test_engine_choice():
 # ---------------------------------------------------------------- calibration
 
 
-def test_calibration_is_valid_tight_and_rebuilt_from_its_options(calibrated30):
+def test_calibration_is_valid_tight_and_named_by_its_level(calibrated30):
     cal = calibrated30
     lo, hi = cal.level_range
     assert lo <= cal.level < hi and cal.worst <= 0.025
-    o = cal.method.options
-    assert (o["em_level"], o["design_clusters"], o["design_trials"], o["design_margin"], o["design_alpha"],
-            o["rho_max"]) == (cal.level, 30, 3, 0.03, 0.025, 0.1)
+    assert cal.method.nominal_alpha == cal.level and cal.method.label == f"dm_score@alpha={cal.level:.6g}"
+    assert (cal.method.options["rho_max"], cal.method.options["em_q_hi"]) == (0.1, 0.5)
+    # the manifest name alone finds the calibrated method: dm_score@alpha=L builds the table of the data's design
+    assert registry.get(f"dm_score@alpha={cal.level!r}").identity == cal.method.identity
     assert np.array_equal(cal.table, em_table.em_table(30, 3, 0.03, 0.1, cal.level, 0.5))
-    consts = cal.method.consts(0.025, np.zeros((1, 30, 4), np.int32))
-    assert np.array_equal(consts[em_table.TABLE_AT:], cal.table)
+    consts = cal.method.consts(0.025, 0.03, np.tile([3, 0, 0, 0], (1, 30, 1)).astype(np.int32))
+    assert tuple(consts[em_table.DESIGN_AT:em_table.DESIGN_AT + 2]) == (30, 3)
+    assert np.array_equal(consts[em_table.DESIGN_AT + 2:], cal.table)
     q, rho = nuisance_grid(0.03, 0.03, 0.5, 0.1)
     rates = ConvolutionStates(cal.method, 30, 3, 0.03, 0.025).rates(q, rho)
     assert rates.max() == pytest.approx(cal.worst, abs=1e-15) and rates.max() <= 0.025
     # tight: the next level that changes the pass set exceeds alpha somewhere on the grid
-    above = calibrated_method(DM, 30, 3, 0.03, 0.1, 0.025, hi)
+    above = calibrated_method(DM, hi, 0.1)
     assert ConvolutionStates(above, 30, 3, 0.03, 0.025).rates(q, rho).max() > 0.025
     # the uncalibrated rule's worst case exceeds alpha at this design (the reason to calibrate)
     assert ConvolutionStates(DM, 30, 3, 0.03, 0.025).rates(q, rho).max() > 0.025
 
 
 def test_calibration_refuses_other_methods_and_empty_ranges():
-    with pytest.raises(ValueError, match="em_level"):
+    with pytest.raises(ValueError, match="exact-em"):
         calibrate_em(registry.get("clustered_score"), 30, 3, 0.03, 0.1, 0.025)
     with pytest.raises(ValueError, match="empty"):
         calibrate_em(DM, 30, 3, 0.03, 0.1, 0.025, discordance=(0.01, 0.02))
@@ -197,3 +199,42 @@ def test_a_method_whose_exact_worst_case_exceeds_is_not_qualified():
     cert = certify("tango_score", 30, 3, 0.03, rho_max=0.1)   # ignores the clustering
     assert cert.engine == "exact-convolution" and cert.verdict == "exceeds"
     assert cert.worst_point.rate > cert.threshold and cert.worst_point.rho == pytest.approx(0.1)
+
+
+# ---------------------------------------------------------------- calibrate's exact E+M route
+
+
+def test_calibrate_routes_dm_score_to_the_exact_em_calibration(calibrated30):
+    """``calibrate("dm_score", ...)`` is ``calibrate_em`` then the exact certificate: the same
+    level, the method named ``dm_score@alpha=L`` by the registered options, certified qualified."""
+    from studies.qualify.calibrate import calibrate, manifest_name
+
+    cal = calibrate("dm_score", 30, 3, 0.03, 0.1)
+    assert cal.search["route"] == "exact-em" and cal.search["engine"] == "exact-convolution"
+    assert cal.nominal_alpha == calibrated30.level and cal.method.identity == calibrated30.method.identity
+    assert cal.search["worst"] == calibrated30.worst <= 0.025
+    cert = cal.certificate
+    assert cert.engine == "exact-convolution" and cert.verdict == "qualified" and cert.threshold == 0.025
+    assert cert.worst_point.rate <= 0.025
+    name = cal.as_dict()["statistical_method"]
+    assert name == f"dm_score@alpha={cal.nominal_alpha!r}" and registry.get(name).identity == cal.method.identity
+    # calibrated with an ICC other than the registered option's: no manifest name finds it
+    other = DM.with_options(rho_max=0.2).calibrated(cal.nominal_alpha)
+    assert manifest_name(other) is None
+    with pytest.raises(ValueError, match="no exact engine applies"):
+        calibrate(DM.with_options(robust=1.0), 30, 3, 0.03, 0.1)   # sees more than the pooled counts
+
+
+def test_simlab_calibrate_dm_score(tmp_path, capsys, calibrated30):
+    from simlab.cli import main
+
+    args = ["calibrate", "--method", "dm_score", "--clusters", "30", "--trials", "3", "--margin", "0.03",
+            "--rho-max", "0.1", "--out", str(tmp_path)]
+    assert main(args + ["--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    c = p["calibration"]
+    assert c["search"]["route"] == "exact-em" and c["nominal_alpha"] == calibrated30.level
+    assert c["statistical_method"] == f"dm_score@alpha={calibrated30.level!r}" and c["verdict"] == "qualified"
+    assert p["engine"] == "exact-convolution" and load_certificate(p["file"]).verdict == "qualified"
+    assert main(args) == 0
+    assert f'statistical_method = "dm_score@alpha={calibrated30.level!r}"' in capsys.readouterr().out

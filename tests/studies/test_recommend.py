@@ -4,6 +4,7 @@ sized; library and CLI, against records qualified here on a small domain."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -103,3 +104,25 @@ def test_recommend_uses_a_certificate_at_exactly_the_design(tmp_path):
     p = recommend(clusters=41, trials=1, margin=0.1, rho_max=0.0, methods=["exact_discordant"], top=0,
                   directory=tmp_path)
     assert not p["ranked"]
+
+
+@pytest.mark.parametrize("rho_max", [0.1, 0.2])
+def test_recommend_ranks_the_calibrated_dm_score_it_certified(tmp_path, rho_max):
+    """The calibrated row is the certified method itself (its options), so its power is that
+    method's exact power; at rho_max 0.1 the registered name finds it, at 0.2 no name does."""
+    from studies.exact.convolution import ConvolutionStates
+    from studies.qualify.calibrate import calibrate
+
+    p = recommend(clusters=30, trials=3, margin=0.03, rho_max=rho_max, difference=0.0, discordance=0.1,
+                  methods=["tango_score"], calibrate=("dm_score",), directory=tmp_path, top=0)
+    (row,) = [r for r in p["ranked"] if r["base"] == "dm_score"]
+    cal = calibrate("dm_score", 30, 3, 0.03, rho_max)
+    assert row["method"] == cal.method.label and row["made"] == "calibrated now"
+    want = float(ConvolutionStates(cal.method, 30, 3, 0.03, 0.025).pass_probability(0.05, 0.05, rho_max))
+    pw = row["power"]                    # simulated: within 4 MC SE of the exact power of the certified method
+    assert not pw["exact"] and abs(pw["value"] - want) <= 4 * math.sqrt(want * (1 - want) / pw["n_reps"])
+    name = row["statistical_method"]
+    if rho_max == 0.1:
+        assert registry.get(name).identity == cal.method.identity
+    else:
+        assert name is None and registry.get(cal.method.label).identity != cal.method.identity
