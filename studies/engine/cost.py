@@ -21,6 +21,7 @@ from typing import Callable, Collection, Sequence
 
 PILOT_MIN_SECONDS = 0.02   # grow R until t(R) is this long, so timer noise stays small
 PILOT_MAX_REPLICATIONS = 1024  # R's cap (the pilot then runs 4R)
+PILOT_SLOW_SECONDS = 1.0   # one replication this slow is timed alone: the pilot never runs for minutes
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ def _timed(run: Callable[[int], object], reps: int) -> float:
 def _pilot(run: Callable[[int], object]) -> tuple[float, float]:
     """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1."""
     run(1)  # compile or load the kernels outside the timing
+    one = _timed(run, 1)
+    if one >= PILOT_SLOW_SECONDS:  # slow per replication: all of it counted as per-replication cost (an over-estimate)
+        return 0.0, one
     reps = 4
     t1 = _timed(run, reps)
     while t1 < PILOT_MIN_SECONDS and 4 * reps <= PILOT_MAX_REPLICATIONS:
