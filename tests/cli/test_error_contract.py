@@ -39,8 +39,12 @@ def files(tmp_path):
                                       rhos=[round(0.0009 * i, 6) for i in range(1000)]))
     small = tmp_path / "small.toml"
     small.write_text(STUDY_SPEC.format(clusters=[10], differences=[-0.03], rhos=[0.0]))
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"schema_version": 2, "method": "paired_wald", "record_sha256": "0" * 64}))
+    empty = tmp_path / "empty.nc"
+    empty.write_bytes(b"")
     return {"text": str(text), "dir": str(tmp_path), "under_file": str(blocker / "out.nc"),
-            "huge": str(huge), "small": str(small)}
+            "huge": str(huge), "small": str(small), "record": str(record), "empty": str(empty)}
 
 
 # (argv, field the error must name (None: any), words the message must contain)
@@ -80,9 +84,14 @@ CASES = [
     (["study", "run", "{small}", "--out", "{under_file}"], "--out", "not a directory"),
     (["study", "run", "{small}", "--no-checkpoint", "--restart"], "--restart", "--no-checkpoint"),
     (["study", "run", "{dir}/missing.toml"], None, "missing.toml"),
-    (["study", "show", "{text}"], "file", "not a readable netCDF"),
-    (["study", "show", "{dir}"], None, None),
-    (["study", "plot", "{text}"], "file", "not a readable netCDF"),
+    (["study", "show", "{text}"], "file", "is a text file, not a netCDF dataset"),
+    (["study", "show", "{dir}"], "file", "is a directory"),
+    (["study", "show", "{record}"], "file", "qualification record (JSON), not a dataset"),
+    (["study", "show", "{empty}"], "file", "empty file"),
+    (["study", "plot", "{text}"], "file", "is a text file, not a netCDF dataset"),
+    (["study", "run", "{small}", "--out", "{text}"], "--out", "refusing to overwrite"),
+    (["false-pass", "--method", "paired_wald", "--simulate", "--reps", "1000", "--max-seconds", "1e-9"],
+     "--max-seconds", "estimated"),
     (["sequential", "exact", "--looks", "10,20"], "--looks", "--loss"),
     (["sequential", "exact", "--alpha", "0.1"], "--alpha", "--loss"),
     (["sequential", "exact", "--methods", "bonferroni", "--inner", "paired_wald"], "--methods", "--loss"),
@@ -101,7 +110,9 @@ CASES = [
      "--looks", "--trials 2"),
     (["sequential", "run", "{dir}/missing.toml"], None, "missing.toml"),
     (["sequential", "run", "{small}", "--jobs", "0"], "--jobs", "-1"),
-    (["sequential", "show", "{text}"], "path", "not a readable netCDF"),
+    (["sequential", "show", "{text}"], "path", "is a text file, not a netCDF dataset"),
+    (["sequential", "simulate", "--reps", "100", "--no-exact", "--max-seconds", "1e-9"], "--max-seconds",
+     "estimated"),
     (["sequential", "plot", "{text}", "--out", "{under_file}"], "--out", "not a directory"),
     (["sequential", "analyze", "--method", "likelihood_ratio", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
     (["sequential", "boundaries", "--spending", "hsd", "--information", "0.5,x"], "--information", "fractions"),

@@ -40,15 +40,23 @@ def test_pilot_recovers_overhead_and_per_replication_cost(clock):
 
 def test_pilot_grows_replications_until_measurable(clock):
     seen = []
-    run = clock.work(0.0, 1e-7)
+    run = clock.work(0.0, 1e-8)
 
     def spy(reps):
         seen.append(reps)
         run(reps)
 
     cost._pilot(spy)
-    # warm-up, one timed replication; 1e-7 s/rep never reaches 0.02 s: R grows x4 up to its cap, then the 4R run
-    assert seen == [1, 1, 4, 16, 64, 256, 1024, 4096] and seen[-2] == cost.PILOT_MAX_REPLICATIONS
+    # warm-up, one timed replication; 1e-8 s/rep never reaches 0.02 s: R grows x4 up to its cap, with its 4R run
+    assert seen == [1, 1] + [4 ** i for i in range(1, 10)] and seen[-2] == cost.PILOT_MAX_REPLICATIONS
+
+
+def test_pilot_measures_cheap_replications_behind_a_large_overhead(clock):
+    # 0.08 s of scenario set-up per call, 0.6 us per replication (clustered_normal at 30 x 1): the
+    # replications must outweigh the overhead before b is taken (it was 2000x too large)
+    a, b = cost._pilot(clock.work(0.08, 6e-7))
+    assert a == pytest.approx(0.08, rel=1e-6)
+    assert b == pytest.approx(6e-7, rel=1e-6)
 
 
 def test_pilot_of_slow_replications_runs_two_of_them(clock):
