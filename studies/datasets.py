@@ -24,8 +24,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-SCHEMA_VERSION = "1"
-DATASET_KINDS = ("study", "sequential", "qualification", "sizing", "demo", "bench")
+SCHEMA_VERSION = "2"  # 2: the one hash form sha256:<hex>; a study's level dimension is `alpha`
+DATASET_KINDS = ("study", "sequential", "qualification", "sizing", "demo", "bench", "robustness")
 _PACKAGES = ("simlab", "numpy", "numba", "scipy", "xarray", "h5netcdf", "joblib", "pydantic", "rfc8785",
              "dask", "distributed")
 

@@ -1,7 +1,8 @@
 """Numba helpers of the bootstrap methods (``cluster_bootstrap``, ``cluster_bootstrap_bca``,
 ``trial_bootstrap``): the counter-based resampling stream, bootstrap statistics (sorted by a
-histogram of integer resample sums where the clusters share one size), order-statistic
-quantiles, the jackknife acceleration and the BCa level.
+histogram of integer resample sums where the clusters share one size), the cluster
+bootstraps' batch kernel (:func:`cluster_bootstrap_kernel`: each supplies its endpoints),
+order-statistic quantiles, the jackknife acceleration and the BCa level.
 
 Randomness.  The resampling indices come from the counter-based generator :func:`simlab.rng.uniform`, keyed by the
 table itself so that one table always gets the same resamples, whatever its replication
@@ -24,6 +25,7 @@ import math
 import numba as nb
 import numpy as np
 
+from methods.fixed._common import decide, no_bounds, write_inconclusive
 from methods.fixed._special import norm_cdf
 from simlab.rng import mix64, uniform
 
@@ -146,6 +148,42 @@ def sorted_bootstrap_by_sort(tables, r, d, n, out):
         bootstrap_statistics(table_key(tables, r), d, n, m, out)
         out.sort()
     return m
+
+
+def cluster_bootstrap_kernel(endpoints):
+    """The batch kernel of the cluster bootstraps (``cluster_bootstrap``,
+    ``cluster_bootstrap_bca``): per replication the ``B = consts[0]`` sorted resample
+    statistics (:func:`sorted_bootstrap`), the estimate ``theta_hat = sum D / sum N`` (no
+    non-empty cluster -> inconclusive), no bounds below 2 non-empty clusters, else the
+    interval ``endpoints(stats, d, n, m, theta_hat, consts) -> (lower, upper)`` (a numba
+    function of the sorted statistics and the m clusters' ``d``, ``n``)."""
+
+    @nb.njit(cache=True)
+    def kernel(tables, margin, consts, lower, upper, estimate, status):
+        B = int(consts[0])
+        K = tables.shape[1]
+        d = np.empty(K, np.int64)
+        n = np.empty(K, np.int64)
+        stats = np.empty(B, np.float64)
+        for r in range(tables.shape[0]):
+            m = sorted_bootstrap(tables, r, d, n, stats)
+            if m == 0:
+                write_inconclusive(r, lower, upper, estimate, status)
+                continue
+            D = 0
+            N = 0
+            for i in range(m):
+                D += d[i]
+                N += n[i]
+            theta = D / N
+            estimate[r] = theta
+            if m < 2:
+                no_bounds(r, lower, upper, status)
+                continue
+            lower[r], upper[r] = endpoints(stats, d, n, m, theta, consts)
+            status[r] = decide(lower[r], margin)
+
+    return kernel
 
 
 @nb.njit(cache=True)

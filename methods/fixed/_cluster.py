@@ -1,6 +1,7 @@
 """Helpers shared by the cluster-level fixed-sample kernels (cluster_t, cluster_robust,
-obuchowski): per-replication cluster summaries (numba) and the critical-value tables
-their ``prepare`` hooks build once per batch.
+obuchowski): per-replication cluster summaries (numba), the batch kernel of the two
+ratio-estimator methods (:func:`ratio_kernel`) and the critical-value tables their
+``prepare`` hooks build once per batch.
 
 Conventions (DESIGN.md): a cluster with zero trials is missing and is skipped; ``D_k =
 n01 - n10`` is cluster k's candidate-minus-baseline count, ``n_k`` its trials.
@@ -10,6 +11,7 @@ import math
 import numba as nb
 import numpy as np
 
+from methods.fixed._common import decide, no_bounds, write_inconclusive
 
 
 @nb.njit(inline="always", cache=True)
@@ -38,6 +40,43 @@ def scaled_residual(tables, r, k, N, S):
     n = np.int64(tables[r, k, 0]) + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
     D = np.int64(tables[r, k, 2]) - tables[r, k, 1]
     return float(np.int64(N) * D - n * np.int64(S)), float(n)
+
+
+def ratio_kernel(residual_term, half_width):
+    """The batch kernel of a trial-weighted cluster method (``cluster_robust``,
+    ``obuchowski``): per replication the ratio estimate ``dhat = S / N`` (``trial_totals``;
+    no non-empty cluster -> inconclusive), no bounds with fewer than ``max(2, consts[0])``
+    non-empty clusters (``consts[0]`` = the ``min_clusters`` option), else the unclipped
+    interval ``dhat -+ half_width(acc, k_used, N, consts)`` with ``acc`` the sum over the
+    non-empty clusters of ``residual_term(I_k, n_k, N)``, ``I_k = N D_k - n_k S`` the exact
+    scaled residual (:func:`scaled_residual`); both are numba functions of the method."""
+
+    @nb.njit(cache=True)
+    def kernel(tables, margin, consts, lower, upper, estimate, status):
+        min_clusters = consts[0]
+        for r in range(tables.shape[0]):
+            k_used, N, S = trial_totals(tables, r)
+            if k_used == 0:
+                write_inconclusive(r, lower, upper, estimate, status)
+                continue
+            Nf = float(N)
+            est = S / Nf
+            estimate[r] = est
+            if k_used < 2 or k_used < min_clusters:
+                no_bounds(r, lower, upper, status)
+                continue
+            acc = 0.0
+            for k in range(tables.shape[1]):
+                num, n = scaled_residual(tables, r, k, N, S)
+                if n == 0.0:
+                    continue
+                acc += residual_term(num, n, Nf)
+            half = half_width(acc, k_used, Nf, consts)
+            lower[r] = est - half
+            upper[r] = est + half
+            status[r] = decide(lower[r], margin)
+
+    return kernel
 
 
 def check_min_clusters(method) -> float:

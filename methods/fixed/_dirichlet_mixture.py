@@ -16,9 +16,10 @@ with ``f_i`` the Beta density of ``S`` and ``I`` the regularised incomplete beta
 (continued fraction, Press et al. 2007, *Numerical Recipes* 3rd ed., sec. 6.4, evaluated
 with the modified Lentz method).  Components that share ``(a, b)`` are stored as one
 "pair" whose ``S`` density is ``s^(A-1) * sum_r coef_r (1-s)^r``.  The one-dimensional
-integral is computed by globally adaptive Gauss-Kronrod (7, 15) quadrature (nodes of
-QUADPACK's QK15, Piessens et al. 1983; bisection of the panel with the largest
-``|K15 - G7|``, initial break points at the mean and +-4 SD of ``S``) after the substitution
+integral is computed by globally adaptive Gauss-Kronrod (7, 15) quadrature
+(``methods.fixed._gauss_kronrod``: nodes of QUADPACK's QK15, Piessens et al. 1983; bisection
+of the panel with the largest ``|K15 - G7|``; initial break points at the mean and at +-4,
++-8 and +-12 SD of ``S``, version 1 at the mean and +-4 SD) after the substitution
 ``s = c + (1 - c) v^2``, which removes the square-root endpoint behaviour of ``I`` at
 ``s = c``.  The same pass integrates the density of ``D``, so quantiles are found by a
 safeguarded Newton iteration on the probit scale.  Accuracy: the quadrature stops when
@@ -32,6 +33,7 @@ import math
 import numba as nb
 import numpy as np
 
+from methods.fixed._gauss_kronrod import NODES, adaptive
 from methods.fixed._special import SQRT2PI, betacf, norm_ppf
 
 # --------------------------------------------------------------------------- Dirichlet-difference mixture
@@ -57,23 +59,9 @@ from methods.fixed._special import SQRT2PI, betacf, norm_ppf
 
 PP_A, PP_B, PP_AM1, PP_LBETA, PP_SCALE = 0, 1, 2, 3, 4
 
-# Gauss-Kronrod (7, 15) nodes and weights (QUADPACK qk15).
-_XGK = np.array([0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
-                 0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
-                 0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
-                 0.207784955007898467600689403773245, 0.000000000000000000000000000000000])
-_WGK = np.array([0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
-                 0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
-                 0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
-                 0.204432940075298892414161999234649, 0.209482141084727828012999174891714])
-_WG = np.array([0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
-                0.381830050505118944950369775488975, 0.417959183673469387755102040816327])
-_EPMACH = 2.220446049250313e-16
-_QUAD_LIMIT = 200
-_QUAD_EPSABS = 1e-11
-_QUAD_EPSREL = 1e-10
-_BREAKS = (-12.0, -8.0, -4.0, 0.0, 4.0, 8.0, 12.0)  # +-12: the edges of the bulk (``with_interpolant``)
-_BREAKS_V1 = (-4.0, 0.0, 4.0)   # version 1's (methods.reference.hierarchical_v1)
+# initial break points of the tail integrals, in sd(S) from mean(S) (``tail_breaks``)
+BREAKS = (-12.0, -8.0, -4.0, 0.0, 4.0, 8.0, 12.0)  # +-12: the edges of the bulk (``with_interpolant``)
+BREAKS_V1 = (-4.0, 0.0, 4.0)   # version 1's (methods.reference.hierarchical_v1)
 
 
 @nb.njit(cache=True)
@@ -156,7 +144,7 @@ def _log_polys_many(G, LG, zs):
 
 
 @nb.njit(cache=True)
-def _barycentric(cz, cw, cV, z, out):
+def barycentric(cz, cw, cV, z, out):
     """out[g] = the interpolant of column g of cV (values at the nodes cz) at z."""
     ng = cV.shape[1]
     for g in range(ng):
@@ -220,7 +208,7 @@ def with_interpolant(mix, meta):
             cV[k] = V[2 * k]
         err = 0.0
         for k in range(n):
-            _barycentric(cz, cw, cV, mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n)), approx)
+            barycentric(cz, cw, cV, mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n)), approx)
             for g in range(ng):
                 err = max(err, abs(approx[g] - V[2 * k + 1, g]))   # NaN (log 0) fails too
         if err <= INTERP_TOL:
@@ -239,7 +227,7 @@ def with_interpolant(mix, meta):
 
 
 @nb.njit(inline="always", cache=True)
-def _incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab):
+def incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab):
     """(I_x(a, b), x^a (1-x)^b / B(a, b)) by the continued fraction."""
     front = math.exp(a * lx + b * l1x - lbeta_ab)
     if x < (a + 1.0) / (a + b + 2.0):
@@ -251,7 +239,7 @@ def _incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab):
 def _tail_integrand(v, c, upper, mix, lh):
     """Integrands of the tail probability and of the density of D at -c (lower) or c
     (upper), in the variable v (s = c + (1 - c) v^2, jacobian included); ``lh[g]`` is
-    log H_g(1 - s) (``_panel_log_h``).
+    log H_g(1 - s) (``panel_log_h``).
 
     With ``chain``, a pair one step along its row (first Beta parameter + 1) or the first
     pair of the next row (second parameter + 1) takes I_x and the front term
@@ -299,9 +287,9 @@ def _tail_integrand(v, c, upper, mix, lh):
                 I = rI + rT * R[r0, 1]
             T = rT * lx1 * R[r0, 3]
         elif upper:
-            I, T = _incomplete_beta_front(pb[p], pa[p], x, lx, l1x, plbeta[p])
+            I, T = incomplete_beta_front(pb[p], pa[p], x, lx, l1x, plbeta[p])
         else:
-            I, T = _incomplete_beta_front(pa[p], pb[p], x, lx, l1x, plbeta[p])
+            I, T = incomplete_beta_front(pa[p], pb[p], x, lx, l1x, plbeta[p])
         if p == 0 or pb[p] != pb[p - 1]:   # first pair of a row
             r0 = p
             rI = I
@@ -317,7 +305,7 @@ def _tail_integrand(v, c, upper, mix, lh):
 
 
 @nb.njit(cache=True)
-def _panel_log_h(vs, c, mix):
+def panel_log_h(vs, c, mix):
     """log H_g(1 - s) of every group at the nodes ``vs``: interpolated on the bulk of S,
     the other nodes exactly and together (``_log_polys_many``)."""
     G = mix[0]
@@ -330,7 +318,7 @@ def _panel_log_h(vs, c, mix):
     for k in range(n):
         z = (1.0 - c) * (1.0 - vs[k]) * (1.0 + vs[k])
         if cz.size > 0 and cz[cz.size - 1] <= z <= cz[0]:
-            _barycentric(cz, cw, cV, z, LH[k])
+            barycentric(cz, cw, cV, z, LH[k])
         else:
             zs[m] = z
             rows[m] = k
@@ -342,51 +330,23 @@ def _panel_log_h(vs, c, mix):
     return LH
 
 
-@nb.njit(cache=True)
-def _qk15(a, b, c, upper, mix):
-    """Gauss-Kronrod (7, 15) on [a, b] (QUADPACK QK15 nodes): (tail, |K15 - G7| of the
-    tail, density).  |K15 - G7| is the error of the 7-point rule, so it bounds the error
-    of the 15-point value generously on these smooth integrands."""
-    centr = 0.5 * (a + b)
-    hlgth = 0.5 * (b - a)
-    vs = np.empty(15)            # centre, then the pairs -+ of nodes 1, 3, 5, 0, 2, 4, 6
-    vs[0] = centr
-    order = (1, 3, 5, 0, 2, 4, 6)
-    for i in range(7):
-        absc = hlgth * _XGK[order[i]]
-        vs[1 + 2 * i] = centr - absc
-        vs[2 + 2 * i] = centr + absc
-    LH = _panel_log_h(vs, c, mix)
-    fc, gc = _tail_integrand(centr, c, upper, mix, LH[0])
-    resg = fc * _WG[3]
-    resk = fc * _WGK[7]
-    resd = gc * _WGK[7]
-    for i in range(7):
-        j = order[i]
-        f1, g1 = _tail_integrand(vs[1 + 2 * i], c, upper, mix, LH[1 + 2 * i])
-        f2, g2 = _tail_integrand(vs[2 + 2 * i], c, upper, mix, LH[2 + 2 * i])
-        if i < 3:               # nodes 1, 3, 5 are also the Gauss (7-point) nodes
-            resg += _WG[i] * (f1 + f2)
-        resk += _WGK[j] * (f1 + f2)
-        resd += _WGK[j] * (g1 + g2)
-    return resk * hlgth, abs((resk - resg) * hlgth), resd * hlgth
+# ---------------------------------------------------------------- tail probabilities and quantiles
+#
+# Shared by every form of the mixture (this module's grouped form, ``_hier_quadrature``'s
+# interpolated pair sums, version 1's pair form in ``methods.reference.hierarchical_v1``): each
+# supplies the integrand at one panel's nodes, ``panel(nodes, (c, upper, payload), f, g)``.
 
 
 @nb.njit(cache=True)
-def tail_probability(c, upper, mix, meta):
-    """(P(D <= -c), density of D at -c) when ``upper`` is False, (P(D >= c), density of
-    D at c) when True; 0 <= c.  Globally adaptive: the sub-interval with the largest
-    |K15 - G7| is bisected until their sum is below max(1e-11, 1e-10 * value)."""
-    if c >= 1.0:
-        return 0.0, 0.0
-    if c < 0.0:
-        c = 0.0
+def tail_breaks(c, meta, breaks):
+    """``(brk, n)``: the initial break points of the tail integral at -+c in v (s = c + (1 - c)
+    v^2): 0, then mean(S) + k sd(S) for each k of ``breaks`` that lies in (c, 1), mapped to v,
+    then 1."""
     one_c = 1.0 - c
-    # initial break points at the bulk of S's mixture law, mapped to v
-    brk = np.empty(len(_BREAKS) + 2)
+    brk = np.empty(len(breaks) + 2)
     nb_ = 1
     brk[0] = 0.0
-    for kk in _BREAKS:
+    for kk in breaks:
         s = meta[0] + kk * meta[1]
         if s > c and s < 1.0:
             v = math.sqrt((s - c) / one_c)
@@ -395,80 +355,137 @@ def tail_probability(c, upper, mix, meta):
                 nb_ += 1
     brk[nb_] = 1.0
     nb_ += 1
-    ia = np.empty(_QUAD_LIMIT)
-    ib = np.empty(_QUAD_LIMIT)
-    ir = np.empty(_QUAD_LIMIT)
-    ie = np.empty(_QUAD_LIMIT)
-    idn = np.empty(_QUAD_LIMIT)
-    n = 0
-    for i in range(nb_ - 1):
-        res, err, dn = _qk15(brk[i], brk[i + 1], c, upper, mix)
-        ia[n] = brk[i]
-        ib[n] = brk[i + 1]
-        ir[n] = res
-        ie[n] = err
-        idn[n] = dn
-        n += 1
-    tot = 0.0
-    dtot = 0.0
-    while True:
-        tot = 0.0
-        dtot = 0.0
-        etot = 0.0
-        imax = 0
-        for i in range(n):
-            tot += ir[i]
-            dtot += idn[i]
-            etot += ie[i]
-            if ie[i] > ie[imax]:
-                imax = i
-        if etot <= max(_QUAD_EPSABS, _QUAD_EPSREL * abs(tot)) or n >= _QUAD_LIMIT:
-            break
-        a0 = ia[imax]
-        b0 = ib[imax]
-        m0 = 0.5 * (a0 + b0)
-        if m0 <= a0 or m0 >= b0:   # interval cannot be split further
-            ie[imax] = 0.0
-            continue
-        r1, e1, d1 = _qk15(a0, m0, c, upper, mix)
-        r2, e2, d2 = _qk15(m0, b0, c, upper, mix)
-        ib[imax] = m0
-        ir[imax] = r1
-        ie[imax] = e1
-        idn[imax] = d1
-        ia[n] = m0
-        ib[n] = b0
-        ir[n] = r2
-        ie[n] = e2
-        idn[n] = d2
-        n += 1
-    return min(max(tot, 0.0), 1.0), max(dtot, 0.0)
+    return brk, nb_
+
+
+def tail_quadrature(panel, breaks):
+    """The numba function ``tail(c, upper, payload, meta)``: (P(D <= -c), density of D at -c)
+    when ``upper`` is False, (P(D >= c), density of D at c) when True, 0 <= c, for the
+    integrand ``panel(nodes, (c, upper, payload), f, g)`` (``_gauss_kronrod``), from the break
+    points ``breaks`` (:func:`tail_breaks`).  Globally adaptive: the sub-interval with the
+    largest |K15 - G7| is bisected until their sum is below max(1e-11, 1e-10 * value)."""
+    integrate = adaptive(panel)
+
+    @nb.njit(cache=True)
+    def tail(c, upper, payload, meta):
+        if c >= 1.0:
+            return 0.0, 0.0
+        if c < 0.0:
+            c = 0.0
+        brk, nbrk = tail_breaks(c, meta, breaks)
+        tot, dtot = integrate((c, upper, payload), brk, nbrk)
+        return min(max(tot, 0.0), 1.0), max(dtot, 0.0)
+
+    return tail
+
+
+_ROOT_STEP = 1e-9
+_ROOT_BRACKET = 1e-13
+
+
+def tail_inverse(tail):
+    """``(tail_at, quantile)`` for a numba ``tail(c, upper, payload, meta)`` (:func:`tail_quadrature`):
+
+    ``tail_at(d, upper, payload, meta)`` = (P(D <= d), density of D at d) when ``upper`` is
+    False, (P(D > d), density) when True;
+
+    ``quantile(level, upper, payload, meta)`` = d with P(D <= d) = level (``upper`` False) or
+    P(D > d) = level (``upper`` True), by a safeguarded Newton iteration on the probit scale,
+    g(d) = Phi^-1(T(d)) - Phi^-1(level) with T the tail probability (nearly linear in d, so
+    two or three steps usually suffice), started at the normal approximation; the bracket
+    [lo, hi], initially [-1, 1], is kept and a step that leaves it is replaced by bisection.
+    Returns after a Newton step below 1e-9 (quadratic convergence leaves an error far below
+    1e-12), or when bisection has shrunk the bracket below 1e-13."""
+
+    @nb.njit(cache=True)
+    def tail_at(d, upper, payload, meta):
+        if d <= -1.0:
+            return (1.0, 0.0) if upper else (0.0, 0.0)
+        if d >= 1.0:
+            return (0.0, 0.0) if upper else (1.0, 0.0)
+        if upper:
+            if d >= 0.0:
+                return tail(d, True, payload, meta)
+            t, f = tail(-d, False, payload, meta)
+        else:
+            if d <= 0.0:
+                return tail(-d, False, payload, meta)
+            t, f = tail(d, True, payload, meta)
+        return 1.0 - t, f
+
+    @nb.njit(cache=True)
+    def quantile(level, upper, payload, meta):
+        target = norm_ppf(level)
+        sign = -1.0 if upper else 1.0        # T increases (lower) or decreases (upper) with d
+        lo = -1.0
+        hi = 1.0
+        mu = meta[2]
+        sd = meta[3]
+        d = mu - sign * norm_ppf(1.0 - level) * sd
+        if not (d > lo and d < hi):
+            d = 0.5 * (lo + hi)
+        for _ in range(200):
+            t, f = tail_at(d, upper, payload, meta)
+            if t <= 0.0 or t >= 1.0:
+                g = -math.inf if t <= 0.0 else math.inf
+            else:
+                g = norm_ppf(t) - target
+            if g == 0.0:
+                return d
+            # root lies where sign * g changes from negative to positive
+            if sign * g > 0.0:
+                hi = d
+            else:
+                lo = d
+            nd = 0.5 * (lo + hi)                 # bisection unless Newton does better
+            if math.isfinite(g) and f > 0.0:
+                zt = norm_ppf(t)
+                step = -g / (sign * f * SQRT2PI * math.exp(0.5 * zt * zt))
+                if abs(step) <= _ROOT_STEP:
+                    return min(max(d + step, lo), hi)
+                if d + step > lo and d + step < hi:
+                    nd = d + step
+            if hi - lo <= _ROOT_BRACKET:
+                return nd
+            d = nd
+        return d
+
+    return tail_at, quantile
+
+
+# ---------------------------------------------------------------- the grouped mixture's
+
+
+@nb.njit(cache=True)
+def _grouped_panel(nodes, args, f, g):
+    """The integrands at one panel's nodes (``_gauss_kronrod``), ``args = (c, upper, mix)``."""
+    c, upper, mix = args
+    LH = panel_log_h(nodes, c, mix)
+    for k in range(NODES):
+        f[k], g[k] = _tail_integrand(nodes[k], c, upper, mix, LH[k])
+
+
+_grouped_tail = tail_quadrature(_grouped_panel, BREAKS)
+_grouped_tail_at, _grouped_quantile = tail_inverse(_grouped_tail)
+
+
+@nb.njit(cache=True)
+def tail_probability(c, upper, mix, meta):
+    """(P(D <= -c), density of D at -c) when ``upper`` is False, (P(D >= c), density of
+    D at c) when True; 0 <= c (:func:`tail_quadrature`)."""
+    return _grouped_tail(c, upper, mix, meta)
 
 
 @nb.njit(cache=True)
 def grouped_cdf(d, mix, meta):
     """(P(D <= d), density of D at d) of a grouped mixture."""
-    if d <= -1.0:
-        return 0.0, 0.0
-    if d >= 1.0:
-        return 1.0, 0.0
-    if d <= 0.0:
-        return tail_probability(-d, False, mix, meta)
-    t, f = tail_probability(d, True, mix, meta)
-    return 1.0 - t, f
+    return _grouped_tail_at(d, False, mix, meta)
 
 
 @nb.njit(cache=True)
 def grouped_sf(d, mix, meta):
     """(P(D > d), density of D at d) of a grouped mixture."""
-    if d <= -1.0:
-        return 1.0, 0.0
-    if d >= 1.0:
-        return 0.0, 0.0
-    if d >= 0.0:
-        return tail_probability(d, True, mix, meta)
-    t, f = tail_probability(-d, False, mix, meta)
-    return 1.0 - t, f
+    return _grouped_tail_at(d, True, mix, meta)
 
 
 @nb.njit(cache=True)
@@ -483,57 +500,11 @@ def mixture_sf(d, pp, coef, rmin, meta):
     return grouped_sf(d, grouped_mixture(pp, coef, rmin), meta)
 
 
-_ROOT_STEP = 1e-9
-_ROOT_BRACKET = 1e-13
-
-
 @nb.njit(cache=True)
 def mixture_quantile(level, upper, mix, meta):
-    """d with P(D <= d) = level (``upper`` False) or P(D > d) = level (``upper`` True).
-
-    Safeguarded Newton iteration on the probit scale, g(d) = Phi^-1(T(d)) - Phi^-1(level)
-    with T the tail probability (nearly linear in d, so two or three steps usually
-    suffice), started at the normal approximation; the bracket [lo, hi], initially
-    [-1, 1], is kept and a step that leaves it is replaced by bisection.  Returns after a
-    Newton step below 1e-9 (quadratic convergence leaves an error far below 1e-12), or
-    when bisection has shrunk the bracket below 1e-13."""
-    target = norm_ppf(level)
-    sign = -1.0 if upper else 1.0        # T increases (lower) or decreases (upper) with d
-    lo = -1.0
-    hi = 1.0
-    mu = meta[2]
-    sd = meta[3]
-    d = mu - sign * norm_ppf(1.0 - level) * sd
-    if not (d > lo and d < hi):
-        d = 0.5 * (lo + hi)
-    for _ in range(200):
-        if upper:
-            t, f = grouped_sf(d, mix, meta)
-        else:
-            t, f = grouped_cdf(d, mix, meta)
-        if t <= 0.0 or t >= 1.0:
-            g = -math.inf if t <= 0.0 else math.inf
-        else:
-            g = norm_ppf(t) - target
-        if g == 0.0:
-            return d
-        # root lies where sign * g changes from negative to positive
-        if sign * g > 0.0:
-            hi = d
-        else:
-            lo = d
-        nd = 0.5 * (lo + hi)                 # bisection unless Newton does better
-        if math.isfinite(g) and f > 0.0:
-            zt = norm_ppf(t)
-            step = -g / (sign * f * SQRT2PI * math.exp(0.5 * zt * zt))
-            if abs(step) <= _ROOT_STEP:
-                return min(max(d + step, lo), hi)
-            if d + step > lo and d + step < hi:
-                nd = d + step
-        if hi - lo <= _ROOT_BRACKET:
-            return nd
-        d = nd
-    return d
+    """d with P(D <= d) = level (``upper`` False) or P(D > d) = level (``upper`` True) of a
+    grouped mixture (:func:`tail_inverse`)."""
+    return _grouped_quantile(level, upper, mix, meta)
 
 
 @nb.njit(cache=True)

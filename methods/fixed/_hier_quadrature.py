@@ -36,10 +36,9 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.fixed._dirichlet_mixture import (_BREAKS, _QUAD_EPSABS, _QUAD_EPSREL, _QUAD_LIMIT, _ROOT_BRACKET,
-                                              _ROOT_STEP, _WG, _WGK, _XGK, INTERP_SDS, _barycentric,
-                                              _incomplete_beta_front, _panel_log_h, grouped_credible_interval)
-from methods.fixed._special import SQRT2PI, norm_ppf
+from methods.fixed._dirichlet_mixture import (BREAKS, INTERP_SDS, barycentric, grouped_credible_interval,
+                                              incomplete_beta_front, panel_log_h, tail_inverse, tail_quadrature)
+from methods.fixed._gauss_kronrod import NODES
 
 _BLOCK = 16         # pairs per block of independent front terms
 _MAX_STEPS = 24     # recurrence steps from one segment start to the next before a fresh continued fraction
@@ -94,8 +93,8 @@ def _step_to(a, b, pa0, pb0, I, T, y_a, y_b, sigma, x, lx, l1x, upper, lbeta_ab)
     da = a - pa0
     if db < 0.0 or abs(da) + db > _MAX_STEPS:
         if upper:
-            return _incomplete_beta_front(b, a, x, lx, l1x, lbeta_ab)
-        return _incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab)
+            return incomplete_beta_front(b, a, x, lx, l1x, lbeta_ab)
+        return incomplete_beta_front(a, b, x, lx, l1x, lbeta_ab)
     ca = pa0
     cb = pb0
     while cb < b:                       # (ca, cb) -> (ca, cb + 1)
@@ -141,9 +140,9 @@ def group_sums(x, lx, l1x, upper, mix, plan, Q, dQ, ypow):
         p0 = seg[si, 0]
         if si == 0:
             if upper:
-                I0, T0 = _incomplete_beta_front(pb[p0], pa[p0], x, lx, l1x, plbeta[p0])
+                I0, T0 = incomplete_beta_front(pb[p0], pa[p0], x, lx, l1x, plbeta[p0])
             else:
-                I0, T0 = _incomplete_beta_front(pa[p0], pb[p0], x, lx, l1x, plbeta[p0])
+                I0, T0 = incomplete_beta_front(pa[p0], pb[p0], x, lx, l1x, plbeta[p0])
         else:
             q = seg[si - 1, 0]
             I0, T0 = _step_to(pa[p0], pb[p0], pa[q], pb[q], I0, T0, y_a, y_b, sigma, x, lx, l1x, upper,
@@ -239,8 +238,8 @@ def x_interpolant(c, upper, mix, meta, plan, ypow):
         err_d = 0.0
         for k in range(n):
             xk = mid + half * math.cos(math.pi * (2 * k + 1) / (2 * n))
-            _barycentric(cz, cw, cQ, xk, aq)
-            _barycentric(cz, cw, cD, xk, ad)
+            barycentric(cz, cw, cQ, xk, aq)
+            barycentric(cz, cw, cD, xk, ad)
             for g in range(ng):           # NaN (log 0) fails both
                 err_q = max(err_q, abs(aq[g] - VQ[2 * k + 1, g]))
                 err_d = max(err_d, abs(ad[g] - VD[2 * k + 1, g]))
@@ -297,8 +296,8 @@ def _tail_integrand(v, c, upper, mix, plan, xi, lh, work):
     tail = 0.0
     dens = 0.0
     if xz.size > 0 and xz[xz.size - 1] <= x <= xz[0]:
-        _barycentric(xz, xw, RQ, x, Q)
-        _barycentric(xz, xw, LD, x, dQ)
+        barycentric(xz, xw, RQ, x, Q)
+        barycentric(xz, xw, LD, x, dQ)
         for g in range(G.shape[1]):
             if lh[g] > -math.inf:
                 h = gexp[g] * ls + rmin * lz + gscale[g] + lh[g]     # log of the group's S density
@@ -320,39 +319,24 @@ def _tail_integrand(v, c, upper, mix, plan, xi, lh, work):
 
 
 @nb.njit(cache=True)
-def _qk15(a, b, c, upper, mix, plan, xi, work):
-    """Gauss-Kronrod (7, 15) on [a, b] (QUADPACK QK15 nodes): (tail, |K15 - G7| of the
-    tail, density)."""
-    centr = 0.5 * (a + b)
-    hlgth = 0.5 * (b - a)
-    vs = np.empty(15)            # centre, then the pairs -+ of nodes 1, 3, 5, 0, 2, 4, 6
-    vs[0] = centr
-    order = (1, 3, 5, 0, 2, 4, 6)
-    for i in range(7):
-        absc = hlgth * _XGK[order[i]]
-        vs[1 + 2 * i] = centr - absc
-        vs[2 + 2 * i] = centr + absc
-    LH = _panel_log_h(vs, c, mix)
-    fc, gc = _tail_integrand(centr, c, upper, mix, plan, xi, LH[0], work)
-    resg = fc * _WG[3]
-    resk = fc * _WGK[7]
-    resd = gc * _WGK[7]
-    for i in range(7):
-        j = order[i]
-        f1, g1 = _tail_integrand(vs[1 + 2 * i], c, upper, mix, plan, xi, LH[1 + 2 * i], work)
-        f2, g2 = _tail_integrand(vs[2 + 2 * i], c, upper, mix, plan, xi, LH[2 + 2 * i], work)
-        if i < 3:               # nodes 1, 3, 5 are also the Gauss (7-point) nodes
-            resg += _WG[i] * (f1 + f2)
-        resk += _WGK[j] * (f1 + f2)
-        resd += _WGK[j] * (g1 + g2)
-    return resk * hlgth, abs((resk - resg) * hlgth), resd * hlgth
+def _panel(nodes, args, f, g):
+    """The integrands at one panel's nodes (``_gauss_kronrod``), ``args = (c, upper, (mix,
+    plan, xi, work))``."""
+    c, upper, payload = args
+    mix, plan, xi, work = payload
+    LH = panel_log_h(nodes, c, mix)
+    for k in range(NODES):
+        f[k], g[k] = _tail_integrand(nodes[k], c, upper, mix, plan, xi, LH[k], work)
+
+
+_tail = tail_quadrature(_panel, BREAKS)
 
 
 @nb.njit(cache=True)
 def tail_probability(c, upper, mix, meta, plan):
     """(P(D <= -c), density of D at -c) when ``upper`` is False, (P(D >= c), density of
-    D at c) when True; 0 <= c.  Globally adaptive: the sub-interval with the largest
-    |K15 - G7| is bisected until their sum is below max(1e-11, 1e-10 * value)."""
+    D at c) when True; 0 <= c: ``_dirichlet_mixture.tail_quadrature`` of this module's
+    integrand, with the interpolant in x of this tail."""
     if c >= 1.0:
         return 0.0, 0.0
     if c < 0.0:
@@ -360,120 +344,24 @@ def tail_probability(c, upper, mix, meta, plan):
     ng = mix[0].shape[1]
     work = (np.empty(ng), np.empty(ng), np.empty(_BLOCK))
     xi = x_interpolant(c, upper, mix, meta, plan, work[2])
-    one_c = 1.0 - c
-    brk = np.empty(len(_BREAKS) + 2)   # initial break points at the bulk of S, mapped to v
-    nb_ = 1
-    brk[0] = 0.0
-    for kk in _BREAKS:
-        s = meta[0] + kk * meta[1]
-        if s > c and s < 1.0:
-            v = math.sqrt((s - c) / one_c)
-            if v > brk[nb_ - 1] + 1e-12 and v < 1.0 - 1e-12:
-                brk[nb_] = v
-                nb_ += 1
-    brk[nb_] = 1.0
-    nb_ += 1
-    ia = np.empty(_QUAD_LIMIT)
-    ib = np.empty(_QUAD_LIMIT)
-    ir = np.empty(_QUAD_LIMIT)
-    ie = np.empty(_QUAD_LIMIT)
-    idn = np.empty(_QUAD_LIMIT)
-    n = 0
-    for i in range(nb_ - 1):
-        res, err, dn = _qk15(brk[i], brk[i + 1], c, upper, mix, plan, xi, work)
-        ia[n] = brk[i]
-        ib[n] = brk[i + 1]
-        ir[n] = res
-        ie[n] = err
-        idn[n] = dn
-        n += 1
-    tot = 0.0
-    dtot = 0.0
-    while True:
-        tot = 0.0
-        dtot = 0.0
-        etot = 0.0
-        imax = 0
-        for i in range(n):
-            tot += ir[i]
-            dtot += idn[i]
-            etot += ie[i]
-            if ie[i] > ie[imax]:
-                imax = i
-        if etot <= max(_QUAD_EPSABS, _QUAD_EPSREL * abs(tot)) or n >= _QUAD_LIMIT:
-            break
-        a0 = ia[imax]
-        b0 = ib[imax]
-        m0 = 0.5 * (a0 + b0)
-        if m0 <= a0 or m0 >= b0:   # interval cannot be split further
-            ie[imax] = 0.0
-            continue
-        r1, e1, d1 = _qk15(a0, m0, c, upper, mix, plan, xi, work)
-        r2, e2, d2 = _qk15(m0, b0, c, upper, mix, plan, xi, work)
-        ib[imax] = m0
-        ir[imax] = r1
-        ie[imax] = e1
-        idn[imax] = d1
-        ia[n] = m0
-        ib[n] = b0
-        ir[n] = r2
-        ie[n] = e2
-        idn[n] = d2
-        n += 1
-    return min(max(tot, 0.0), 1.0), max(dtot, 0.0)
+    return _tail(c, upper, (mix, plan, xi, work), meta)
 
 
 @nb.njit(cache=True)
-def _tail_at(d, upper, mix, meta, plan):
-    """(P(D <= d), density) when ``upper`` is False, (P(D > d), density) when True."""
-    if d <= -1.0:
-        return (1.0, 0.0) if upper else (0.0, 0.0)
-    if d >= 1.0:
-        return (0.0, 0.0) if upper else (1.0, 0.0)
-    if (d >= 0.0) if upper else (d <= 0.0):
-        return tail_probability(abs(d), upper, mix, meta, plan)
-    t, f = tail_probability(abs(d), not upper, mix, meta, plan)
-    return 1.0 - t, f
+def _planned_tail(c, upper, payload, meta):
+    """:func:`tail_probability` with ``payload = (mix, plan)``."""
+    return tail_probability(c, upper, payload[0], meta, payload[1])
+
+
+_tail_at, _quantile = tail_inverse(_planned_tail)
 
 
 @nb.njit(cache=True)
 def quantile(level, upper, mix, meta, plan):
-    """d with P(D <= d) = level (``upper`` False) or P(D > d) = level (``upper`` True):
-    the safeguarded Newton iteration on the probit scale of
-    ``methods.fixed._dirichlet_mixture.mixture_quantile`` (started at the normal approximation,
-    bracket [-1, 1] kept, bisection when a step leaves it; returns after a step below
-    1e-9 or when the bracket is below 1e-13)."""
-    target = norm_ppf(level)
-    sign = -1.0 if upper else 1.0        # the tail increases (lower) or decreases (upper) with d
-    lo = -1.0
-    hi = 1.0
-    d = meta[2] - sign * norm_ppf(1.0 - level) * meta[3]
-    if not (d > lo and d < hi):
-        d = 0.5 * (lo + hi)
-    for _ in range(200):
-        t, f = _tail_at(d, upper, mix, meta, plan)
-        if t <= 0.0 or t >= 1.0:
-            g = -math.inf if t <= 0.0 else math.inf
-        else:
-            g = norm_ppf(t) - target
-        if g == 0.0:
-            return d
-        if sign * g > 0.0:               # the root lies where sign * g turns positive
-            hi = d
-        else:
-            lo = d
-        nd = 0.5 * (lo + hi)             # bisection unless Newton does better
-        if math.isfinite(g) and f > 0.0:
-            zt = norm_ppf(t)
-            step = -g / (sign * f * SQRT2PI * math.exp(0.5 * zt * zt))
-            if abs(step) <= _ROOT_STEP:
-                return min(max(d + step, lo), hi)
-            if d + step > lo and d + step < hi:
-                nd = d + step
-        if hi - lo <= _ROOT_BRACKET:
-            return nd
-        d = nd
-    return d
+    """d with P(D <= d) = level (``upper`` False) or P(D > d) = level (``upper`` True): the
+    safeguarded Newton iteration on the probit scale of
+    ``methods.fixed._dirichlet_mixture.tail_inverse`` on this module's tail probabilities."""
+    return _quantile(level, upper, (mix, plan), meta)
 
 
 @nb.njit(cache=True)

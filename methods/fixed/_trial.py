@@ -1,4 +1,5 @@
-"""Numba helpers shared by the trial-level paired methods.
+"""Numba helpers shared by the trial-level paired methods, and their batch kernel
+(:func:`pooled_kernel`: each method supplies its interval of one pooled table).
 
 Those methods pool every cluster into one paired 2x2 table and treat each trial pair as
 independent: ``a = n11`` (both pass), ``b = n10`` (baseline pass, candidate fail: a loss),
@@ -14,8 +15,30 @@ import math
 import numba as nb
 import numpy as np
 
+from methods.fixed._common import decide, pooled_counts, write_inconclusive
+
 
 TANGO_TOL = 1e-10  # absolute tolerance of the Tango bounds (root of the score statistic)
+
+
+def pooled_kernel(interval):
+    """The batch kernel of a method that pools every cluster into one paired table: for each
+    replication, the pooled counts ``a, b, c, d`` (``n11, n10, n01, n00``) and ``n``; no trials
+    -> inconclusive; otherwise ``interval(a, b, c, d, n, consts) -> (lower, upper, estimate)``,
+    a numba function, and the decision on the lower bound (a NaN lower bound: inconclusive)."""
+
+    @nb.njit(cache=True)
+    def kernel(tables, margin, consts, lower, upper, estimate, status):
+        for r in range(tables.shape[0]):
+            a, b, c, d = pooled_counts(tables, r)
+            n = a + b + c + d
+            if n == 0:
+                write_inconclusive(r, lower, upper, estimate, status)
+                continue
+            lower[r], upper[r], estimate[r] = interval(a, b, c, d, n, consts)
+            status[r] = decide(lower[r], margin)
+
+    return kernel
 
 
 @nb.njit(inline="always", cache=True)

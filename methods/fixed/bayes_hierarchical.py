@@ -46,9 +46,10 @@ same ``t10 + t01`` share their S law up to a factor, so the mixture is stored as
 polynomial per group (``posterior``); incomplete betas of neighbouring pairs follow from
 each other by the contiguous recurrences; the group polynomials are interpolated at
 Chebyshev points on the bulk of S (checked to 1e-10 in log at interlaced points, exact
-elsewhere); ``S_j`` are multiplied out on ratios of consecutive coefficients; ``A(T)`` by
-the trapezoidal rule in ``u = log alpha`` (exponentially convergent for these analytic,
-exponentially decaying integrands; Trefethen & Weideman 2014, SIAM Rev. 56:385-458) with
+elsewhere); ``S_j`` are multiplied out on ratios of consecutive coefficients; ``A(T)``
+(``methods.fixed._concentration``) by the trapezoidal rule in ``u = log alpha``
+(exponentially convergent for these analytic, exponentially decaying integrands;
+Trefethen & Weideman 2014, SIAM Rev. 56:385-458) with
 step ``min(0.25, sigma / 2)`` from the curvature of the log-integrand on the window where
 the integrand exceeds e^-45 of its peak, each T's sum over the nodes within e^-50 of its
 largest term; components below e^-37 of the largest are dropped.  Version 3 (2 to 4.5x
@@ -78,19 +79,13 @@ import numpy as np
 
 from methods.analysis_cost import AnalysisCost
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _dirichlet_mixture, _hier_quadrature, _special
 from methods.fixed._common import decide, write_inconclusive
-from methods.fixed._hier_quadrature import credible_interval
+from methods.fixed._concentration import cluster_sizes, log_alpha_integrals
 from methods.fixed._dirichlet_mixture import finish_meta, pair_reciprocals, with_interpolant
+from methods.fixed._hier_quadrature import credible_interval
 from methods.fixed._special import lbeta
 
-_DROP = -37.0          # log of the relative weight below which a component is dropped
-_WINDOW = 45.0         # log-integrand window of the alpha integral
-_COARSE_H = 0.5
-_COARSE_U0 = -80.0
-_COARSE_N = 321        # coarse grid u = -80 .. 80
-_MAX_NODES = 20000
-_SUM_WINDOW = 50.0     # at most _MAX_NODES terms below e^-50 each: < 1e-17 of the sum
+DROP = -37.0           # log of the relative weight below which a component is dropped
 _CONV_WINDOW = 50.0
 _CONCAVE_SLACK = 1e-9  # a rounding-size bump in a concave sequence moves no term across e^-50
 _MAX_SLOPE = 300.0     # consecutive ratios of the convolved sequences stay finite
@@ -99,17 +94,6 @@ _MAX_SLOPE = 300.0     # consecutive ratios of the convolved sequences stay fini
 def prepare(method, alpha, tables):
     """consts = (alpha,)."""
     return np.array([alpha], dtype=np.float64)
-
-
-@nb.njit(inline="always", cache=True)
-def _logaddexp(a, b):
-    if a == -math.inf:
-        return b
-    if b == -math.inf:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
 
 
 @nb.njit(cache=True)
@@ -155,159 +139,6 @@ def cell_terms(tables, r, j):
             acc += math.log(rho[m])
         P[m] = acc + math.lgamma(0.5 + c0 + m)
     return P, c0
-
-
-@nb.njit(cache=True)
-def _stirling_corr(z):
-    z2 = 1.0 / (z * z)
-    return (1.0 / 12.0 - z2 * (1.0 / 360.0 - z2 * (1.0 / 1260.0 - z2 * (1.0 / 1680.0 - z2 / 1188.0)))) / z
-
-
-@nb.njit(cache=True)
-def log_rising(a, n):
-    """log Gamma(a + n) - log Gamma(a) for a > 0 and integer n >= 0, without the
-    cancellation of two large lgamma values (Stirling series for a >= 10)."""
-    if n <= 64:
-        s = 0.0
-        for i in range(n):
-            s += math.log(a + i)
-        return s
-    if a < 10.0:
-        return math.lgamma(a + n) - math.lgamma(a)
-    b = a + n
-    return (a - 0.5) * math.log1p(n / a) + n * math.log(b) - n + _stirling_corr(b) - _stirling_corr(a)
-
-
-@nb.njit(cache=True)
-def log_alpha_weight(u, sizes, counts):
-    """log of pi(alpha) alpha prod_k Gamma(alpha)/Gamma(alpha + n_k) at alpha = e^u: the
-    integrand of A(T) in u = log alpha, without its factor alpha^T = e^(T u); clusters
-    grouped by size."""
-    a = math.exp(u)
-    if u > 0.0:
-        sp = u + math.log1p(math.exp(-u))
-    else:
-        sp = math.log1p(math.exp(u))
-    val = u - 2.0 * sp              # pi(alpha) d alpha = alpha / (1 + alpha)^2 du
-    for g in range(sizes.size):
-        val -= counts[g] * log_rising(a, sizes[g])
-    return val
-
-
-@nb.njit(cache=True)
-def log_alpha_integrals(sizes, counts, Tmin, Tmax):
-    """log A(T), T = Tmin .. Tmax (up to one common constant), by the trapezoidal rule in
-    u = log alpha."""
-    U = np.empty(_COARSE_N)
-    L0 = np.empty(_COARSE_N)
-    for i in range(_COARSE_N):
-        U[i] = _COARSE_U0 + i * _COARSE_H
-        L0[i] = log_alpha_weight(U[i], sizes, counts)
-    ua = math.inf
-    ub = -math.inf
-    for T in (Tmin, Tmax):
-        gmax = -math.inf
-        for i in range(_COARSE_N):
-            gmax = max(gmax, L0[i] + T * U[i])
-        first = -1
-        last = -1
-        for i in range(_COARSE_N):
-            if L0[i] + T * U[i] >= gmax - _WINDOW:
-                if first < 0:
-                    first = i
-                last = i
-        ua = min(ua, U[max(first - 1, 0)])
-        ub = max(ub, U[min(last + 1, _COARSE_N - 1)])
-    kmax = 0.0
-    for i in range(1, _COARSE_N - 1):
-        if U[i] >= ua and U[i] <= ub:
-            kmax = max(kmax, -(L0[i + 1] - 2.0 * L0[i] + L0[i - 1]) / (_COARSE_H * _COARSE_H))
-    h = 0.25
-    if kmax > 0.0:
-        h = min(h, 0.5 / math.sqrt(kmax))
-    n = int(math.ceil((ub - ua) / h)) + 1
-    if n > _MAX_NODES:
-        n = _MAX_NODES
-        h = (ub - ua) / (n - 1)
-    u = np.empty(n)
-    L = np.empty(n)
-    for i in range(n):
-        u[i] = ua + i * h
-        L[i] = log_alpha_weight(u[i], sizes, counts)
-    # The terms exp(L_i + T u_i - g_T), g_T the largest exponent, for T = Tmin .. Tmax.  A
-    # term inside the window (above e^-_SUM_WINDOW of the largest; the others cannot move
-    # the sum) at T - 1 and T follows by one product, exp(u_i) exp(g_(T-1) - g_T); only
-    # terms entering the window cost an exponential.  The exponent is concave in u
-    # (log-convex rising factorials), so its peak is tracked from the last T's rightwards,
-    # and so is the window of terms inside (an interval around the peak): only the window
-    # is visited, not every node for every T.
-    out = np.empty(Tmax - Tmin + 1)
-    lh = math.log(h)
-    eu = np.empty(n)
-    for i in range(n):
-        eu[i] = math.exp(u[i])
-    term = np.zeros(n)
-    inside = np.zeros(n, np.bool_)
-    ipk = 0
-    g_prev = 0.0
-    lo = 0          # the window [lo, hi) of terms inside: an interval (the exponent is concave)
-    hi = 0          # whose ends move right with T, as the peak does
-    for T in range(Tmin, Tmax + 1):
-        while ipk + 1 < n and L[ipk + 1] + T * u[ipk + 1] >= L[ipk] + T * u[ipk]:
-            ipk += 1
-        gmax = L[ipk] + T * u[ipk]
-        step = math.exp(g_prev - gmax)
-        if T == Tmin:
-            lo = ipk
-            while lo > 0 and L[lo - 1] + T * u[lo - 1] - gmax > -_SUM_WINDOW:
-                lo -= 1
-            hi = ipk + 1
-        while lo < ipk and not (L[lo] + T * u[lo] - gmax > -_SUM_WINDOW):
-            inside[lo] = False
-            lo += 1
-        hi = max(hi, ipk + 1)
-        while hi < n and L[hi] + T * u[hi] - gmax > -_SUM_WINDOW:
-            hi += 1
-        acc = 0.0
-        for i in range(lo, hi):
-            e = L[i] + T * u[i] - gmax
-            if e > -_SUM_WINDOW:
-                if inside[i]:
-                    term[i] = term[i] * eu[i] * step
-                else:
-                    term[i] = math.exp(e)
-                    inside[i] = True
-                acc += term[i]
-            else:
-                inside[i] = False
-        g_prev = gmax
-        out[T - Tmin] = gmax + math.log(acc) + lh
-    return out
-
-
-@nb.njit(cache=True)
-def cluster_sizes(tables, r):
-    """Distinct non-zero cluster sizes of replication r and how many clusters have each."""
-    K = tables.shape[1]
-    ns = np.empty(K, np.int64)
-    m = 0
-    for k in range(K):
-        nk = tables[r, k, 0] + tables[r, k, 1] + tables[r, k, 2] + tables[r, k, 3]
-        if nk > 0:
-            ns[m] = nk
-            m += 1
-    ns = np.sort(ns[:m])
-    sizes = np.empty(m, np.int64)
-    counts = np.empty(m, np.float64)
-    g = 0
-    for i in range(m):
-        if g > 0 and sizes[g - 1] == ns[i]:
-            counts[g - 1] += 1.0
-        else:
-            sizes[g] = ns[i]
-            counts[g] = 1.0
-            g += 1
-    return sizes[:g], counts[:g]
 
 
 @nb.njit(cache=True)
@@ -420,7 +251,7 @@ def posterior(tables, r, meta):
     pairs of one ``sigma`` therefore share one polynomial in ``1 - s`` (a group), the
     normaliser and moments are per-group sums, and the quadrature evaluates one polynomial
     per group instead of one per pair.  Dropping: a pair whose best component is below
-    e^_DROP of the largest component is dropped, and a group keeps every ``q`` that some
+    e^DROP of the largest component is dropped, and a group keeps every ``q`` that some
     kept pair of it needs at that level (at least what the per-component rule keeps)."""
     L10, c10 = cell_terms(tables, r, 1)
     L01, c01 = cell_terms(tables, r, 2)
@@ -456,7 +287,7 @@ def posterior(tables, r, meta):
     lsig = np.full(nsig, -math.inf)            # best kept pair of each group
     for i in range(n10):
         for j in range(n01):
-            if L10[i] + L01[j] + phimax[i + j] - wmax > _DROP:
+            if L10[i] + L01[j] + phimax[i + j] - wmax > DROP:
                 keep[i, j] = True
                 lsig[i + j] = max(lsig[i + j], L10[i] + L01[j])
     qlo = nq
@@ -469,7 +300,7 @@ def posterior(tables, r, meta):
         gid[g] = ng
         ng += 1
         for q in range(nq):
-            if lsig[g] + phi[g, q] - wmax > _DROP:
+            if lsig[g] + phi[g, q] - wmax > DROP:
                 qlo = min(qlo, q)
                 qhi = max(qhi, q)
     width = qhi - qlo + 1
@@ -484,7 +315,7 @@ def posterior(tables, r, meta):
             continue
         A = float(A0 + g)
         for q in range(qlo, qhi + 1):
-            if lsig[g] + phi[g, q] - wmax > _DROP:
+            if lsig[g] + phi[g, q] - wmax > DROP:
                 e = math.exp(phi[g, q] - phimax[g])
                 a0 = A + 1.0 + rbase + q
                 Phi[g] += e
@@ -493,7 +324,7 @@ def posterior(tables, r, meta):
                 psi = phi[g, q] - (lg[A0 + g] + lg[1 + rbase + q] - lg[A0 + g + 1 + rbase + q])
                 gsc[g] = max(gsc[g], psi)
         for q in range(qlo, qhi + 1):
-            if lsig[g] + phi[g, q] - wmax > _DROP:
+            if lsig[g] + phi[g, q] - wmax > DROP:
                 psi = phi[g, q] - (lg[A0 + g] + lg[1 + rbase + q] - lg[A0 + g + 1 + rbase + q])
                 LG[q - qlo, gid[g]] = psi - gsc[g]
     Z = 0.0

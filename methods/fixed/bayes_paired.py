@@ -26,11 +26,10 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _dirichlet_mixture, _special
-from methods.fixed._common import decide, pooled_counts, write_inconclusive
 from methods.fixed._dirichlet_mixture import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
                                               dirichlet_component_moments, finish_meta)
 from methods.fixed._special import lbeta
+from methods.fixed._trial import pooled_kernel
 
 
 def prepare(method, alpha, tables):
@@ -56,23 +55,17 @@ def posterior(n11, n10, n01, n00, pp, coef, meta):
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    alpha = consts[0]
+def interval(n11, n10, n01, n00, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials; consts = (alpha,)."""
     pp = np.empty((1, 5))
     coef = np.empty((1, 1))
     meta = np.empty(4)
-    for r in range(tables.shape[0]):
-        n11, n10, n01, n00 = pooled_counts(tables, r)
-        n = n11 + n10 + n01 + n00
-        if n == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        rmin = posterior(n11, n10, n01, n00, pp, coef, meta)
-        estimate[r] = (n01 - n10) / (n + 2.0)
-        lo, hi = credible_interval(alpha, pp, coef, rmin, meta)
-        lower[r] = lo
-        upper[r] = hi
-        status[r] = decide(lo, margin)
+    rmin = posterior(n11, n10, n01, n00, pp, coef, meta)
+    lo, hi = credible_interval(consts[0], pp, coef, rmin, meta)
+    return lo, hi, (n01 - n10) / (n + 2.0)
+
+
+kernel = pooled_kernel(interval)
 
 
 METHOD = FixedMethod(

@@ -34,10 +34,16 @@ margin) / 2`` (equivalent to ``2L - 1 >= -margin`` by monotonicity and continuit
 reported bound is clamped to agree with it.
 
 The capital depends on the order of the clusters (table order, which must not depend on the
-outcomes); any fixed order keeps the guarantee.  Boundaries: no non-empty cluster ->
-inconclusive; one cluster -> a valid, wide interval; all pass / all fail / no discordant
-pairs -> every ``x_k = 1/2``: the interval is around 0 with positive width (the plug-in
-variance starts at 1/4 and the bets stay finite).
+outcomes).  Ville's inequality needs ``E[x_t | x_1..x_{t-1}] = mu`` at every step, so the guarantee
+holds for independent clusters with the same mean (exchangeable clusters, e.g. iid draws of
+customers, whatever their within-cluster dependence) in an order fixed independently of the
+outcomes; it does not hold for an arbitrary fixed order when the clusters' means differ (an
+order correlated with the means, such as largest mean first, can lift the capital at the
+average mean), so there the order must be independent of the clusters' means.
+
+Boundaries: no non-empty cluster -> inconclusive; one cluster -> a valid, wide interval; all
+pass / all fail / no discordant pairs -> every ``x_k = 1/2``: the interval is around 0 with
+positive width (the plug-in variance starts at 1/4 and the bets stay finite).
 """
 import math
 
@@ -45,7 +51,6 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, Theorem
-from methods.fixed import _bounded, _common
 from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 

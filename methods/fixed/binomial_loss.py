@@ -34,7 +34,6 @@ from numba.typed import Dict
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common
 from methods.fixed._common import decide, write_inconclusive
 
 

@@ -20,29 +20,22 @@ h = z sqrt(2) / (n + 2), never degenerate.  Every pair a loss -> fail.
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts, write_inconclusive
-from methods.fixed._trial import clip_unit, wald_half_width
+from methods.fixed._trial import clip_unit, pooled_kernel, wald_half_width
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
+def interval(a, b, c, d, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials; consts = (z,)."""
     z = consts[0]
-    for r in range(tables.shape[0]):
-        a, b, c, d = pooled_counts(tables, r)
-        n = a + b + c + d
-        if n == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        m = n + 2.0
-        p10 = (b + 1.0) / m
-        p01 = (c + 1.0) / m
-        centre = p01 - p10
-        half = wald_half_width(p10, p01, m, z)
-        estimate[r] = (c - b) / n
-        lower[r] = clip_unit(centre - half)
-        upper[r] = clip_unit(centre + half)
-        status[r] = decide(lower[r], margin)
+    m = n + 2.0
+    p10 = (b + 1.0) / m
+    p01 = (c + 1.0) / m
+    centre = p01 - p10
+    half = wald_half_width(p10, p01, m, z)
+    return clip_unit(centre - half), clip_unit(centre + half), (c - b) / n
+
+
+kernel = pooled_kernel(interval)
 
 
 METHOD = FixedMethod(

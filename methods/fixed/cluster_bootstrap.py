@@ -28,10 +28,8 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _bootstrap, _common
-from methods.fixed._common import decide, no_bounds
-from methods.fixed._bootstrap import order_quantile, sorted_bootstrap
-from simlab import rng
+from methods.fixed import _bootstrap
+from methods.fixed._bootstrap import cluster_bootstrap_kernel, order_quantile
 
 
 def resamples_option(method) -> int:
@@ -52,29 +50,12 @@ def prepare(method, alpha, tables):
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    B = int(consts[0])
-    K = tables.shape[1]
-    d = np.empty(K, np.int64)
-    n = np.empty(K, np.int64)
-    stats = np.empty(B, np.float64)
-    for r in range(tables.shape[0]):
-        m = sorted_bootstrap(tables, r, d, n, stats)
-        if m == 0:
-            estimate[r] = math.nan
-        else:
-            D = 0
-            N = 0
-            for i in range(m):
-                D += d[i]
-                N += n[i]
-            estimate[r] = D / N
-        if m < 2:
-            no_bounds(r, lower, upper, status)
-            continue
-        lower[r] = order_quantile(stats, consts[1])
-        upper[r] = order_quantile(stats, consts[2])
-        status[r] = decide(lower[r], margin)
+def percentile_endpoints(stats, d, n, m, theta, consts):
+    """The percentile interval: the (alpha, 1 - alpha) quantiles of the sorted statistics."""
+    return order_quantile(stats, consts[1]), order_quantile(stats, consts[2])
+
+
+kernel = cluster_bootstrap_kernel(percentile_endpoints)
 
 
 METHOD = FixedMethod(

@@ -21,53 +21,33 @@ order statistic of rank ``(B + 1) p``, linearly interpolated, clamped to the sam
 """
 
 import numba as nb
-import numpy as np
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _bootstrap, _common, _special
-from methods.fixed._common import decide, no_bounds, write_inconclusive
-from methods.fixed._bootstrap import bca_level, jackknife_acceleration, order_quantile, sorted_bootstrap
+from methods.fixed import _bootstrap
+from methods.fixed._bootstrap import bca_level, cluster_bootstrap_kernel, jackknife_acceleration, order_quantile
 from methods.fixed._special import norm_ppf
 from methods.fixed.cluster_bootstrap import prepare
-from simlab import rng
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    B = int(consts[0])
-    K = tables.shape[1]
-    d = np.empty(K, np.int64)
-    n = np.empty(K, np.int64)
-    stats = np.empty(B, np.float64)
-    for r in range(tables.shape[0]):
-        m = sorted_bootstrap(tables, r, d, n, stats)
-        if m == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        D = 0
-        N = 0
-        for i in range(m):
-            D += d[i]
-            N += n[i]
-        theta = D / N
-        estimate[r] = theta
-        if m < 2:
-            no_bounds(r, lower, upper, status)
-            continue
-        below = 0
-        ties = 0
-        for b in range(B):
-            if stats[b] < theta:
-                below += 1
-            elif stats[b] == theta:
-                ties += 1
-        g = (below + 0.5 * ties) / B
-        g = min(max(g, 0.5 / B), 1.0 - 0.5 / B)
-        z0 = norm_ppf(g)
-        a = jackknife_acceleration(d, n, m)
-        lower[r] = order_quantile(stats, bca_level(z0, a, consts[3]))
-        upper[r] = order_quantile(stats, bca_level(z0, a, consts[4]))
-        status[r] = decide(lower[r], margin)
+def bca_endpoints(stats, d, n, m, theta, consts):
+    """The BCa interval (module docstring) from the sorted statistics and the m clusters."""
+    B = stats.size
+    below = 0
+    ties = 0
+    for b in range(B):
+        if stats[b] < theta:
+            below += 1
+        elif stats[b] == theta:
+            ties += 1
+    g = (below + 0.5 * ties) / B
+    g = min(max(g, 0.5 / B), 1.0 - 0.5 / B)
+    z0 = norm_ppf(g)
+    a = jackknife_acceleration(d, n, m)
+    return order_quantile(stats, bca_level(z0, a, consts[3])), order_quantile(stats, bca_level(z0, a, consts[4]))
+
+
+kernel = cluster_bootstrap_kernel(bca_endpoints)
 
 
 METHOD = FixedMethod(

@@ -39,38 +39,25 @@ import math
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _cluster, _common
-from methods.fixed._cluster import scaled_residual, t_consts, trial_totals
-from methods.fixed._common import decide, no_bounds, write_inconclusive
+from methods.fixed._cluster import ratio_kernel, t_consts
+
+
+@nb.njit(inline="always", cache=True)
+def cr2_term(num, n, Nf):
+    """Cluster k's CR2 term times N^3: the residual is e_k = I_k / N with I_k = ``num`` an
+    integer, and e_k^2 / (1 - n_k/N) = I_k^2 / (N (N - n_k))."""
+    return num * num / (Nf - n)
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    min_clusters = consts[0]
-    R, K, _ = tables.shape
-    for r in range(R):
-        k_used, N, S = trial_totals(tables, r)
-        if k_used == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        Nf = float(N)
-        est = S / Nf
-        estimate[r] = est
-        if k_used < 2 or k_used < min_clusters:
-            no_bounds(r, lower, upper, status)
-            continue
-        # residual e_k = I_k / N with I_k integer; e_k^2 / (1 - n_k/N) = I_k^2 / (N (N - n_k))
-        acc = 0.0
-        for k in range(K):
-            num, n = scaled_residual(tables, r, k, N, S)
-            if n == 0.0:
-                continue
-            acc += num * num / (Nf - n)
-        var = acc / (Nf * Nf * Nf)
-        half = consts[k_used - 1] * math.sqrt(var)
-        lower[r] = est - half
-        upper[r] = est + half
-        status[r] = decide(lower[r], margin)
+def half_width(acc, k_used, Nf, consts):
+    """``t_{K-1} sqrt(V)``, V the CR2 variance (module docstring) from the summed terms;
+    consts = ``t_consts``."""
+    var = acc / (Nf * Nf * Nf)
+    return consts[k_used - 1] * math.sqrt(var)
+
+
+kernel = ratio_kernel(cr2_term, half_width)
 
 
 METHOD = FixedMethod(

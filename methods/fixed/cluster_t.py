@@ -15,10 +15,7 @@ inconclusive.  The t quantile widens the interval for few clusters but does not 
 the seed's flaw: when every cluster has the same difference the SD is zero and the
 interval is a point (30 customers who all tie still pass).  Estimand: cluster-weighted.
 """
-import sys
-
-from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _cluster, _common
+from methods.protocol import Estimand
 from methods.fixed._cluster import t_consts
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
 

@@ -18,8 +18,7 @@ the interval is the textbook large-sample z interval for a mean of cluster summa
 """
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, z_value
-from methods.fixed import _cluster, _common
+from methods.protocol import Estimand, z_value
 from methods.fixed._cluster import check_min_clusters
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
 

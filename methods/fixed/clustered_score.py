@@ -47,7 +47,6 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, z_value
-from methods.fixed import _common
 from methods.fixed._common import decide, write_inconclusive
 
 TOL = 1e-12

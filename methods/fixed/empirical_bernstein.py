@@ -30,7 +30,6 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, Theorem
-from methods.fixed import _bounded, _common
 from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 

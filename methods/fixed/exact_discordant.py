@@ -43,28 +43,22 @@ import numpy as np
 
 from methods.analysis_cost import AnalysisCost
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts, write_inconclusive
-from methods.fixed._trial import cp_lookup, cp_ranges
+from methods.fixed._trial import cp_lookup, cp_ranges, pooled_kernel
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    for r in range(tables.shape[0]):
-        a, b, c, d = pooled_counts(tables, r)
-        n = a + b + c + d
-        if n == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        m = b + c
-        th_lo, th_hi = cp_lookup(consts, b, m)
-        ps_lo, ps_hi = cp_lookup(consts, m, n)
-        lo = min(ps_lo * (1.0 - 2.0 * th_hi), ps_hi * (1.0 - 2.0 * th_hi))
-        hi = max(ps_lo * (1.0 - 2.0 * th_lo), ps_hi * (1.0 - 2.0 * th_lo))
-        estimate[r] = (c - b) / n
-        lower[r] = lo
-        upper[r] = hi
-        status[r] = decide(lo, margin)
+def interval(a, b, c, d, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials; consts: the
+    Clopper-Pearson lookup built by :func:`prepare`."""
+    m = b + c
+    th_lo, th_hi = cp_lookup(consts, b, m)
+    ps_lo, ps_hi = cp_lookup(consts, m, n)
+    lo = min(ps_lo * (1.0 - 2.0 * th_hi), ps_hi * (1.0 - 2.0 * th_hi))
+    hi = max(ps_lo * (1.0 - 2.0 * th_lo), ps_hi * (1.0 - 2.0 * th_lo))
+    return lo, hi, (c - b) / n
+
+
+kernel = pooled_kernel(interval)
 
 
 def clopper_pearson(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:

@@ -31,7 +31,6 @@ import math
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common
 from methods.fixed._common import decide, no_bounds, write_inconclusive
 
 

@@ -23,29 +23,23 @@ import math
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common
-from methods.fixed._common import decide, no_bounds, pooled_counts, write_inconclusive
+from methods.fixed._trial import pooled_kernel
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    z = consts[0]
-    for r in range(tables.shape[0]):
-        a, b, c, d = pooled_counts(tables, r)
-        n = float(a + b + c + d)
-        if n == 0.0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        pb = (a + b) / n
-        pc = (a + c) / n
-        estimate[r] = pc - pb
-        if n < 2.0:
-            no_bounds(r, lower, upper, status)
-            continue
-        half = z * math.sqrt((pb * (1.0 - pb) + pc * (1.0 - pc)) / (n - 1.0))
-        lower[r] = (pc - pb) - half
-        upper[r] = (pc - pb) + half
-        status[r] = decide(lower[r], margin)
+def interval(a, b, c, d, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials (no bounds, NaN, from
+    a single trial); consts = (z,)."""
+    nf = float(n)
+    pb = (a + b) / nf
+    pc = (a + c) / nf
+    if nf < 2.0:
+        return math.nan, math.nan, pc - pb
+    half = consts[0] * math.sqrt((pb * (1.0 - pb) + pc * (1.0 - pc)) / (nf - 1.0))
+    return (pc - pb) - half, (pc - pb) + half, pc - pb
+
+
+kernel = pooled_kernel(interval)
 
 
 METHOD = FixedMethod(

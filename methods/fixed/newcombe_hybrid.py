@@ -24,32 +24,26 @@ against round-off (every pair a loss gives -1 - 2e-16 otherwise).
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts, write_inconclusive
-from methods.fixed._trial import clip_unit, newcombe_phi, square_and_add, wilson_limits
+from methods.fixed._trial import clip_unit, newcombe_phi, pooled_kernel, square_and_add, wilson_limits
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
+def interval(a, b, c, d, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials; consts = (z,)."""
     z = consts[0]
-    for r in range(tables.shape[0]):
-        a, b, c, d = pooled_counts(tables, r)
-        n = a + b + c + d
-        if n == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        x1 = float(a + c)  # candidate passes
-        x2 = float(a + b)  # baseline passes
-        p1 = x1 / n
-        p2 = x2 / n
-        l1, u1 = wilson_limits(x1, float(n), z)
-        l2, u2 = wilson_limits(x2, float(n), z)
-        phi = newcombe_phi(float(a), float(b), float(c), float(d))
-        est = (c - b) / n  # = p1 - p2
-        estimate[r] = est
-        lower[r] = clip_unit(est - square_and_add(p1 - l1, u2 - p2, phi))
-        upper[r] = clip_unit(est + square_and_add(u1 - p1, p2 - l2, phi))
-        status[r] = decide(lower[r], margin)
+    x1 = float(a + c)  # candidate passes
+    x2 = float(a + b)  # baseline passes
+    p1 = x1 / n
+    p2 = x2 / n
+    l1, u1 = wilson_limits(x1, float(n), z)
+    l2, u2 = wilson_limits(x2, float(n), z)
+    phi = newcombe_phi(float(a), float(b), float(c), float(d))
+    est = (c - b) / n  # = p1 - p2
+    return (clip_unit(est - square_and_add(p1 - l1, u2 - p2, phi)),
+            clip_unit(est + square_and_add(u1 - p1, p2 - l2, phi)), est)
+
+
+kernel = pooled_kernel(interval)
 
 
 METHOD = FixedMethod(

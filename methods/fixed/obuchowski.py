@@ -37,43 +37,30 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod, z_value
-from methods.fixed import _cluster, _common
-from methods.fixed._cluster import check_min_clusters, scaled_residual, trial_totals
-from methods.fixed._common import decide, no_bounds, write_inconclusive
+from methods.fixed._cluster import check_min_clusters, ratio_kernel
+
+
+@nb.njit(inline="always", cache=True)
+def squared_residual(num, n, Nf):
+    """Cluster k's term times N^2: the residual D_k - n_k dhat = I_k / N, I_k = ``num`` an
+    exact integer."""
+    return num * num
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    z = consts[0]
-    min_clusters = consts[1]
-    R, K, _ = tables.shape
-    for r in range(R):
-        k_used, N, S = trial_totals(tables, r)
-        if k_used == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        Nf = float(N)
-        est = S / Nf
-        estimate[r] = est
-        if k_used < 2 or k_used < min_clusters:
-            no_bounds(r, lower, upper, status)
-            continue
-        # residual D_k - n_k dhat = I_k / N with I_k an exact integer
-        acc = 0.0
-        for k in range(K):
-            num, n = scaled_residual(tables, r, k, N, S)
-            if n == 0.0:
-                continue
-            acc += num * num
-        var = k_used / (k_used - 1.0) * acc / (Nf * Nf * Nf * Nf)
-        half = z * math.sqrt(var)
-        lower[r] = est - half
-        upper[r] = est + half
-        status[r] = decide(lower[r], margin)
+def half_width(acc, k_used, Nf, consts):
+    """``z sqrt(var(dhat))``, the variance of eqs. 1-4 (module docstring) from the summed
+    terms; consts = (min_clusters, z)."""
+    var = k_used / (k_used - 1.0) * acc / (Nf * Nf * Nf * Nf)
+    return consts[1] * math.sqrt(var)
+
+
+kernel = ratio_kernel(squared_residual, half_width)
 
 
 def prepare(method, alpha, tables):
-    return np.array([z_value(alpha), check_min_clusters(method)], dtype=np.float64)
+    """consts = (min_clusters, z); ``ratio_kernel`` reads min_clusters first."""
+    return np.array([check_min_clusters(method), z_value(alpha)], dtype=np.float64)
 
 
 METHOD = FixedMethod(

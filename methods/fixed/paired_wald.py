@@ -17,28 +17,21 @@ degeneracy is reproduced on purpose, not fixed.  Every pair a loss -> [-1, -1], 
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts, write_inconclusive
-from methods.fixed._trial import clip_unit, wald_half_width
+from methods.fixed._trial import clip_unit, pooled_kernel, wald_half_width
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
+def interval(a, b, c, d, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials; consts = (z,)."""
     z = consts[0]
-    for r in range(tables.shape[0]):
-        a, b, c, d = pooled_counts(tables, r)
-        n = a + b + c + d
-        if n == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        p10 = b / n
-        p01 = c / n
-        est = p01 - p10
-        half = wald_half_width(p10, p01, n, z)
-        estimate[r] = est
-        lower[r] = clip_unit(est - half)
-        upper[r] = clip_unit(est + half)
-        status[r] = decide(lower[r], margin)
+    p10 = b / n
+    p01 = c / n
+    est = p01 - p10
+    half = wald_half_width(p10, p01, n, z)
+    return clip_unit(est - half), clip_unit(est + half), est
+
+
+kernel = pooled_kernel(interval)
 
 
 METHOD = FixedMethod(

@@ -22,25 +22,17 @@ Every pair a loss -> lower bound -1, fail; every pair a win -> upper bound 1.
 import numba as nb
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _common, _trial
-from methods.fixed._common import decide, pooled_counts, write_inconclusive
-from methods.fixed._trial import tango_bounds
+from methods.fixed._trial import pooled_kernel, tango_bounds
 
 
 @nb.njit(cache=True)
-def kernel(tables, margin, consts, lower, upper, estimate, status):
-    z = consts[0]
-    for r in range(tables.shape[0]):
-        a, b, c, d = pooled_counts(tables, r)
-        n = a + b + c + d
-        if n == 0:
-            write_inconclusive(r, lower, upper, estimate, status)
-            continue
-        lo, hi = tango_bounds(float(c), float(b), float(n), z)
-        estimate[r] = (c - b) / n
-        lower[r] = lo
-        upper[r] = hi
-        status[r] = decide(lo, margin)
+def interval(a, b, c, d, n, consts):
+    """(lower, upper, estimate) of one pooled table with n > 0 trials; consts = (z,)."""
+    lo, hi = tango_bounds(float(c), float(b), float(n), consts[0])
+    return lo, hi, (c - b) / n
+
+
+kernel = pooled_kernel(interval)
 
 
 METHOD = FixedMethod(

@@ -22,7 +22,6 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand, FixedMethod
-from methods.fixed import _bootstrap, _common
 from methods.fixed._common import decide, no_bounds, pooled_counts
 from methods.fixed._bootstrap import BOOT_SALT1, bootstrap_statistics, order_quantile
 from methods.fixed.cluster_bootstrap import resamples_option

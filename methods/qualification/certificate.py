@@ -25,6 +25,11 @@ hence non-increasing on the segment; so every ``q`` in it satisfies
 ``P_q(A) <= sin^2(asin sqrt P_q0(A) + acos BC(q0, q1)^N)``, and the same from ``q1``.  The
 certificate's ``proven_upper`` is the largest of these interval bounds: an upper bound on
 the false-pass rate over the whole continuous discordance range, not only at the nodes.
+
+Exact grid (engine ``exact-convolution``, clusters of M > 1 correlated pairs): the rate is exact
+at every node of a dense (discordance, rho) grid, but the Dirichlet-multinomial law is not
+affine in (q, rho), so no bound between nodes is claimed: ``proven_upper`` is empty and the
+verdict rests on the nodes, as the certificate's ``search`` says.
 """
 from __future__ import annotations
 
@@ -98,7 +103,7 @@ class Certificate(FrozenModel):
     allowed_excess: float = Field(ge=1.0, le=10.0)
     threshold: float
     confidence: float
-    engine: Literal["exact-discordant", "simulation"]
+    engine: Literal["exact-discordant", "exact-convolution", "simulation"]
     search: str                        # how the nuisance was searched, and why that is enough
     mc_confidence: float = 0.95
     mc_rule: MCRule = "bonferroni-stages"
@@ -208,7 +213,7 @@ def certificate_verdict(cert: Certificate) -> str:
         return combine_verdicts([p.verdict for p in cert.points])
     if max(p.rate for p in cert.points) > cert.threshold:
         return EXCEEDS
-    if cert.proven_upper is None:   # noisy labels: a dense grid, no bound between nodes
+    if cert.proven_upper is None:   # exact-convolution, or noisy labels: a dense grid, no bound between nodes
         return QUALIFIED
     return QUALIFIED if cert.proven_upper <= cert.threshold else UNDETERMINED
 
@@ -238,6 +243,10 @@ def check_points(cert: Certificate, label: str) -> None:
             if p.n_reps or not (p.lower == p.rate == p.upper) or \
                     verdict_of(p.lower, p.upper, cert.threshold) != p.verdict:
                 raise TamperedRecordError(f"{label}: exact point {i} is inconsistent")
+        if cert.engine == "exact-convolution" and (cert.proven_upper is not None
+                                                   or cert.design.label_noise != (LabelNoise(),)):
+            raise TamperedRecordError(f"{label}: an exact-convolution certificate proves no bound between nodes "
+                                      "and needs perfect labels")
         if cert.proven_upper is not None and not math.isclose(
                 cert.proven_upper, proven_upper(pts, cert.design, cert.method.estimand), rel_tol=1e-9, abs_tol=1e-15):
             raise TamperedRecordError(f"{label}: proven_upper does not follow from its points")

@@ -30,8 +30,8 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand
-from methods.sequential import _clusterstats, _spending
-from methods.sequential._clusterstats import welford_add
+from methods.sequential import _spending
+from methods.sequential._clusterstats import welford_kernel
 from methods.sequential.base import LOOK_CONTINUE, LOOK_HARM, LOOK_PROMOTE, SequentialMethod
 
 SPENDING_CODES = {"obf": 0.0, "pocock": 1.0, "hsd": 2.0}
@@ -39,36 +39,20 @@ _KIND = {0: "obf", 1: "pocock", 2: "hsd"}
 
 
 @nb.njit(cache=True)
-def kernel(tables, ends, margin, consts, status, bound, estimate):
-    min_clusters = consts[0]
-    L = ends.shape[1]
-    R = tables.shape[0]
-    for r in range(R):
-        count = 0
-        mean = 0.0
-        m2 = 0.0
-        k = 0
-        for j in range(L):
-            e = ends[r, j]
-            while k < e:
-                count, mean, m2 = welford_add(tables, r, k, count, mean, m2)
-                k += 1
-            estimate[r, j] = mean if count > 0 else math.nan
-            if count < 2 or count < min_clusters or m2 <= 0.0:
-                status[r, j] = LOOK_CONTINUE
-                bound[r, j] = math.nan
-                continue
-            se = math.sqrt(m2 / (count - 1) / count)
-            b = consts[1 + j]
-            h = consts[1 + L + j]
-            low = mean - b * se
-            bound[r, j] = low
-            if low >= -margin:
-                status[r, j] = LOOK_PROMOTE
-            elif mean + h * se < -margin:
-                status[r, j] = LOOK_HARM
-            else:
-                status[r, j] = LOOK_CONTINUE
+def look(j, L, count, mean, m2, margin, consts):
+    """(status, bound) of look j of L; consts = (min_clusters, efficacy[L], harm[L])."""
+    se = math.sqrt(m2 / (count - 1) / count)
+    b = consts[1 + j]
+    h = consts[1 + L + j]
+    low = mean - b * se
+    if low >= -margin:
+        return LOOK_PROMOTE, low
+    if mean + h * se < -margin:
+        return LOOK_HARM, low
+    return LOOK_CONTINUE, low
+
+
+kernel = welford_kernel(look)
 
 
 def boundaries(method, alpha, schedule):

@@ -31,8 +31,7 @@ import numba as nb
 import numpy as np
 
 from methods.protocol import Estimand
-from methods.sequential import _clusterstats
-from methods.sequential._clusterstats import welford_add
+from methods.sequential._clusterstats import welford_kernel
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
 
 
@@ -43,39 +42,23 @@ def half_width(n, s2, tau2, alpha):
 
 
 @nb.njit(cache=True)
-def kernel(tables, ends, margin, consts, status, bound, estimate):
-    alpha = consts[0]
-    tau2 = consts[1]
-    min_clusters = consts[2]
-    L = ends.shape[1]
-    R = tables.shape[0]
-    for r in range(R):
-        count = 0
-        mean = 0.0
-        m2 = 0.0
-        k = 0
-        for j in range(L):
-            e = ends[r, j]
-            while k < e:
-                count, mean, m2 = welford_add(tables, r, k, count, mean, m2)
-                k += 1
-            estimate[r, j] = mean if count > 0 else math.nan
-            if count < 2 or count < min_clusters or m2 <= 0.0:
-                status[r, j] = LOOK_CONTINUE
-                bound[r, j] = math.nan
-                continue
-            s2 = m2 / (count - 1)
-            low = mean - half_width(count, s2, tau2, alpha)
-            bound[r, j] = low
-            status[r, j] = LOOK_PROMOTE if low >= -margin else LOOK_CONTINUE
+def look(j, L, count, mean, m2, margin, consts):
+    """(status, bound) of a look; consts = (min_clusters, alpha, tau^2)."""
+    s2 = m2 / (count - 1)
+    low = mean - half_width(count, s2, consts[2], consts[1])
+    return (LOOK_PROMOTE if low >= -margin else LOOK_CONTINUE), low
+
+
+kernel = welford_kernel(look)
 
 
 def prepare(method, alpha, margin, schedule):
+    """consts = (min_clusters, alpha, tau^2); ``welford_kernel`` reads min_clusters first."""
     tau = method.options["tau"]
     if tau < 0.0:
         raise ValueError(f"msprt: option tau must be >= 0 (0 = the margin), got {tau!r}")
     tau = margin if tau == 0.0 else tau
-    return np.array([alpha, tau * tau, method.options["min_clusters"]], dtype=np.float64)
+    return np.array([method.options["min_clusters"], alpha, tau * tau], dtype=np.float64)
 
 
 METHOD = SequentialMethod(

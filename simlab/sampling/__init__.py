@@ -2,8 +2,10 @@
 
 ``table_source(scenario, seed, sampler)`` returns the source a study draws from
 (``sources``: the composition sampler or the trial-level generator); ``moments`` holds the
-cluster-moment sufficient statistics the moment path draws instead of tables.  Every
-replication is a pure function of ``(seed, scenario, replication index)``.
+cluster-moment sufficient statistics the moment path draws instead of tables; ``robust``
+holds laws outside the Dirichlet-multinomial family (logit-normal effects, heterogeneous
+discordance, direction mixtures) for robustness reports.  Every replication is a pure
+function of ``(seed, scenario, replication index)``.
 """
 from .moments import MAX_TRIALS_EXACT
 from .sources import (COMPOSITION_VERSION, CompositionSource, TableSource, TrialSource, scenario_tables,

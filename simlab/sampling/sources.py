@@ -200,6 +200,17 @@ class TableSource(abc.ABC):
     def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:
         """Write replications ``rep_start .. rep_start + len(out) - 1`` into ``out``."""
 
+    def check_buffer(self, out: np.ndarray, rep_start: int) -> int:
+        """The replications ``len(out)`` that ``fill`` may write: ``out`` must be a C-contiguous
+        ``int32[R, K, 4]`` and ``rep_start .. rep_start + R - 1`` inside the counter's range."""
+        R = out.shape[0]
+        if out.dtype != np.int32 or out.ndim != 3 or out.shape[1:] != (self.clusters, 4) \
+                or not out.flags.c_contiguous:
+            raise ValueError(f"out must be C-contiguous int32[R, {self.clusters}, 4], got {out.dtype}{out.shape}")
+        if rep_start < 0 or rep_start + R > MAX_REPLICATIONS:
+            raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {rep_start}..{rep_start + R}")
+        return R
+
     def tables(self, start: int, stop: int) -> np.ndarray:
         if stop < start:
             raise ValueError(f"stop ({stop}) must be >= start ({start})")
@@ -296,12 +307,7 @@ class CompositionSource(TableSource):
         return total
 
     def fill(self, out, rep_start):
-        R = out.shape[0]
-        if out.dtype != np.int32 or out.ndim != 3 or out.shape[1:] != (self.clusters, 4) \
-                or not out.flags.c_contiguous:
-            raise ValueError(f"out must be C-contiguous int32[R, {self.clusters}, 4], got {out.dtype}{out.shape}")
-        if rep_start < 0 or rep_start + R > MAX_REPLICATIONS:
-            raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {rep_start}..{rep_start + R}")
+        R = self.check_buffer(out, rep_start)
         if R:
             _fill_groups(self.k1, self.k2, np.int64(rep_start), out.view(np.int64).reshape(R, 2 * self.clusters),
                          self._prob, self._alias, self._comp, *self._g)

@@ -70,14 +70,17 @@ def _chunk_path(run_dir: Path, task: tuple[int, int, int]) -> Path:
 
 class ChunkedRun:
     """Run ``tasks`` (``(scenario index, start, stop)``) with ``fn(*payload)`` -> int64 tallies
-    of ``shape``; see the module docstring.  Use as a context manager around the run and
+    of ``shape``, summed over a scenario's chunks by ``add`` (the fixed-point-aware
+    ``studies.engine.tally.add`` by default; plain integer addition for tallies without
+    fixed-point sums); see the module docstring.  Use as a context manager around the run and
     the caller's output write, then call :meth:`finish`."""
 
     def __init__(self, key: str, tasks: Sequence[tuple[int, int, int]], shape: tuple[int, ...],
                  check: Callable[[tuple[int, int, int]], Callable[[np.ndarray], str]], *,
                  work_dir: str | Path | None = None, resume: bool = True, keep_chunks: bool = False,
-                 on_rejected: Callable[[Path, str], Any] | None = None, spec_json: str | None = None):
-        self.key, self.tasks, self.shape, self.check = key, list(tasks), shape, check
+                 on_rejected: Callable[[Path, str], Any] | None = None, spec_json: str | None = None,
+                 add: Callable[[np.ndarray, np.ndarray], np.ndarray] = _tally.add):
+        self.key, self.tasks, self.shape, self.check, self.add = key, list(tasks), shape, check, add
         self.work_dir, self.resume, self.keep_chunks = work_dir, resume, keep_chunks
         self.on_rejected, self.spec_json = on_rejected, spec_json
         self.results: dict[tuple[int, int, int], np.ndarray] = {}
@@ -140,7 +143,7 @@ class ChunkedRun:
         """The tallies of every scenario, summed over its chunks (integer addition: any order)."""
         out = [np.zeros(self.shape, np.int64) for _ in range(n_points)]
         for (si, _s, _e), arr in sorted(self.results.items()):
-            out[si] = _tally.add(out[si], arr)
+            out[si] = self.add(out[si], arr)
         self.info.finished = timestamp()
         self.info.seconds = time.perf_counter() - self._t0
         return out

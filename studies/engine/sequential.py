@@ -317,7 +317,7 @@ def run_sequential_study(spec: SequentialStudySpec, n_jobs: int = 1, chunk_size:
             stack.enter_context(exclusive(out.with_name(f".{out.name}.lock"), f"output {out}"))
         run = stack.enter_context(ChunkedRun(key, tasks, shape, _sequential_check(L), work_dir=work_dir,
                                              resume=resume, keep_chunks=keep_chunks, on_rejected=on_rejected,
-                                             spec_json=spec.to_json()))
+                                             spec_json=spec.to_json(), add=np.add))
         payloads = [(points[si][1], refs, spec.schedule, spec.margins, spec.alpha, spec.seed, spec.sampler, s, e)
                     for si, s, e in run.todo]
         ex, owned = as_executor(executor, n_jobs)

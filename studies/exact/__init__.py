@@ -4,8 +4,10 @@ law (``simlab.exact``), no Monte Carlo error.
 ``fixed`` (``exact_engine``, ``exact_measures``: iid pairs, pooled tables, cluster moments),
 ``sequential`` (absorbing-state enumeration of look schedules; the seed's table),
 ``discordant`` (the exact-discordant certification engine: every ``(n10, n01)`` state of
-independent pairs and a proven bound between discordances), ``probes`` (does a method see
-only pooled counts?).
+independent pairs and a proven bound between discordances), ``convolution`` (the
+exact-convolution engine: pooled discordant counts of iid Dirichlet-multinomial clusters of one
+size by FFT, a dense exact (discordance, rho) grid, and the exact E+M calibration of
+``dm_score``), ``probes`` (does a method see only pooled counts?).
 """
 import lazy_loader as _lazy
 
@@ -13,5 +15,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "fixed": ["ExactResult", "exact_engine", "exact_grid", "exact_measures"],
     "sequential": ["SEED_LOOKS", "SEED_METHODS", "exact_for_scenario", "exact_table", "seed_table"],
     "discordant": ["DiscordantStates", "discordant_probe", "search"],
+    "convolution": ["ConvolutionStates", "EMCalibration", "calibrate_em", "calibrated_method", "dense_search",
+                    "nuisance_grid"],
     "probes": ["probe"],
 })

@@ -6,11 +6,13 @@ certificate for the calibrated method (``DecisionMethod.calibrated``; its name
 
 Two routes, picked by what applies:
 
-* **exact** (``studies.qualify.certify`` finds an exact engine: independent pairs and a
-  method that sees only the pooled discordant counts): the worst case as a function of the
-  nominal level is computed without Monte Carlo error at every candidate level, the
-  largest level whose exact worst case is <= ``alpha`` is taken, and the certificate at that
-  level is the exact one.  Valid because nothing random was searched.
+* **exact** (``studies.qualify.certify.certification_engine`` finds one: independent pairs,
+  or equal-size Dirichlet-multinomial clusters, and a method that sees only the pooled
+  discordant counts): the worst case as a function of the nominal level is computed without
+  Monte Carlo error at every candidate level, the largest level whose exact worst case is
+  <= ``alpha`` is taken, and the certificate at that level is the exact one (with a proven
+  bound between nodes for exact-discordant, a dense exact grid for exact-convolution).  Valid
+  because nothing random was searched.
 * **simulation**: (1) *search* -- every null scenario of the design's nuisance grid (the
   certificate's grid: rho on 0..rho_max, discordance dense near the margin, baseline unless
   the method is provably baseline-free -- ``probes.probe("concordant")`` with perfect
@@ -170,7 +172,7 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     from methods import registry
     from methods.qualification import CertifiedDesign
     from studies.engine.executor import as_executor
-    from studies.qualify.certify import certify, exact_applies, is_baseline_free, sim_policy
+    from studies.qualify.certify import certification_engine, certify, is_baseline_free, sim_policy
 
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
@@ -189,10 +191,10 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
                      alpha=alpha, allowed_excess=1.0, mc_confidence=mc_confidence, min_replications=min_replications,
                      max_replications=max_replications, seed=seed, validity_days=validity_days, n_jobs=n_jobs,
                      executor=executor, sign_key=sign_key, progress=progress)
-    use_exact, why = exact_applies(base, design, alpha)
+    exact, why = certification_engine(base, design, alpha)
     levels = _levels(alpha / 20.0, alpha, COARSE_LEVELS)
-    if use_exact:
-        say(f"calibrate {base.name} at K={clusters}, M={trials}, margin={margin:g}: exact ({why})")
+    if exact is not None:
+        say(f"calibrate {base.name} at K={clusters}, M={trials}, margin={margin:g}: {exact} ({why})")
         def exact_at(level: float):
             return certify(base.calibrated(level), clusters, trials, margin, rho_max, looks, engine="exact",
                            **{**cert_args, "progress": None})
@@ -211,7 +213,7 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
             if c.verdict == QUALIFIED and lv > best:
                 best, cert = lv, c
         worst = [max(p.rate for p in c.points) for c in certs]
-        search = {"route": "exact", "levels": levels, "worst": worst, "fine_levels": fine, "why": why}
+        search = {"route": exact, "levels": levels, "worst": worst, "fine_levels": fine, "why": why}
         return Calibration(base.calibrated(best), cert, best, alpha, search, time.perf_counter() - t0)
     # simulation: the certificate's grid, searched on its own stream
     free = is_baseline_free(base, design, alpha)

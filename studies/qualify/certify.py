@@ -8,7 +8,7 @@ true difference = -margin), rho from 0 up to ``rho_max``, and the declared label
 models.  The answer is a content-addressed ``Certificate`` (``methods.qualification.
 certificate``) that ``find_coverage`` accepts for exactly that design.
 
-Engines, picked in this order (``engine="auto"``):
+Engines, picked in this order (``engine="auto"``; ``engine="exact"`` takes the first exact one):
 
 1. ``exact-discordant`` (``studies.exact.discordant``): independent pairs (M = 1, where rho has
    no effect, or rho_max = 0), perfect labels, no looks, and a method that sees only the
@@ -16,7 +16,15 @@ Engines, picked in this order (``engine="auto"``):
    discordance, and the search is dense *and proven*: branch and bound until every interval
    between nodes carries a rigorous upper bound (Bhattacharyya angle) below the threshold,
    or a node exceeds it.  No Monte Carlo error.
-2. ``simulation``: the qualifier (``studies.qualify.run``) on a one-cell domain at exactly this
+2. ``exact-convolution`` (``studies.exact.convolution``): clusters of one size M > 1 with
+   rho_max > 0, perfect labels, no looks, and a method that sees only the pooled discordant
+   counts (the same probe).  The law of the pooled counts is the K-fold convolution of one
+   cluster's Dirichlet-multinomial law, independent of the baseline, so the nuisance is
+   (discordance, rho); the rate is exact at every node of a dense grid (121 discordances x 6
+   rho values, then a local refinement around the worst node), but no bound between nodes is
+   proven: the certificate's ``search`` says it is a dense exact grid, and ``proven_upper`` is
+   empty.
+3. ``simulation``: the qualifier (``studies.qualify.run``) on a one-cell domain at exactly this
    design: rho on 5 equally spaced values 0..rho_max (one value when M = 1), baseline on 5
    and discordance on 8 values (denser near the margin, where p01 is small), every
    label-noise model, then 3 golden-section steps per nuisance axis around each cell's
@@ -79,27 +87,28 @@ def is_baseline_free(method, design: CertifiedDesign, alpha: float) -> bool:
     return probe("concordant", method, alpha, [design.trials] * min(design.clusters, 64))
 
 
-def exact_applies(method, design: CertifiedDesign, alpha: float) -> tuple[bool, str]:
+def certification_engine(method, design: CertifiedDesign, alpha: float) -> tuple[str | None, str]:
+    """The exact certification engine that applies at ``design`` (None: none does) and why."""
     from studies.exact.discordant import MAX_STATES, discordant_probe
 
     if method.kind != "fixed" or design.looks is not None:
-        return False, "sequential methods and look schedules are simulated"
+        return None, "sequential methods and look schedules are simulated"
     if any(n != LabelNoise() for n in design.label_noise):
-        return False, "label noise makes the law depend on the baseline"
-    if design.trials > 1 and design.rho_max > 0:
-        return False, "pairs within a cluster are correlated (M > 1 and rho_max > 0)"
+        return None, "label noise makes the law depend on the baseline"
     n = design.clusters * design.trials
     if (n + 1) * (n + 2) // 2 > MAX_STATES:
-        return False, f"{n} pairs give more than {MAX_STATES:,} discordant states"
+        return None, f"{n} pairs give more than {MAX_STATES:,} discordant states"
     if not discordant_probe(method, design.clusters, design.trials, design.margin, alpha):
-        return False, "the method uses more than the pooled discordant counts"
-    return True, "independent pairs; the method sees only the pooled discordant counts"
+        return None, "the method uses more than the pooled discordant counts"
+    if design.trials > 1 and design.rho_max > 0:
+        return "exact-convolution", ("clusters of one size with Dirichlet-multinomial pairs; the method sees only "
+                                     "the pooled discordant counts")
+    return "exact-discordant", "independent pairs; the method sees only the pooled discordant counts"
 
 
-def _exact_points(method, design: CertifiedDesign, alpha: float, threshold: float,
-                  max_nodes: int) -> tuple[list[CertPoint], str]:
-    from studies.exact.discordant import DiscordantStates, search
-
+def _null_discordances(method, design: CertifiedDesign) -> tuple[float, float, float]:
+    """``(baseline, q_lo, q_hi)``: the baseline with the widest null-boundary discordance range and
+    that range (the law of the discordant counts does not depend on the baseline)."""
     m, est = design.margin, method.estimand.value
     b = best_baseline(m, design.baseline, est)
     lim = null_discordance_range(est, b, m, *design.discordance)
@@ -107,6 +116,36 @@ def _exact_points(method, design: CertifiedDesign, alpha: float, threshold: floa
     if q_hi < q_lo:
         raise ValueError(f"no discordance in [{design.discordance[0]:g}, {design.discordance[1]:g}] is feasible at "
                          f"the null boundary -{m:g} for a baseline in [{design.baseline[0]:g}, {design.baseline[1]:g}]")
+    return b, q_lo, q_hi
+
+
+def _convolution_points(method, design: CertifiedDesign, alpha: float,
+                        threshold: float) -> tuple[list[CertPoint], str]:
+    from studies.exact.convolution import GRID_DISCORDANCES, GRID_RHOS, LOCAL_POINTS, ConvolutionStates, dense_search
+
+    b, q_lo, q_hi = _null_discordances(method, design)
+    states = ConvolutionStates(method, design.clusters, design.trials, design.margin, alpha, probe=False)
+    q, rho, r = dense_search(states, q_lo, q_hi, design.rho_max)
+    pts = [CertPoint(rho=float(y), noise=0, baseline=b, discordance=float(x), rate=float(v), lower=float(v),
+                     upper=float(v), verdict=QUALIFIED if v <= threshold else EXCEEDS) for x, y, v in zip(q, rho, r)]
+    text = (f"exact-convolution: the method's kernel on all {states.states:,} states (L, W) of pooled losses and "
+            f"wins of K = {design.clusters} clusters of M = {design.trials} pairs (representative tables; the method "
+            f"sees only these counts, checked on its kernel). The law of (L, W) is the K-fold convolution of one "
+            f"cluster's Dirichlet-multinomial (n10, n01) law, by FFT: exact up to float rounding, and the same for "
+            f"every baseline (perfect labels; Dirichlet aggregation). Node values are exact. Grid: "
+            f"{GRID_DISCORDANCES} discordances uniform in sqrt(q - margin) on [{q_lo:g}, {q_hi:g}] x {GRID_RHOS} "
+            f"rho values on [0, {design.rho_max:g}], then {LOCAL_POINTS} points between the worst node's neighbours "
+            f"in q (at its rho and at rho_max) and in rho; {len(pts)} nodes evaluated. The grid is dense but no bound between "
+            f"nodes is proven: the statement is a dense exact grid.")
+    return pts, text
+
+
+def _exact_points(method, design: CertifiedDesign, alpha: float, threshold: float,
+                  max_nodes: int) -> tuple[list[CertPoint], str]:
+    from studies.exact.discordant import DiscordantStates, search
+
+    m = design.margin
+    b, q_lo, q_hi = _null_discordances(method, design)
     states = DiscordantStates(method, design.clusters, design.trials, m, alpha)
     q, r = search(states, q_lo, q_hi, threshold, max_nodes=max_nodes)
     pts = [CertPoint(rho=0.0, noise=0, baseline=b, discordance=float(x), rate=float(y), lower=float(y),
@@ -209,15 +248,18 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
         baseline_free = is_baseline_free(method, design, alpha)
     policy = sim_policy(design, alpha, allowed_excess, mc_confidence, min_replications, max_replications, seed,
                         baseline_free=baseline_free, estimand=method.estimand.value)
-    use_exact, why = (False, "simulation requested") if engine == "simulation" else exact_applies(method, design, alpha)
-    if engine == "exact" and not use_exact:
+    exact, why = (None, "simulation requested") if engine == "simulation" else certification_engine(method, design, alpha)
+    if engine == "exact" and exact is None:
         raise ValueError(f"the exact engine does not apply to {method.name!r} here: {why}")
     if progress:
         progress(f"certify {method.name} at K={clusters}, M={trials}, margin={margin:g}: "
-                 f"{'exact' if use_exact else 'simulation'} ({why})")
-    if use_exact:
+                 f"{exact or 'simulation'} ({why})")
+    if exact == "exact-discordant":
         pts, text = _exact_points(method, design, alpha, threshold, max_nodes)
-        eng, sched = "exact-discordant", ()
+        eng, sched = exact, ()
+    elif exact == "exact-convolution":
+        pts, text = _convolution_points(method, design, alpha, threshold)
+        eng, sched = exact, ()
     else:
         pts, text = _sim_points(method, design, policy, n_jobs, progress, executor)
         if baseline_free:

@@ -25,6 +25,7 @@ import json
 import os
 from pathlib import Path
 
+from simlab.hashing import short
 from methods.qualification import QualificationPolicy
 
 from studies.qualify.scenarios import Task, method_key
@@ -39,7 +40,7 @@ def method_token(method) -> str:
 
 
 def checkpoint_path(directory: str | Path, policy: QualificationPolicy) -> Path:
-    return Path(directory) / f"{policy.sha256[:16]}.checkpoint.jsonl"
+    return Path(directory) / f"{short(policy.sha256, 16)}.checkpoint.jsonl"
 
 
 def _line_sum(row: dict) -> str:
@@ -73,7 +74,7 @@ def _parse(path: Path, text: str, policy_sha256: str, mine: set[str]) -> tuple[d
         head = {}
     if head.get("checkpoint") != FORMAT or head.get("policy_sha256") != policy_sha256:
         raise ValueError(f"checkpoint {path}, line 1: not a format-{FORMAT} checkpoint of policy "
-                         f"{policy_sha256[:16]}; use another --checkpoint directory")
+                         f"{short(policy_sha256, 16)}; use another --checkpoint directory")
     done: dict[tuple, tuple[int, int]] = {}
     other = bad = 0
     for line in lines[1:]:

@@ -16,6 +16,7 @@ import pytest
 from scipy import special, stats
 
 from methods import registry
+from methods.fixed import _concentration
 from methods.fixed import _hier_quadrature as hq
 from methods.fixed import _dirichlet_mixture as rs
 from methods.fixed import bayes_hierarchical as bh
@@ -78,7 +79,7 @@ def test_tail_probability_matches_version_2_and_the_exact_nodes(large, upper):
         none = (np.empty(0), np.empty(0), np.empty((0, ng)), np.empty((0, ng)))
         s = meta[0] + np.array([-3.0, -0.5, 0.0, 2.0]) * meta[1]
         vs = np.sqrt((s - c) / (1 - c))
-        lh = rs._panel_log_h(vs, c, mix)
+        lh = rs.panel_log_h(vs, c, mix)
         for i, v in enumerate(vs):
             fi, di = hq._tail_integrand(v, c, upper, mix, plan, xi, lh[i], work)
             fe, de = hq._tail_integrand(v, c, upper, mix, plan, none, lh[i], work)
@@ -135,8 +136,8 @@ def test_non_concave_sequences_take_the_full_sum():
 
 def test_windowed_alpha_integrals_match_version_1():
     t = simulate_tables(LARGE, 2, 1)
-    sizes, counts = bh.cluster_sizes(t, 0)
+    sizes, counts = _concentration.cluster_sizes(t, 0)
     n = int(t[0].sum())
-    got = bh.log_alpha_integrals(sizes, counts, n // 3, n)
+    got = _concentration.log_alpha_integrals(sizes, counts, n // 3, n)
     want = log_alpha_integrals_v1(sizes, counts, n // 3, n)
     np.testing.assert_allclose(got - got[0], want - want[0], rtol=0, atol=1e-9)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from simlab.hashing import is_hash
 import math
 
+import numba as nb
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +32,7 @@ from scipy import special
 from methods import registry
 from methods.identity import reached_modules
 from methods.protocol import FAIL, INCONCLUSIVE, PASS, Estimand
-from methods.fixed import _dirichlet_mixture, _special, bayes_paired
+from methods.fixed import _concentration, _dirichlet_mixture, _gauss_kronrod, _special, bayes_paired
 from methods.fixed import bayes_hierarchical as hier
 from methods.reference import resample as ref
 from simlab.generate import simulate_tables
@@ -77,7 +78,8 @@ def test_registered_with_estimand_citation_and_identity(name, cite):
     want = Estimand.CLUSTER if name == "bayes_hierarchical" else Estimand.TRIAL
     assert m.kind == "fixed" and m.estimand is want and m.options == {}
     assert cite in m.citation and "Gelman" in m.citation and m.summary
-    assert "methods.fixed._dirichlet_mixture" in reached_modules(m.decision_roots())
+    # the shared integrator, reached through the closures that carry each integrand
+    assert {"methods.fixed._dirichlet_mixture", "methods.fixed._gauss_kronrod"} <= reached_modules(m.decision_roots())
     assert is_hash(m.identity.source_sha256)
 
 
@@ -86,10 +88,11 @@ def test_registered_with_estimand_citation_and_identity(name, cite):
 
 def test_gauss_kronrod_nodes_integrate_polynomials_exactly():
     """K15 is exact to degree 22, its embedded G7 to degree 13 (QUADPACK qk15)."""
-    x = np.concatenate([-_dirichlet_mixture._XGK[:7], _dirichlet_mixture._XGK[7:], _dirichlet_mixture._XGK[:7][::-1]])
-    wk = np.concatenate([_dirichlet_mixture._WGK[:7], _dirichlet_mixture._WGK[7:], _dirichlet_mixture._WGK[:7][::-1]])
-    xg = np.concatenate([-_dirichlet_mixture._XGK[1:7:2], [0.0], _dirichlet_mixture._XGK[1:7:2][::-1]])
-    wg = np.concatenate([_dirichlet_mixture._WG[:3], _dirichlet_mixture._WG[3:], _dirichlet_mixture._WG[:3][::-1]])
+    XGK, WGK, WG = _gauss_kronrod.XGK, _gauss_kronrod.WGK, _gauss_kronrod.WG
+    x = np.concatenate([-XGK[:7], XGK[7:], XGK[:7][::-1]])
+    wk = np.concatenate([WGK[:7], WGK[7:], WGK[:7][::-1]])
+    xg = np.concatenate([-XGK[1:7:2], [0.0], XGK[1:7:2][::-1]])
+    wg = np.concatenate([WG[:3], WG[3:], WG[:3][::-1]])
     for k in range(23):
         exact = 0.0 if k % 2 else 2.0 / (k + 1)
         assert np.sum(wk * x ** k) == pytest.approx(exact, abs=1e-15)
@@ -132,6 +135,30 @@ def test_bounds_are_roots_of_the_tail_equations(t, confidence):
         return
     assert _dirichlet_mixture.mixture_cdf(r.lower, pp, coef, rmin, meta)[0] == pytest.approx(alpha, abs=1e-12)
     assert _dirichlet_mixture.mixture_sf(r.upper, pp, coef, rmin, meta)[0] == pytest.approx(alpha, abs=1e-12)
+
+
+@nb.njit
+def _peak_panel(nodes, args, f, g):
+    """f = 1 / (w^2 + (x - x0)^2) (a peak of width w at x0), g = x^3."""
+    x0, w = args
+    for k in range(nodes.size):
+        f[k] = 1.0 / (w * w + (nodes[k] - x0) ** 2)
+        g[k] = nodes[k] ** 3
+
+
+_integrate_peak = _gauss_kronrod.adaptive(_peak_panel)
+
+
+@pytest.mark.parametrize("x0, w", [(0.3, 0.5), (0.3, 1e-3), (0.0, 1e-4)])
+def test_adaptive_gauss_kronrod_matches_closed_forms(x0, w):
+    """The shared adaptive driver on [0, 1]: int 1/(w^2 + (x - x0)^2) = (atan((1 - x0)/w) +
+    atan(x0/w)) / w, to its relative tolerance even for a narrow peak (which needs
+    bisection), and the companion integral int x^3 = 1/4 on the same nodes."""
+    for brk in (np.array([0.0, 1.0]), np.array([0.0, 0.25, 0.5, 1.0])):
+        value, companion = _integrate_peak((x0, w), brk, brk.size)
+        exact = (math.atan((1 - x0) / w) + math.atan(x0 / w)) / w
+        assert value == pytest.approx(exact, rel=2 * _gauss_kronrod.EPSREL)
+        assert companion == pytest.approx(0.25, rel=1e-12)
 
 
 def test_cdf_is_monotone_and_density_integrates_to_cdf():
@@ -226,7 +253,7 @@ def test_log_rising_has_no_cancellation(a, n):
     """log Gamma(a + n) - log Gamma(a) against the exact sum of logs (math.fsum)."""
     exact = math.fsum(math.log(a + i) for i in range(n)) if a < 1e6 else math.fsum(
         math.log(a) + math.log1p(i / a) for i in range(n))
-    assert hier.log_rising(a, n) == pytest.approx(exact, rel=1e-12, abs=1e-12)
+    assert _concentration.log_rising(a, n) == pytest.approx(exact, rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.parametrize("table", [

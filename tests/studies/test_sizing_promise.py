@@ -12,7 +12,7 @@ from scipy import special
 
 from methods import registry
 from methods.qualification import Axis, IntAxis, QualificationDomain, QualificationPolicy
-from simlab.scenario import FixedSize, PairedScenario
+from simlab.scenario import FixedSize, LabelNoise, PairedScenario
 from studies.exact.fixed import exact_measures
 from studies.qualify.nuisance import design_false_pass, nuisance_points
 from studies.sizing.size import size
@@ -101,10 +101,13 @@ def _policy(**kw) -> QualificationPolicy:
 
 
 def test_undetermined_false_pass_is_refused():
-    """exact_discordant (conservative), two trials per cluster, rho up to 0.1: the certificate
-    is simulated; with 200 replications per scenario it cannot show the small rates are below
+    """exact_discordant (conservative), two trials per cluster, rho up to 0.1 and a judge that
+    misses 1% of the candidate's passes (label noise: no exact engine applies, the certificate
+    is simulated); with 200 replications per scenario it cannot show the small rates are below
     the threshold, so the answer is a refusal naming the worst case, not a K."""
     pol = _policy(min_replications=200, max_replications=200)
+    noisy = (LabelNoise(), LabelNoise(candidate_sensitivity=0.99))
+    pol = pol.model_copy(update={"domain": pol.domain.model_copy(update={"label_noise": noisy})})
     with pytest.raises(ValueError, match="undetermined.*baseline .*discordance .*rho"):
         size(registry.get("exact_discordant"), margin=0.1, difference=0.0, discordance=0.2, power=0.8,
              max_reps=2000, trials=2, rho_max=0.1, policy=pol)
