@@ -225,10 +225,15 @@ def run_sign(args) -> int:
 def run_verify(args) -> int:
     from evidence.signatures import verify_file
     from simlab import signing
+    trusted = _trusted(args.trusted) or {}
+    sig = args.signature or f"{args.file}.sig"
     try:
-        result = {"ok": True, "signed_by": verify_file(args.file, _trusted(args.trusted) or {}, args.signature)}
+        result = {"ok": True, "signed_by": verify_file(args.file, trusted, args.signature)}
     except signing.SignatureError as exc:
         result = {"ok": False, "signed_by": None, "reason": str(exc)}
+    except ValueError as exc:  # not text, not JSON: the signature file is unreadable, not a failed check
+        message = str(exc) if sig in str(exc) else f"{sig}: not a signature file ({exc})"
+        raise UsageError(message, "--signature") from None
     _emit(args, result, lambda p: print(f"verified: signed by trusted key {p['signed_by']}" if p["ok"]
                                         else f"NOT verified: {p['reason']}"))
     return EXIT_OK if result["ok"] else EXIT_BLOCKED

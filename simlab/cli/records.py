@@ -43,7 +43,10 @@ def _trusted(paths):
     if not paths:
         return None
     from simlab.signing import trusted_keys
-    return trusted_keys(paths)
+    try:
+        return trusted_keys(paths)
+    except ValueError as exc:  # a file that is not a public key: name the option it came from
+        raise UsageError(f"--trusted-keys: {exc}", "--trusted-keys") from None
 
 
 def _files(method: str | None, d):

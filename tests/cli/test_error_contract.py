@@ -43,8 +43,15 @@ def files(tmp_path):
     record.write_text(json.dumps({"schema_version": 2, "method": "paired_wald", "record_sha256": "0" * 64}))
     empty = tmp_path / "empty.nc"
     empty.write_bytes(b"")
+    from simlab import signing
+
+    signed = tmp_path / "signed.json"
+    signed.write_text('{"a": 1}')
+    (tmp_path / "signed.json.sig").write_bytes(bytes(range(256)))  # garbage where the signature belongs
+    _, public = signing.save_keypair(signing.generate_key(), tmp_path / "keys", "k")
     return {"text": str(text), "dir": str(tmp_path), "under_file": str(blocker / "out.nc"),
-            "huge": str(huge), "small": str(small), "record": str(record), "empty": str(empty)}
+            "huge": str(huge), "small": str(small), "record": str(record), "empty": str(empty),
+            "signed": str(signed), "pub": str(public)}
 
 
 # (argv, field the error must name (None: any), words the message must contain)
@@ -67,6 +74,8 @@ CASES = [
       "5000000000000000000,0,0,0"], "--table", "2^63 - 1"),
     (["interval", "--table", "1,0,0,0"], "--method", "required"),
     (["interval", "--method", "no_such", "--table", "1,0,0,0"], "--method", "unknown method"),
+    (["interval", "--method", "cluster_t", "--table", "1,0,0,0", "--option", "bogus=1"], "--option",
+     "no option(s) ['bogus']"),
     (["interval", "--method", "exact_discordant", "--table", "1000000000,300000000,300000000,300000000"],
      "--max-memory", "exact_discordant"),
     (["interval", "--method", "bayes_hierarchical", "--table", "1000000,50000,40000,10000"], "--max-memory",
@@ -134,7 +143,9 @@ CASES = [
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "1.5"], "--rho-max",
      "[0, 1)"),
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--true-difference",
-      "-0.05"], None, "must exceed -margin"),
+      "-0.05"], "--true-difference", "must exceed -margin"),
+    (["size", "--method", "paired_wald", "--margin", "0.03", "--true-difference", "-0.05"], "--true-difference",
+     "must exceed -margin"),
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--looks", "3"], "--looks",
      "sequential"),
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--power", "1"], "--power",
@@ -176,6 +187,8 @@ CASES = [
     (["evidence", "keygen", "--out", "{under_file}"], "--out", None),
     (["evidence", "sign", "{text}", "--key", "{text}"], "--key", "not an Ed25519 private key"),
     (["evidence", "verify", "{text}", "--trusted", "{text}"], "--trusted", None),
+    (["evidence", "verify", "{signed}", "--trusted", "{pub}"], "--signature", "not a signature file"),
+    (["records", "verify", "--records", "{dir}", "--trusted-keys", "{text}"], "--trusted-keys", "--trusted-keys"),
     (["evidence", "demo", "--out", "{under_file}"], "--out", None),
     (["bench"], None, "required"),
     (["robustness", "--method", "cluster_t", "--clusters", "10", "--trials", "3", "--margin", "0.03", "--laws",
