@@ -174,9 +174,9 @@ def run_run(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
+    ds = open_sequential(args.path)  # a refused file is named before the summary code is imported
     from studies.engine import sequential_summary_rows
 
-    ds = open_sequential(args.path)
     payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
                "rows": sequential_summary_rows(ds, args.margin)}
     emit(args, payload, lambda p: _render_rows(p["rows"]))

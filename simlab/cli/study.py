@@ -74,12 +74,13 @@ NOT_A_DATASET = {
 
 def read_dataset(path: str, field: str):
     """The dataset at ``path``, or a one-line refusal that says what the file is instead."""
-    from studies import open_dataset
     from studies.datasets import file_kind
 
     kind = file_kind(path)
-    if kind != "netcdf":
+    if kind != "netcdf":  # refused before the netCDF stack is imported (an input error answers at once)
         raise UsageError(f"{path} {NOT_A_DATASET[kind]}", field)
+    from studies import open_dataset
+
     try:
         return open_dataset(path)
     except OSError as exc:
@@ -158,9 +159,9 @@ def run_study_run(args: argparse.Namespace) -> None:
 
 
 def run_study_show(args: argparse.Namespace) -> None:
+    ds = open_study(args.file)  # a refused file is named before the summary code is imported
     from studies.engine import grid_dims, study_summary_rows
 
-    ds = open_study(args.file)
     rows = study_summary_rows(ds, args.margin, args.alpha)
     payload = {"dataset": args.file, "spec_hash": ds.attrs.get("spec_hash"), "spec_name": ds.attrs.get("spec_name"),
                "code_revision": ds.attrs.get("code_revision"), "seed": ds.attrs.get("seed"),
