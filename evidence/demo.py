@@ -21,6 +21,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from simlab.hashing import address
+
 from .hashing import read_json, with_self_hash
 from .ledger import append, verify
 from .packet import run_experiment, trial_artifacts
@@ -50,7 +52,7 @@ def _qualification(out: Path) -> tuple[Path, str, dict]:
         (qdir / src.name).write_text(load_record(qdir / src.name).signed(key).to_json())
     except RecordError:
         pass
-    return qdir, "sha256:" + record["record_sha256"], signing.trusted_keys([public])
+    return qdir, address(record["record_sha256"]), signing.trusted_keys([public])
 
 
 def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, clusters: int, cases: int, reps: int,

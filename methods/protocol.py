@@ -268,7 +268,8 @@ class DecisionMethod:
         accepts the name."""
         unknown = set(options) - set(self.options)
         if unknown:
-            raise ValueError(f"method {self.name!r} has no option(s) {sorted(unknown)}; "
+            # worded option-first: a front end names the field it is about (--option, not --method)
+            raise ValueError(f"no option(s) {sorted(unknown)} in method {self.name!r}; "
                              f"known: {sorted(self.options)}")
         values = {}
         for k, v in options.items():

@@ -274,6 +274,68 @@ def save_json(payload: Any, path: str | Path) -> Path:
     return Path(path)
 
 
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  # netCDF-4 files are HDF5 files: this is their first 8 bytes
+
+
+def written_by_simlab(path: str | Path) -> bool:
+    """Whether ``path`` is a dataset simlab wrote (an HDF5/netCDF file whose attrs name one of
+    ``DATASET_KINDS``, or a study written before the schema: ``spec_hash`` with ``study_kind``).
+    Reads the signature and the root attrs only, never the data."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            if fh.read(8) != HDF5_SIGNATURE:
+                return False
+        import h5py
+
+        with h5py.File(p, "r") as f:
+            kind = f.attrs.get("dataset_kind", f.attrs.get("study_kind"))
+            legacy = "spec_hash" in f.attrs
+    except OSError:
+        return False
+    if isinstance(kind, bytes):
+        kind = kind.decode(errors="replace")
+    return kind in DATASET_KINDS or (kind is None and legacy)
+
+
+def file_kind(path: str | Path) -> str:
+    """What a file that a reader refused is, for its error message: ``missing``,
+    ``directory``, ``empty``, ``netcdf`` (an HDF5 file), ``record`` / ``certificate`` /
+    ``theorem`` (qualification JSON), ``spec`` (a study spec), ``json``, ``text`` or ``binary``."""
+    p = Path(path)
+    if not p.exists():
+        return "missing"
+    if p.is_dir():
+        return "directory"
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return "binary"
+    if not head:
+        return "empty"
+    if head.startswith(HDF5_SIGNATURE):
+        return "netcdf"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary"
+    if text.lstrip()[:1] in "{[":
+        try:
+            doc = json.loads(p.read_text())
+        except (ValueError, OSError):
+            return "text"
+        if isinstance(doc, dict):
+            for key, kind in (("record_sha256", "record"), ("certificate_sha256", "certificate"),
+                              ("theorem_sha256", "theorem")):
+                if key in doc:
+                    return kind
+            if "methods" in doc and ("scenario" in doc or "grid" in doc):
+                return "spec"
+        return "json"
+    return "text"
+
+
 def open_dataset(path: str | Path):
     """Read a dataset written by :func:`save_dataset` fully into memory (a missing file is
     a ``ValueError``; an unreadable one raises the reader's ``OSError``)."""
@@ -288,5 +350,5 @@ def open_dataset(path: str | Path):
 
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
            "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset",
-           "check_output_path", "check_output_dir"]
+           "check_output_path", "check_output_dir", "written_by_simlab", "file_kind"]
 from simlab.hashing import content_hash

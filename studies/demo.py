@@ -195,8 +195,9 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
         })
     # 4. which methods may decide at the seed's design, ranked by power (studies.recommend)
     from .recommend import recommend
+    # certificates made on demand go to the demo's folder, never into the shipped records
     advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1,
-                       size_reps=8000, seed=seed)
+                       size_reps=8000, seed=seed, certify_dir=out / "certificates")
     return {"headline": headline, "unequal": unequal, "recommend": advice,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
                            "differences": list(DIFFERENCES),

@@ -186,12 +186,14 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 "guarantee": (fp or {}).get("guarantee", "model-certified") if covered else "not covered",
                 "false_pass": fp, "power": None, "made": made}
 
-    for name in names:
+    say(f"checking the qualification files of {len(names)} methods at this design (each is verified)")
+    for i, name in enumerate(names, 1):
         m = registry.get(name)
         try:
             rows.append(row_of(m, find_coverage(m.identity.name, point, directory)))
         except RecordError as exc:  # stale or tampered: it covers nothing, and says why
             rows.append(row_of(m, refused=f"record not usable: {exc}"))
+        say(f"{i}/{len(names)} {m.label}: {'covered' if rows[-1]['covered'] else 'not covered'}")
     # certificates on demand
     if certify_missing:
         for r in [r for r in rows if not r["covered"]]:
@@ -216,8 +218,8 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     # calibrated methods: the certified method objects by label (a label carries no options)
     calibrated: dict[str, Any] = {}
     for base in calibrate or ():
-        if base not in registry.names("fixed"):
-            continue
+        if base not in registry.names("fixed") or (methods is not None and base not in methods):
+            continue  # a caller who names the methods gets those methods' calibrations only
         stored = _calibrated_certificate(base, point, certify_dir)
         if stored is None and (not calibrate_missing or over_budget()):
             why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"

@@ -107,7 +107,7 @@ def field_of(message: str, args: argparse.Namespace | None) -> str | None:
     for dest in vars(args):
         if dest in ("func", "json") or dest.endswith("_command") or dest == "command":
             continue
-        for name in {dest, dest.replace("_", "-")}:
+        for name in {dest, dest.replace("_", "-"), dest.replace("_", " ")}:  # "true difference" too
             hit = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message)
             if hit and (best is None or hit.start() < best[0]):
                 best = (hit.start(), dest)

@@ -16,14 +16,19 @@ from simlab.cli._args import (
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 
+SIMULATE_CHUNK = 65_536  # replications the engine generates at a time
+NUMPY_CHUNK = 20_000     # replications the numpy reference draws at a time
+
+
 def run_bench_simulate(args: argparse.Namespace) -> None:
     from studies.bench import bench_simulate
     from simlab.cli.simulate import simulate_memory
 
-    held = max(args.reps, args.numpy_reps)
-    check_memory(args, simulate_memory(held, 30), f"bench simulate ({held:,} replications held in memory)")
+    # both sides stream in chunks: what is held at once is a chunk, not every replication
+    held = max(min(args.reps, SIMULATE_CHUNK), min(args.numpy_reps, NUMPY_CHUNK))
+    check_memory(args, simulate_memory(held, 30), f"bench simulate ({held:,} replications held in memory at once)")
     payload = bench_simulate(reps=args.reps, numpy_reps=args.numpy_reps, memory_reps=args.memory_reps,
-                             progress=not args.json)
+                             progress=not args.json, chunk_size=SIMULATE_CHUNK, numpy_chunk=NUMPY_CHUNK)
 
     def render(p: dict) -> None:
         rows = [[r["name"], r["replications"], r["seconds"], r["replications_per_s"], r["draws_per_s"]]
@@ -151,8 +156,10 @@ def run_bench_qualify(args: argparse.Namespace) -> None:
 
 def register(sub, bench_sub) -> None:
     p = bench_sub.add_parser("simulate", help="generator speed vs a numpy-vectorised DGM")
-    p.add_argument("--reps", type=positive_int, default=2_000_000)
-    p.add_argument("--numpy-reps", type=positive_int, default=200_000)
+    p.add_argument("--reps", type=positive_int, default=2_000_000,
+                   help="replications the numba generator simulates, streamed in batches (default %(default)s)")
+    p.add_argument("--numpy-reps", type=positive_int, default=200_000,
+                   help="replications of the numpy-vectorised reference (default %(default)s)")
     p.add_argument("--memory-reps", type=nonnegative_int, default=0,
                    help="also stream this many replications and report peak memory (e.g. 100000000)")
     add_max_memory(p)
@@ -170,7 +177,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--reference-seconds", type=positive_float, default=10.0,
                    help="time budget of each reference run (default %(default)s)")
     p.add_argument("--methods", default="", help="comma-separated subset (default: every fixed method)")
-    p.add_argument("--seed", type=nonnegative_int, default=1)
+    p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
     add_json(p)
     p.set_defaults(func=run_bench_methods)
 
@@ -183,13 +190,15 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--n-jobs", type=n_jobs, help="cores for the all-cores run (default: all available)")
     p.add_argument("--repeat", type=positive_int, default=3,
                    help="time each row this often, keep the fastest (%(default)s)")
-    p.add_argument("--seed", type=nonnegative_int, default=1)
+    p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
     add_json(p)
     p.set_defaults(func=run_bench_study)
 
     p = bench_sub.add_parser("sequential", help="exact enumeration time and simulated replication-looks/s")
-    p.add_argument("--reps", type=positive_int, default=200_000)
-    p.add_argument("--repeats", type=positive_int, default=5)
+    p.add_argument("--reps", type=positive_int, default=200_000,
+                   help="replications of the simulated sequential rows (default %(default)s)")
+    p.add_argument("--repeats", type=positive_int, default=5,
+                   help="time each row this often, keep the fastest (default %(default)s)")
     add_json(p)
     p.set_defaults(func=run_bench_sequential)
 

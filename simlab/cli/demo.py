@@ -65,6 +65,7 @@ def register(sub, bench_sub) -> None:
     p = sub.add_parser("demo", help="the seed's findings, exactly and by simulation; the method library compared")
     p.add_argument("--out", default="results/demo", help="folder for the dataset and plot (default %(default)s)")
     p.add_argument("--reps", type=positive_int, default=20_000, help="replications per scenario (default %(default)s)")
-    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--seed", type=nonnegative_int, default=20261129,
+                   help="random seed: the same seed gives the same replications (default %(default)s)")
     add_json(p)
     p.set_defaults(func=run_demo_command)

@@ -225,10 +225,15 @@ def run_sign(args) -> int:
 def run_verify(args) -> int:
     from evidence.signatures import verify_file
     from simlab import signing
+    trusted = _trusted(args.trusted) or {}
+    sig = args.signature or f"{args.file}.sig"
     try:
-        result = {"ok": True, "signed_by": verify_file(args.file, _trusted(args.trusted) or {}, args.signature)}
+        result = {"ok": True, "signed_by": verify_file(args.file, trusted, args.signature)}
     except signing.SignatureError as exc:
         result = {"ok": False, "signed_by": None, "reason": str(exc)}
+    except ValueError as exc:  # not text, not JSON: the signature file is unreadable, not a failed check
+        message = str(exc) if sig in str(exc) else f"{sig}: not a signature file ({exc})"
+        raise UsageError(message, "--signature") from None
     _emit(args, result, lambda p: print(f"verified: signed by trusted key {p['signed_by']}" if p["ok"]
                                         else f"NOT verified: {p['reason']}"))
     return EXIT_OK if result["ok"] else EXIT_BLOCKED
@@ -257,7 +262,7 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_init)
 
     p = es.add_parser("run", help="evaluate raw trials against a manifest and write a packet (exit 1 on block/hold)")
-    p.add_argument("--manifest", required=True)
+    p.add_argument("--manifest", required=True, help="release manifest JSON (written by `simlab evidence init`)")
     p.add_argument("--trials", help="trial records, .jsonl or .csv (both arms)")
     p.add_argument("--inspect", nargs=2, metavar=("BASELINE", "CANDIDATE"), help="two Inspect AI .eval logs")
     p.add_argument("--cluster-field", help="Inspect: sample metadata field naming the cluster")
@@ -272,11 +277,11 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_run)
 
     p = es.add_parser("replay", help="recompute a packet from its raw records (exit 1 unless it replays to a pass)")
-    p.add_argument("packet")
+    p.add_argument("packet", help="evidence packet JSON (written by `simlab evidence run`)")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
-    p.add_argument("--qualification-dir")
-    p.add_argument("--trusted", action="append")
+    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
+    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_replay)
 
@@ -290,26 +295,27 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_resolve)
 
     p = es.add_parser("verify-ledger", help="walk the ledger's hash chain (exit 1 when broken)")
-    p.add_argument("ledger")
+    p.add_argument("ledger", help="SQLite ledger file")
     _add_json(p)
     p.set_defaults(func=run_verify_ledger)
 
     p = es.add_parser("keygen", help="create an Ed25519 key pair")
     p.add_argument("--out", required=True, help="directory for NAME.key / NAME.pub")
-    p.add_argument("--name", default="simlab")
+    p.add_argument("--name", default="simlab", help="key file stem: NAME.key, NAME.pub (default %(default)s)")
     _add_json(p)
     p.set_defaults(func=run_keygen)
 
     p = es.add_parser("sign", help="sign a receipt, packet or qualification record (writes FILE.sig)")
-    p.add_argument("file")
+    p.add_argument("file", help="receipt, packet or qualification record to sign")
     p.add_argument("--key", required=True, help="private key (PEM)")
     p.add_argument("--out", help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_sign)
 
     p = es.add_parser("verify", help="verify FILE.sig against trusted keys (exit 1 when not verified)")
-    p.add_argument("file")
-    p.add_argument("--trusted", action="append", required=True)
+    p.add_argument("file", help="signed file (its signature is FILE.sig unless --signature)")
+    p.add_argument("--trusted", action="append", required=True,
+                   help="trusted public key file or directory (repeatable)")
     p.add_argument("--signature", help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_verify)

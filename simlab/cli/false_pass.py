@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import (
+    add_max_seconds,
+    check_time,
     add_device_option,
     on_selected_device,
     add_json,
@@ -15,7 +17,7 @@ from simlab.cli._args import (
     positive_int,
     scenario_from_args,
 )
-from simlab.cli._output import UsageError, emit
+from simlab.cli._output import UsageError, emit, log_to_stderr
 
 DEFAULT_REPS = 200_000
 DEFAULT_EXACT_SECONDS = 60.0
@@ -23,18 +25,26 @@ DEFAULT_SEED = 20261129
 
 
 def run_false_pass(args: argparse.Namespace) -> None:
-    from studies.engine import false_pass
     from methods import MethodRef
+    from studies.engine import TimeEstimate, false_pass
 
     if args.simulate and args.exact_seconds is not None:
         raise UsageError("--exact-seconds bounds the exact evaluation, which --simulate skips; give one of them",
                          "--exact-seconds")
     scenario = scenario_from_args(args)
     ref = MethodRef(name=args.method, options=parse_options(args.option))
-    payload = false_pass(scenario, ref, args.margin, args.alpha, args.reps or DEFAULT_REPS,
+    reps = args.reps or DEFAULT_REPS
+    say = log_to_stderr(args)
+
+    def before_simulating(seconds: float) -> None:
+        check_time(args, seconds, f"simulating {reps:,} replications of {ref.key}")
+        say(f"simulating {reps:,} replications of {ref.key}: estimated {TimeEstimate(seconds, seconds, 1).describe()}")
+
+    payload = false_pass(scenario, ref, args.margin, args.alpha, reps,
                          DEFAULT_SEED if args.seed is None else args.seed,
                          exact="never" if args.simulate else "auto",
-                         max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds)
+                         max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds,
+                         before_simulating=before_simulating, progress=True)
     unused = [f for f, v in (("--reps", args.reps), ("--seed", args.seed)) if v is not None]
     payload["notes"] = ([f"{' and '.join(unused)} not used: the exact engine applies (add --simulate to simulate)"]
                         if payload["exact"] and unused else [])
@@ -60,7 +70,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--method", required=True, help="registered fixed-sample method")
     p.add_argument("--option", action="append", default=[], metavar="key=value", help="method option (repeatable)")
     add_scenario_args(p, clusters=30, trials=1, rho=0.0, cells="0.96,0.04,0,0")
-    p.add_argument("--margin", type=finite_float, default=0.03)
+    p.add_argument("--margin", type=finite_float, default=0.03, help="non-inferiority margin (default %(default)s)")
     p.add_argument("--alpha", type=finite_float, default=0.025, help="one-sided level (default %(default)s)")
     p.add_argument("--reps", type=positive_int, default=None,
                    help=f"replications when simulating (default {DEFAULT_REPS})")
@@ -68,6 +78,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")
     p.add_argument("--exact-seconds", type=positive_float, default=None,
                    help=f"simulate instead when the exact evaluation would take longer (default {DEFAULT_EXACT_SECONDS:g})")
+    add_max_seconds(p)
     add_device_option(p)
     add_json(p)
     p.set_defaults(func=on_selected_device(run_false_pass))

@@ -86,7 +86,8 @@ def register(subparsers, bench_subparsers) -> None:
                    help="alternative: candidate - baseline (default 0)")
     p.add_argument("--power", type=_open_unit, default=0.8, help="target power (default %(default)s)")
     p.add_argument("--alpha", type=_open_unit, default=0.025, help="one-sided level (default %(default)s)")
-    p.add_argument("--baseline", type=_open_unit, default=0.9)
+    p.add_argument("--baseline", type=_open_unit, default=0.9,
+                   help="baseline pass rate of the power scenario (default %(default)s)")
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ) under the alternative (default max(2|difference|, margin, 0.1))")
     p.add_argument("--top", type=nonnegative_int, default=3,
@@ -103,6 +104,7 @@ def register(subparsers, bench_subparsers) -> None:
                    help="time budget for certificates, calibrations and sizing made on demand; work beyond it is "
                         "listed as skipped (default %(default)s)")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes for on-demand certification (default 1)")
-    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--seed", type=nonnegative_int, default=20261129,
+                   help="random seed: the same seed gives the same replications (default %(default)s)")
     add_json(p)
     p.set_defaults(func=cmd_recommend)

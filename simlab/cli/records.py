@@ -43,7 +43,10 @@ def _trusted(paths):
     if not paths:
         return None
     from simlab.signing import trusted_keys
-    return trusted_keys(paths)
+    try:
+        return trusted_keys(paths)
+    except ValueError as exc:  # a file that is not a public key: name the option it came from
+        raise UsageError(f"--trusted-keys: {exc}", "--trusted-keys") from None
 
 
 def _files(method: str | None, d):
@@ -207,7 +210,7 @@ def register(subparsers, bench_subparsers) -> None:
     s = rs.add_parser("verify", help="verify every record and certificate (hashes, dataset counts, dates, "
                                      "signatures with --trusted-keys, method identity)")
     _records_flag(s)
-    s.add_argument("--method", default=None)
+    s.add_argument("--method", default=None, help="only this method's files (default: every file)")
     s.add_argument("--trusted-keys", nargs="+", metavar="PUB", help="public keys (.pub) or directories of them; "
                                                                     "then every file must be signed by one")
     s.add_argument("--allow-stale", action="store_true", help="do not require the current method source")
@@ -217,7 +220,7 @@ def register(subparsers, bench_subparsers) -> None:
     s = rs.add_parser("sign", help="verify, then sign every record and certificate with an Ed25519 key")
     _records_flag(s)
     s.add_argument("--key", required=True, metavar="PEM", help="private key (simlab.signing.save_keypair)")
-    s.add_argument("--method", default=None)
+    s.add_argument("--method", default=None, help="only this method's files (default: every file)")
     _json_flag(s)
     s.set_defaults(func=cmd_sign)
 
@@ -232,14 +235,16 @@ def register(subparsers, bench_subparsers) -> None:
     s = rs.add_parser("coverage", help="is METHOD covered at this design (grid records, theorems, certificates)?")
     _records_flag(s)
     s.add_argument("--method", required=True, help="method identity name, e.g. tango_score")
-    s.add_argument("--clusters", type=positive_int, required=True)
-    s.add_argument("--trials", type=positive_int, default=1)
-    s.add_argument("--margin", type=finite_float, required=True)
-    s.add_argument("--rho", type=finite_float, default=None)
-    s.add_argument("--rho-max", type=finite_float, default=None)
-    s.add_argument("--looks", type=positive_int, default=None)
+    s.add_argument("--clusters", type=positive_int, required=True, help="clusters K of the design")
+    s.add_argument("--trials", type=positive_int, default=1, help="trials per cluster (default %(default)s)")
+    s.add_argument("--margin", type=finite_float, required=True, help="non-inferiority margin")
+    s.add_argument("--rho", type=finite_float, default=None, help="intra-cluster correlation of the design")
+    s.add_argument("--rho-max", type=finite_float, default=None,
+                   help="largest intra-cluster correlation the coverage must reach (default: --rho)")
+    s.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of looks")
     s.add_argument("--certificate", nargs="+", metavar="FILE", help="certificate files to consult as well")
-    s.add_argument("--trusted-keys", nargs="+", metavar="PUB")
+    s.add_argument("--trusted-keys", nargs="+", metavar="PUB",
+                   help="public keys (.pub) or directories of them; then only signed files count")
     _json_flag(s)
     s.set_defaults(func=cmd_coverage)
 
@@ -249,7 +254,7 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--out", default=None, metavar="DIR", help="write here instead of in place")
     s.add_argument("--only", default=None, help="comma-separated method names")
     s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
-    s.add_argument("--n-jobs", type=n_jobs, default=1)
+    s.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
     s.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="keep finished tasks here; the same command resumes a stopped regeneration")

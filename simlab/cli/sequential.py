@@ -22,7 +22,7 @@ from simlab.cli._args import (
     scenario_fields,
 )
 from simlab.cli._backend import add_backend_arguments
-from simlab.cli._output import UsageError, emit, plain_table
+from simlab.cli._output import UsageError, emit, log_to_stderr, plain_table
 from simlab.cli._sequential import (
     DEFAULT_ALPHA,
     DEFAULT_LOOKS,
@@ -31,7 +31,7 @@ from simlab.cli._sequential import (
     method_refs,
     schedule_of,
 )
-from simlab.cli.study import check_writable
+from simlab.cli.study import check_writable, read_dataset, refuse_foreign_file
 
 
 def run_exact(args: argparse.Namespace) -> None:
@@ -93,7 +93,7 @@ def _template(args: argparse.Namespace) -> dict:
 
 def run_simulate(args: argparse.Namespace) -> None:
     from studies.engine import (exact_sequential_memory, parse_sequential_spec, run_sequential_study,
-                                sequential_study_memory, sequential_summary_rows)
+                                sequential_study_estimate, sequential_study_memory, sequential_summary_rows)
 
     schedule = schedule_of(args, args.looks)
     most = args.clusters if args.unit == "clusters" else args.clusters * args.trials
@@ -107,7 +107,12 @@ def run_simulate(args: argparse.Namespace) -> None:
         "scenario": _template(args), "margins": [args.margin], "alpha": args.alpha,
         "replications": args.reps, "seed": args.seed, "exact": not args.no_exact}, source="arguments")
     need = sequential_study_memory(spec, workers) + (0 if args.no_exact else exact_sequential_memory(schedule.looks, True))
-    check_memory(args, need, f"sequential simulation ({args.reps:,} replications x {args.clusters:,} clusters)")
+    what = f"sequential simulation ({args.reps:,} replications x {args.clusters:,} clusters)"
+    check_memory(args, need, what)
+    estimate = sequential_study_estimate(spec, workers)
+    check_time(args, estimate.low, what)
+    log_to_stderr(args)(f"{what}: estimated {estimate.describe()}"
+                        + ("" if args.no_exact else "; the exact engines come on top"))
     ds = run_sequential_study(spec, n_jobs=args.jobs, progress=True)
     payload = {"spec": json.loads(spec.to_json()), "spec_hash": spec.hash, "looks": list(spec.schedule.looks),
                "unit": spec.schedule.unit, "scenario": json.loads(str(ds.scenario_json.values.item())),
@@ -150,6 +155,7 @@ def run_run(args: argparse.Namespace) -> None:
     spec = load_sequential_spec(args.spec)
     if args.out:
         check_writable(args.out, "--out")
+        refuse_foreign_file(args.out, "--out", args.force)
     points = math.prod(spec.shape) if spec.shape else 1
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
     check_memory(args, sequential_study_memory(spec, workers), f"sequential study {spec.name} ({points:,} grid points)")
@@ -168,22 +174,18 @@ def run_run(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
+    ds = open_sequential(args.path)  # a refused file is named before the summary code is imported
     from studies.engine import sequential_summary_rows
 
-    ds = open_sequential(args.path)
     payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
                "rows": sequential_summary_rows(ds, args.margin)}
     emit(args, payload, lambda p: _render_rows(p["rows"]))
 
 
 def open_sequential(path: str):
-    from studies import dataset_kind, open_dataset
+    from studies import dataset_kind
 
-    try:
-        ds = open_dataset(path)
-    except OSError as exc:
-        raise UsageError(f"{path}: not a readable netCDF file ({exc.strerror or exc.__class__.__name__})",
-                         "path") from None
+    ds = read_dataset(path, "path")
     if dataset_kind(ds) != "sequential":
         raise UsageError(f"{path}: not a sequential study dataset (written by simlab sequential run --out?)", "path")
     return ds
@@ -223,7 +225,8 @@ def register(sub, bench_sub) -> None:
     def design(p, looks=DEFAULT_LOOKS, margin=DEFAULT_MARGIN, alpha=DEFAULT_ALPHA):
         p.add_argument("--looks", default=looks, help=f"cumulative look counts: a,b,c or start:stop:step "
                                                       f"(default {looks or DEFAULT_LOOKS})")
-        p.add_argument("--unit", choices=("clusters", "trials"), default="clusters")
+        p.add_argument("--unit", choices=("clusters", "trials"), default="clusters",
+                       help="what the look counts count (default %(default)s)")
         p.add_argument("--margin", type=finite_float, default=margin,
                        help=f"non-inferiority margin (default {DEFAULT_MARGIN})")
         p.add_argument("--alpha", type=finite_float, default=alpha, help=f"one-sided overall level (default {DEFAULT_ALPHA})")
@@ -251,43 +254,52 @@ def register(sub, bench_sub) -> None:
     add_scenario_args(p, clusters=500, trials=1, rho=0.0, cells="0.97,0.03,0,0")
     g = p.add_argument_group("measurement")
     for k in ("candidate_sensitivity", "candidate_specificity", "baseline_sensitivity", "baseline_specificity"):
-        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=finite_float, default=None)
+        arm, what = k.split("_")
+        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=finite_float, default=None,
+                       help=f"P(the {arm}'s outcome is recorded as {'pass' if what == 'sensitivity' else 'fail'} "
+                            f"| it {'passed' if what == 'sensitivity' else 'failed'}) (default 1: perfect labels)")
     g.add_argument("--loss-rate", type=finite_float, default=0.0, help="probability a trial pair is lost")
-    p.add_argument("--reps", type=positive_int, default=20_000)
-    p.add_argument("--seed", type=nonnegative_int, default=20261129)
-    p.add_argument("--jobs", type=n_jobs, default=1)
+    p.add_argument("--reps", type=positive_int, default=20_000, help="replications (default %(default)s)")
+    p.add_argument("--seed", type=nonnegative_int, default=20261129,
+                   help="random seed: the same seed gives the same replications (default %(default)s)")
+    p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact engines")
     add_max_memory(p)
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_simulate)
 
     p = ssub.add_parser("run", help="run a sequential study spec (TOML/JSON) and save it as netCDF")
-    p.add_argument("spec")
-    p.add_argument("--out", default=None, help="netCDF path (e.g. results/peeking.nc); without it nothing is saved")
-    p.add_argument("--jobs", type=n_jobs, default=1)
+    p.add_argument("spec", help="sequential study spec file (.toml / .json)")
+    p.add_argument("--out", default=None, help="netCDF path (e.g. results/peeking.nc); without it nothing is saved; "
+                                               "an existing file that simlab did not write is refused unless --force")
+    p.add_argument("--force", action="store_true", help="replace --out even when it is not a dataset simlab wrote")
+    p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     add_backend_arguments(p)
     add_max_memory(p)
     add_json(p)
     p.set_defaults(func=run_run)
 
     p = ssub.add_parser("show", help="summarise a saved sequential study")
-    p.add_argument("path")
-    p.add_argument("--margin", type=finite_float, default=None)
+    p.add_argument("path", help="sequential dataset (.nc) written by simlab sequential run --out")
+    p.add_argument("--margin", type=finite_float, default=None, help="margin to show (default: every margin)")
     add_json(p)
     p.set_defaults(func=run_show)
 
     p = ssub.add_parser("plot", help="cumulative promotion probability across looks, per method (PNG)")
-    p.add_argument("path")
-    p.add_argument("--out", required=True)
-    p.add_argument("--margin", type=finite_float, default=None)
+    p.add_argument("path", help="sequential dataset (.nc) written by simlab sequential run --out")
+    p.add_argument("--out", required=True, help="PNG path")
+    p.add_argument("--margin", type=finite_float, default=None, help="margin to plot (default: the dataset's first)")
     add_json(p)
     p.set_defaults(func=run_plot)
 
     p = ssub.add_parser("analyze", help="one experiment's sequential analysis (clusters in arrival order)")
     design(p, looks="10,20,30")
-    p.add_argument("--method", required=True)
-    p.add_argument("--inner", default=None)
-    p.add_argument("--option", action="append", default=[], metavar="key=value")
-    p.add_argument("--table", action="append", default=[], metavar="n11,n10,n01,n00")
+    p.add_argument("--method", required=True, help="registered sequential method (see `simlab methods`)")
+    p.add_argument("--inner", default=None, help="fixed-sample method a wrapper runs (default binomial_loss)")
+    p.add_argument("--option", action="append", default=[], metavar="key=value",
+                   help="method option, e.g. spending=pocock (repeatable)")
+    p.add_argument("--table", action="append", default=[], metavar="n11,n10,n01,n00",
+                   help="one cluster's paired counts, in arrival order; repeat once per cluster")
     add_json(p)
     p.set_defaults(func=run_analyze)

@@ -51,7 +51,8 @@ def register(sub, bench_sub) -> None:
     p = sub.add_parser("simulate", help="draw tables for a scenario and summarise them")
     add_scenario_args(p)
     p.add_argument("--reps", type=positive_int, default=10_000, help="replications (default %(default)s)")
-    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--seed", type=nonnegative_int, default=20261129,
+                   help="random seed: the same seed gives the same replications (default %(default)s)")
     add_max_memory(p)
     add_json(p)
     p.set_defaults(func=run_simulate)

@@ -76,21 +76,24 @@ def run_size(args: argparse.Namespace) -> None:
 
 def register(sub, bench_sub) -> None:
     p = sub.add_parser("size", help="clusters needed for a target power (simulation, analytic start)")
-    p.add_argument("--method", required=True)
+    p.add_argument("--method", required=True, help="registered method to size (see `simlab methods`)")
     p.add_argument("--margin", type=positive_float, required=True, help="non-inferiority margin m > 0")
     p.add_argument("--true-difference", type=finite_float, required=True, help="candidate - baseline under the alternative")
-    p.add_argument("--power", type=_open_unit, default=0.8)
+    p.add_argument("--power", type=_open_unit, default=0.8, help="target power (default %(default)s)")
     p.add_argument("--alpha", type=_open_unit, default=0.025,
                    help="one-sided level (default %(default)s)")
-    p.add_argument("--trials-per-cluster", type=positive_int, default=1)
-    p.add_argument("--baseline", type=_open_unit, default=0.9)
+    p.add_argument("--trials-per-cluster", type=positive_int, default=1,
+                   help="paired trials in each cluster (default %(default)s)")
+    p.add_argument("--baseline", type=_open_unit, default=0.9,
+                   help="baseline pass rate under the alternative (default %(default)s)")
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ), in (0, 1] (default max(2|difference|, margin, 0.1))")
     p.add_argument("--rho", type=float_at_least(0.0), default=0.0, help="intra-cluster correlation in [0, 1)")
     p.add_argument("--rho-max", type=float_at_least(0.0), default=None,
                    help="largest rho of the false-pass certificate over the nuisance domain (default: --rho)")
     p.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of equally spaced looks")
-    p.add_argument("--seed", type=nonnegative_int, default=20261129)
+    p.add_argument("--seed", type=nonnegative_int, default=20261129,
+                   help="random seed: the same seed gives the same replications (default %(default)s)")
     p.add_argument("--max-reps", type=int_at_least(100), default=1 << 20, help="replication cap of the root search")
     p.add_argument("--out", default="results/sizing", help="where the power curve (.nc, .png) goes; '' for none")
     p.add_argument("--n-jobs", type=n_jobs, default=1,

@@ -33,6 +33,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--reps", type=positive_int, default=2000, help="bootstrap replications per design (%(default)s)")
     p.add_argument("--bayes-reps", type=positive_int, default=6, help="bayes_hierarchical replications per design (%(default)s)")
     p.add_argument("--repeat", type=positive_int, default=3, help="time each row this often, keep the fastest (%(default)s)")
-    p.add_argument("--seed", type=nonnegative_int, default=1)
+    p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
     add_json(p)
     p.set_defaults(func=cmd_bench_speedups)

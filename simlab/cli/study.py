@@ -57,15 +57,53 @@ def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
     print_table(title, cols, table)
 
 
-def open_study(path: str, allow_sequential: bool = False):
-    """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
-    from studies import dataset_kind, open_dataset
+# What a file given where a dataset belongs is instead (studies.datasets.file_kind), and where it goes
+NOT_A_DATASET = {
+    "missing": "no such file",
+    "directory": "is a directory; give a dataset file (.nc)",
+    "empty": "is an empty file, not a netCDF dataset",
+    "record": "is a qualification record (JSON), not a dataset; show it with `simlab qualify show`",
+    "certificate": "is a certificate (JSON), not a dataset; check it with `simlab records verify`",
+    "theorem": "is a theorem record (JSON), not a dataset; see `simlab records theorem`",
+    "spec": "is a study spec (JSON), not a dataset; run it with `simlab study run`",
+    "json": "is a JSON file, not a netCDF dataset",
+    "text": "is a text file, not a netCDF dataset",
+    "binary": "is not a netCDF dataset (no HDF5 signature)",
+}
+
+
+def read_dataset(path: str, field: str):
+    """The dataset at ``path``, or a one-line refusal that says what the file is instead."""
+    from studies.datasets import file_kind
+
+    kind = file_kind(path)
+    if kind != "netcdf":  # refused before the netCDF stack is imported (an input error answers at once)
+        raise UsageError(f"{path} {NOT_A_DATASET[kind]}", field)
+    from studies import open_dataset
 
     try:
-        ds = open_dataset(path)
+        return open_dataset(path)
     except OSError as exc:
-        raise UsageError(f"{path}: not a readable netCDF file ({exc.strerror or exc.__class__.__name__})",
-                         "file") from None
+        raise UsageError(f"{path} is an HDF5 file that is not a readable netCDF dataset "
+                         f"({exc.strerror or exc.__class__.__name__})", field) from None
+
+
+def refuse_foreign_file(path, flag: str, force: bool) -> None:
+    """Refuse to replace a file simlab did not write (a user's file named by mistake) unless ``force``."""
+    from pathlib import Path
+
+    from studies.datasets import written_by_simlab
+
+    if not force and Path(path).is_file() and not written_by_simlab(path):
+        raise UsageError(f"{flag} {path} exists and is not a dataset simlab wrote; refusing to overwrite it "
+                         "(choose another path, or add --force to replace it)", flag)
+
+
+def open_study(path: str, allow_sequential: bool = False):
+    """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
+    from studies import dataset_kind
+
+    ds = read_dataset(path, "file")
     if allow_sequential and dataset_kind(ds) == "sequential":
         return ds
     if "pass_rate" not in ds.data_vars or "method" not in ds.dims:
@@ -90,6 +128,7 @@ def run_study_run(args: argparse.Namespace) -> None:
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
+    refuse_foreign_file(out, "--out", args.force)
     chunk = args.chunk_size or spec.chunk_size
     workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs
     check_memory(args, study_memory(spec, chunk, workers),
@@ -99,12 +138,14 @@ def run_study_run(args: argparse.Namespace) -> None:
         estimate = study_estimate(spec, ex.workers, chunk)
         check_time(args, estimate.low, f"study {spec.name}")
         exact = args.exact or spec.exact
-        log_to_stderr(args)(f"study {spec.name}: simulation estimated {estimate.describe()} on {ex.describe()}"
-                            + ("; the exact results (--exact) come on top" if exact else ""))
+        say = log_to_stderr(args)
+        say(f"study {spec.name}: simulation estimated {estimate.describe()} on {ex.describe()}"
+            + ("; the exact results (--exact) come on top" if exact else ""))
         ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
                        work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
                        resume=not args.restart, progress=True if estimate.low >= 10 or exact else None,
-                       exact=True if args.exact else None, out=out)
+                       exact=True if args.exact else None, out=out,
+                       on_rejected=lambda path, why: say(f"chunk {path} rejected ({why}); computing it again"))
     payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
                "scenarios": int(np.prod(spec.shape)) if spec.shape else 1, "methods": list(spec.method_keys),
                "seconds": ds.attrs["run_seconds"], "tasks": ds.attrs["run_tasks"],
@@ -118,9 +159,9 @@ def run_study_run(args: argparse.Namespace) -> None:
 
 
 def run_study_show(args: argparse.Namespace) -> None:
+    ds = open_study(args.file)  # a refused file is named before the summary code is imported
     from studies.engine import grid_dims, study_summary_rows
 
-    ds = open_study(args.file)
     rows = study_summary_rows(ds, args.margin, args.alpha)
     payload = {"dataset": args.file, "spec_hash": ds.attrs.get("spec_hash"), "spec_name": ds.attrs.get("spec_name"),
                "code_revision": ds.attrs.get("code_revision"), "seed": ds.attrs.get("seed"),
@@ -149,7 +190,9 @@ def register(sub, bench_sub) -> None:
     ssub = p.add_subparsers(dest="study_command", required=True)
     q = ssub.add_parser("run", help="run a study spec (.toml / .json) and save its dataset")
     q.add_argument("spec", help="study spec file")
-    q.add_argument("--out", help="netCDF output (default results/NAME-HASH.nc)")
+    q.add_argument("--out", help="netCDF output (default results/NAME-HASH.nc); an existing file that simlab "
+                                 "did not write is refused unless --force")
+    q.add_argument("--force", action="store_true", help="replace --out even when it is not a dataset simlab wrote")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
     add_backend_arguments(q)
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
@@ -163,15 +206,15 @@ def register(sub, bench_sub) -> None:
     add_json(q)
     q.set_defaults(func=on_selected_device(run_study_run))
     q = ssub.add_parser("show", help="print a study dataset as a table")
-    q.add_argument("file")
-    q.add_argument("--margin", type=finite_float)
+    q.add_argument("file", help="study dataset (.nc) written by simlab study run")
+    q.add_argument("--margin", type=finite_float, help="margin to show (default: the dataset's first)")
     q.add_argument("--alpha", type=finite_float, help="one-sided level (default: the dataset's first)")
     add_json(q)
     q.set_defaults(func=run_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
-    q.add_argument("file")
+    q.add_argument("file", help="study or sequential dataset (.nc)")
     q.add_argument("--out", help="PNG path (default: the dataset path with .png)")
-    q.add_argument("--margin", type=finite_float)
+    q.add_argument("--margin", type=finite_float, help="margin to plot (default: the dataset's first)")
     q.add_argument("--alpha", type=finite_float, help="one-sided level (default: the dataset's first)")
     add_json(q)
     q.set_defaults(func=run_study_plot)

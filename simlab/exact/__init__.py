@@ -43,6 +43,6 @@ summed in another order.  Random cluster sizes (Poisson, geometric) and rho > 0 
 label noise or loss on clusters of several trials are not supported
 (:class:`ExactUnsupported`).
 """
-from .cluster_pmf import ExactUnsupported, cluster_law, cluster_laws, compositions
+from .cluster_pmf import ExactUnsupported, cluster_law, cluster_laws, compositions, scenario_law_tables
 
-__all__ = ["ExactUnsupported", "cluster_law", "cluster_laws", "compositions"]
+__all__ = ["ExactUnsupported", "cluster_law", "cluster_laws", "compositions", "scenario_law_tables"]

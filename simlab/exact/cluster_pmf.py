@@ -34,7 +34,7 @@ class ExactUnsupported(ValueError):
     """The scenario (or method) lies outside what the exact engines compute."""
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=4096)  # the recursion visits every (m' <= m, parts' < parts): keep them all
 def _compositions_cached(m: int, parts: int) -> np.ndarray:
     if parts == 1:
         return np.array([[m]], dtype=np.int32)
@@ -61,12 +61,20 @@ def compositions(m: int, parts: int) -> np.ndarray:
 # sampler's alias tables amplify a one-ulp change in a law into different draws, so a law
 # must be the same bits on every machine for the tables to be.
 
+def _multinomial_coefficient(m: int, row: list[int]) -> int:
+    """``m! / prod c_j!`` as the exact integer ``prod_j C(m - c_0 - ... - c_(j-1), c_j)``."""
+    out, rest = 1, m
+    for c in row[:-1]:
+        out *= math.comb(rest, c)
+        rest -= c
+    return out
+
+
 @lru_cache(maxsize=64)
 def _coefficients(m: int, parts: int) -> np.ndarray:
     """``m! / prod c_j!`` of every composition (exact integers, rounded once to float64)."""
     comp = compositions(m, parts)
-    fact = [math.factorial(i) for i in range(m + 1)]
-    out = np.array([float(fact[m] // math.prod(fact[c] for c in row)) for row in comp.tolist()])
+    out = np.array([float(_multinomial_coefficient(m, row)) for row in comp.tolist()])
     out.setflags(write=False)
     return out
 
@@ -100,19 +108,30 @@ def _product(comp: np.ndarray, coef: np.ndarray, tables: list[np.ndarray]) -> np
     return out
 
 
+def _support(m: int, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The compositions with no count in a structural-zero cell, and their coefficients:
+    the compositions of ``m`` over the positive cells only, written into every cell.  In
+    the reverse lexicographic order of :func:`compositions` over all cells (fixing the zero
+    cells at 0 leaves the order of the others), with the same integer coefficients (0! = 1),
+    so the law is the same bits as filtering the full enumeration -- at C(m + k - 1, k - 1)
+    instead of C(m + 3, 3) rows for k positive cells."""
+    pos = np.flatnonzero(probs > 0)
+    comp = np.zeros((math.comb(m + pos.size - 1, pos.size - 1), probs.size), np.int32)
+    comp[:, pos] = compositions(m, pos.size)
+    return comp, _coefficients(m, pos.size)
+
+
 def _multinomial(m: int, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    comp = compositions(m, probs.size)
-    keep = np.all((probs > 0) | (comp == 0), axis=1)  # structural zeros
-    pr = _product(comp[keep], _coefficients(m, probs.size)[keep], [_powers(float(x), m) for x in probs])
-    return comp[keep], pr
+    comp, coef = _support(m, probs)
+    pr = _product(comp, coef, [_powers(float(x), m) for x in probs])
+    return comp, pr
 
 
 def _dirichlet_multinomial(m: int, probs: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    comp = compositions(m, probs.size)
-    keep = np.all((probs > 0) | (comp == 0), axis=1)
+    comp, coef = _support(m, probs)
     tabs = [_rising_ratios(alpha * float(x), alpha, m) for x in probs]
-    pr = _product(comp[keep], _coefficients(m, probs.size)[keep], tabs) / _rising_ratios(alpha, alpha, m)[m]
-    return comp[keep], pr
+    pr = _product(comp, coef, tabs) / _rising_ratios(alpha, alpha, m)[m]
+    return comp, pr
 
 
 def _normalised(tables: np.ndarray, probs: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +140,63 @@ def _normalised(tables: np.ndarray, probs: np.ndarray, what: str) -> tuple[np.nd
         raise ExactUnsupported(f"{what}: probabilities sum to {total!r}, not 1 (numerical failure)")
     keep = probs > 0
     return np.ascontiguousarray(tables[keep], dtype=np.int32), probs[keep] / total
+
+
+# Limits of one enumerated law: the compositions are built in memory (int32[S, 4]) and each
+# carries its multinomial coefficient, an exact integer from m! rounded once to float64.
+# The coefficients of k outcomes sum to k^m, so they fit a float64 while m ln k <= 709
+# (m <= 1023 for two outcomes, 511 for four); the tables S bound the memory and the Python
+# loop (at the limits: about a second and 2 MiB).  Beyond them a law is ``ExactUnsupported``
+# at once -- callers fall back to simulation -- instead of an enumeration that runs for hours
+# (C(1503, 3) = 5.6e8 tables at m = 1500) or a float overflow.
+MAX_LAW_TABLES = 1 << 17
+MAX_LAW_TRIALS = 1023
+MAX_LOG_COEFFICIENT = 709.0
+
+
+def _exact_record(measurement: np.ndarray | None) -> bool:
+    return measurement is None or np.array_equal(
+        np.asarray(measurement)[:, :4], np.eye(4)) and not np.any(np.asarray(measurement)[:, 4])
+
+
+def _recorded_probs(p: np.ndarray, measurement: np.ndarray) -> np.ndarray:
+    """The categorical law over the 5 recorded outcomes (the last = pair lost) of one pair."""
+    Q = np.asarray(measurement, dtype=np.float64)
+    q = np.array([max(0.0, math.fsum(p[i] * Q[i, j] for i in range(4))) for j in range(Q.shape[1])])
+    return q / math.fsum(q)
+
+
+def law_tables(cells: tuple[float, ...] | np.ndarray, size: int, measurement: np.ndarray | None = None) -> int:
+    """How many tables :func:`cluster_law` enumerates for a cluster of ``size`` pairs:
+    ``C(m + k - 1, k - 1)`` over the ``k`` outcomes of positive probability (the law keeps
+    those whose probability does not underflow).  Costs nothing, whatever ``size``."""
+    return math.comb(int(size) + _outcomes(cells, measurement) - 1, _outcomes(cells, measurement) - 1) \
+        if size > 0 else 1
+
+
+def _outcomes(cells, measurement: np.ndarray | None) -> int:
+    """Outcomes of one pair with positive probability (recorded outcomes under measurement error)."""
+    p = np.asarray(cells, dtype=np.float64)
+    probs = p if _exact_record(measurement) else _recorded_probs(p, measurement)
+    return int(np.count_nonzero(probs > 0))
+
+
+def check_law_size(cells, size: int, measurement: np.ndarray | None = None) -> None:
+    """``ExactUnsupported`` when :func:`cluster_law` would enumerate more than it can (see
+    ``MAX_LAW_TABLES``); costs nothing, whatever ``size``."""
+    n, k = law_tables(cells, size, measurement), _outcomes(cells, measurement)
+    if n > MAX_LAW_TABLES or size > MAX_LAW_TRIALS or size * math.log(max(k, 1)) > MAX_LOG_COEFFICIENT:
+        raise ExactUnsupported(f"the exact law of a cluster of {size} trials has {n:,} tables over {k} outcomes; "
+                               f"exact laws are enumerated up to {MAX_LAW_TABLES:,} tables and {MAX_LAW_TRIALS} "
+                               f"trials, with multinomial coefficients below 1e308")
+
+
+def scenario_law_tables(scenario: PairedScenario) -> int:
+    """The largest :func:`law_tables` over the clusters of ``scenario`` (no law is built)."""
+    sizes = cluster_sizes(scenario)
+    cells = scenario.cell_matrix()
+    meas = scenario.measurement_matrix() if scenario.has_measurement_error else None
+    return max(law_tables(c, int(m), meas) for m, c in {(int(m), tuple(c)) for m, c in zip(sizes, cells)})
 
 
 def cluster_law(cells: tuple[float, ...] | np.ndarray, size: int, rho: float,
@@ -139,8 +215,9 @@ def cluster_law(cells: tuple[float, ...] | np.ndarray, size: int, rho: float,
         raise ValueError(f"rho must lie in [0, 1), got {rho!r}")
     if size == 0:
         return np.zeros((1, 4), np.int32), np.ones(1)
-    exact_record = measurement is None or np.array_equal(
-        np.asarray(measurement)[:, :4], np.eye(4)) and not np.any(np.asarray(measurement)[:, 4])
+    exact_record = _exact_record(measurement)
+    if exact_record or rho == 0.0 or size == 1:
+        check_law_size(p, size, measurement)
     if exact_record:
         if rho == 0.0 or size == 1:
             comp, pr = _multinomial(size, p)
@@ -150,9 +227,7 @@ def cluster_law(cells: tuple[float, ...] | np.ndarray, size: int, rho: float,
     if rho > 0.0 and size > 1:
         raise ExactUnsupported("exact laws with rho > 0 need perfect recording (no label noise, no loss) "
                                f"for clusters of more than one trial (m={size})")
-    Q = np.asarray(measurement, dtype=np.float64)  # 5 outcomes, the last = pair lost
-    q = np.array([max(0.0, math.fsum(p[i] * Q[i, j] for i in range(4))) for j in range(Q.shape[1])])
-    q = q / math.fsum(q)
+    q = _recorded_probs(p, measurement)  # 5 outcomes, the last = pair lost
     comp, pr = _multinomial(size, q)
     return _normalised(comp[:, :4], pr, f"recorded cluster law (m={size})")
 

@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 
 from simlab.exact import ExactUnsupported
-from simlab.exact.cluster_pmf import cluster_law
+from simlab.exact.cluster_pmf import cluster_law, law_tables
 from simlab.rng import MAX_REPLICATIONS, uniform
 from simlab.scenario import FixedSize, PairedScenario
 
@@ -52,6 +52,10 @@ def shared_law(scenario: PairedScenario,
         return None
     if isinstance(meas, str):
         meas = recording(scenario)
+    cells = np.asarray(scenario.cells, dtype=np.float64)
+    n = law_tables(cells, int(scenario.cluster_size.trials), meas)
+    if n > SINGLE_OUTCOMES:  # counted before the law is built: many trials would take hours to enumerate
+        raise ExactUnsupported(f"a cluster law has {n:,} tables, more than {SINGLE_OUTCOMES}")
     law = cluster_law(np.asarray(scenario.cells, dtype=np.float64), int(scenario.cluster_size.trials),
                       scenario.rho, meas)
     if law[0].shape[0] > SINGLE_OUTCOMES:

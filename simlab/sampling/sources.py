@@ -36,7 +36,7 @@ import math
 import numba as nb
 import numpy as np
 
-from simlab.exact import ExactUnsupported, cluster_laws
+from simlab.exact import ExactUnsupported, cluster_laws, scenario_law_tables
 from simlab.generate import GENERATOR_VERSION, TableGenerator
 from simlab.rng import MAX_REPLICATIONS, stream_key, uniform
 from simlab.scenario import PairedScenario
@@ -182,6 +182,15 @@ def joint_words(members: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     return np.ascontiguousarray(joint_t).view(np.int64).reshape(joint_t.shape[0], -1)
 
 
+def _check_law_size(scenario: PairedScenario) -> None:
+    """Refuse, before any law is built, a scenario whose cluster laws enumerate more than
+    ``SINGLE_OUTCOMES`` tables (clusters of many trials: the enumeration alone would take
+    minutes or hours, and the law would be refused afterwards anyway)."""
+    n = scenario_law_tables(scenario)  # raises ExactUnsupported for random cluster sizes
+    if n > SINGLE_OUTCOMES:
+        raise ExactUnsupported(f"a cluster law has {n:,} tables, more than {SINGLE_OUTCOMES}")
+
+
 class TableSource(abc.ABC):
     """Fills ``int32[R, K, 4]`` buffers with replications of one scenario under one seed."""
     name = "?"
@@ -244,6 +253,7 @@ class CompositionSource(TableSource):
     version = COMPOSITION_VERSION
 
     def __init__(self, scenario: PairedScenario, seed: int):
+        _check_law_size(scenario)
         laws = cluster_laws(scenario)  # raises ExactUnsupported
         if max(law[0].shape[0] for law in laws) > SINGLE_OUTCOMES:
             raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
@@ -376,6 +386,7 @@ def source_name(scenario: PairedScenario, sampler: str = "auto") -> str:
     if sampler == "trial":
         return "trial"
     try:
+        _check_law_size(scenario)
         laws = cluster_laws(scenario)
     except ExactUnsupported:
         return "trial"

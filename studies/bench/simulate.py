@@ -40,7 +40,9 @@ def _time(fn, *args):
 
 
 def bench_simulate(reps: int = 2_000_000, numpy_reps: int = 200_000, memory_reps: int = 0,
-                   seed: int = 1, chunk_size: int = 65_536, progress: bool = True) -> dict:
+                   seed: int = 1, chunk_size: int = 65_536, progress: bool = True, numpy_chunk: int = 20_000) -> dict:
+    """Both sides stream: the engine ``chunk_size`` replications at a time, the numpy
+    reference ``numpy_chunk`` at a time (what is held in memory at once)."""
     scenario = standard_scenario()
     K, M = scenario.clusters, scenario.cluster_size.trials
     gen = TableGenerator(scenario, seed)
@@ -53,7 +55,7 @@ def bench_simulate(reps: int = 2_000_000, numpy_reps: int = 200_000, memory_reps
             pooled += t.sum(axis=(0, 1), dtype=np.int64)
         return pooled
 
-    t_np, _ = _time(numpy_reference, scenario, seed, numpy_reps)
+    t_np, _ = _time(numpy_reference, scenario, seed, numpy_reps, numpy_chunk)
     t_sl, _ = _time(run_engine, reps)
     # draws: one uniform per trial pair (Polya urn) for simlab; numpy draws 4 gammas per cluster
     # plus a multinomial (3 binomials) per cluster -- reported as the DGM's trial pairs per second.

@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Collection, Sequence
 
-PILOT_MIN_SECONDS = 0.02   # grow R until t(R) is this long, so timer noise stays small
-PILOT_MAX_REPLICATIONS = 1024  # R's cap (the pilot then runs 4R)
+PILOT_MIN_SECONDS = 0.02   # the replications' part of a timing must be at least this long (timer noise)
+PILOT_MAX_REPLICATIONS = 1 << 16  # R's cap (the pilot then runs 4R)
+PILOT_SLOW_SECONDS = 1.0   # one replication this slow is timed alone: the pilot never runs for minutes
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,21 @@ def _timed(run: Callable[[int], object], reps: int) -> float:
 
 
 def _pilot(run: Callable[[int], object]) -> tuple[float, float]:
-    """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1."""
+    """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1.  R grows (x4)
+    until the 3R extra replications of ``t(4R)`` cost at least ``t(R)`` (and
+    ``PILOT_MIN_SECONDS``): only then is ``b`` measured rather than the noise of a large
+    per-call overhead ``a`` (a scenario's set-up can cost 0.1 s, the replications 1 us each)."""
     run(1)  # compile or load the kernels outside the timing
+    one = _timed(run, 1)
+    if one >= PILOT_SLOW_SECONDS:  # slow per replication: all of it counted as per-replication cost (an over-estimate)
+        return 0.0, one
     reps = 4
     t1 = _timed(run, reps)
-    while t1 < PILOT_MIN_SECONDS and 4 * reps <= PILOT_MAX_REPLICATIONS:
-        reps *= 4
-        t1 = _timed(run, reps)
-    t4 = _timed(run, 4 * reps)
+    while True:
+        t4 = _timed(run, 4 * reps)
+        if t4 - t1 >= max(PILOT_MIN_SECONDS, t1) or reps >= PILOT_MAX_REPLICATIONS:
+            break
+        reps, t1 = 4 * reps, t4
     b = max((t4 - t1) / (3 * reps), t4 / (4 * reps) / 4, 0.0)  # noise guard: never below a quarter of the mean
     return max(t1 - b * reps, 0.0), b
 
@@ -108,6 +116,38 @@ def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
     model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
     n = spec.n_replications
     chunks = math.ceil(n / chunk_size)
+    wall = sum(model.seconds(p, n, chunks) for p in pairs) / max(workers, 1)
+    return TimeEstimate(wall, wall, workers)
+
+
+def scenario_estimate(scenario, methods: Sequence, margins: Sequence[float], alphas: Sequence[float],
+                      replications: int, seed: int, sampler: str = "auto") -> TimeEstimate:
+    """Wall seconds of ``runner.evaluate_scenario`` over ``replications`` of one scenario in
+    this process (``simlab false-pass``)."""
+    from studies.engine.runner import evaluate_scenario
+
+    a, b = _pilot(lambda r: evaluate_scenario(scenario, methods, margins, alphas, replications=r, seed=seed,
+                                              sampler=sampler))
+    wall = a + b * replications
+    return TimeEstimate(wall, wall, 1)
+
+
+def sequential_study_estimate(spec, workers: int) -> TimeEstimate:
+    """Wall seconds of ``sequential.run_sequential_study(spec)`` on ``workers`` workers (the
+    simulation; ``exact_sequential_seconds`` models the exact engines on top)."""
+    from studies.engine.sequential import sequential_task
+
+    points = [sc for _, sc in spec.points()]
+    pairs = [sc.clusters * sc.cluster_size.mean() for sc in points]
+    lo, hi = points[pairs.index(min(pairs))], points[pairs.index(max(pairs))]
+
+    def runner(sc) -> Callable[[int], object]:
+        return lambda r: sequential_task(sc, spec.methods, spec.schedule, spec.margins, spec.alpha, spec.seed,
+                                          spec.sampler, 0, r)
+
+    model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
+    n = spec.replications
+    chunks = math.ceil(n / spec.chunk_size)
     wall = sum(model.seconds(p, n, chunks) for p in pairs) / max(workers, 1)
     return TimeEstimate(wall, wall, workers)
 

@@ -21,6 +21,9 @@ import hashlib
 import io
 import json
 import os
+import struct
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -56,8 +59,12 @@ def load_chunk(path: Path, run_key: str, task: tuple[int, ...], shape: tuple[int
         with np.load(path, allow_pickle=False) as z:
             arr = z["tally"]
             meta = json.loads(z["meta"].tobytes().decode())
-    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, f"unreadable ({type(exc).__name__})"
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile, zlib.error,
+            NotImplementedError, struct.error) as exc:
+        # a truncated file or a flipped byte in the zip structure (BadZipFile: bad CRC, bad magic,
+        # no central directory; NotImplementedError: a 'zip version' or compression byte) is
+        # damage to report and recompute, not a crash
+        return None, f"damaged or unreadable ({type(exc).__name__}: {exc})"
     if meta.get("format") != CHUNK_FORMAT:
         return None, "not a simlab chunk"
     if meta.get("run_key") != run_key or meta.get("task") != [int(t) for t in task]:

@@ -9,6 +9,8 @@ Clopper-Pearson bounds.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from simlab.exact import ExactUnsupported
 from simlab.scenario import PairedScenario
 
@@ -19,9 +21,13 @@ from studies.engine.spec import MethodRef
 
 def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float = 0.03, alpha: float = 0.025,
                replications: int = 100_000, seed: int = 20261129, exact: str = "auto",
-               max_exact_seconds: float = 60.0, mc_confidence: float = 0.95, device: str | None = None) -> dict:
+               max_exact_seconds: float = 60.0, mc_confidence: float = 0.95, device: str | None = None,
+               before_simulating: Callable[[float], object] | None = None, progress: bool = False) -> dict:
     """``exact``: 'auto' (exact if possible), 'never' (simulate), 'only' (error if not exact).
-    ``device``: where a simulation runs ('cpu' or 'gpu'; default: ``studies.engine.device``'s selection)."""
+    ``device``: where a simulation runs ('cpu' or 'gpu'; default: ``studies.engine.device``'s selection).
+    ``before_simulating(seconds)``: told the simulation's estimated wall time before it starts
+    (``studies.engine.cost.scenario_estimate``; it may raise to refuse the work).
+    ``progress``: show progress of the simulation (it runs in chunks; the counts are the same)."""
     from studies.exact.fixed import exact_engine, exact_measures
 
     if exact not in ("auto", "never", "only"):
@@ -52,10 +58,31 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
                         "replications": None, "seed": None}
         if exact == "only":
             raise ValueError(f"no exact result for {ref.key!r} on this scenario: {why}")
-    c = evaluate_scenario(scenario, [ref], [margin], [alpha], replications, seed, device=device)
+    if before_simulating is not None:
+        from studies.engine.cost import scenario_estimate
+
+        before_simulating(scenario_estimate(scenario, [ref], [margin], [alpha], replications, seed).low)
+    c = _simulate(scenario, ref, margin, alpha, replications, seed, device, progress)
     rate = rate_summary(c.count("n_pass", ref.key), c.count("n_reps", ref.key), mc_confidence)
     inc = c.count("n_inconclusive", ref.key) / max(c.count("n_reps", ref.key), 1)
     return {**out, "value": rate["value"], "mc_se": rate["mc_se"], "cp_lower": rate["cp_lower"],
             "cp_upper": rate["cp_upper"], "exact": False, "engine": None, "why_not_exact": why,
             "inconclusive_rate": inc, "replications": int(replications), "seed": int(seed),
             "sampler": c.sampler}
+
+
+PROGRESS_CHUNKS = 100  # a simulation with progress runs in this many chunks (integer tallies: the same counts)
+
+
+def _simulate(scenario, ref, margin, alpha, replications, seed, device, progress):
+    from simlab.progress import progress_bar
+
+    step = max(1, -(-replications // PROGRESS_CHUNKS)) if progress else max(replications, 1)
+    counts = None
+    with progress_bar(replications, f"simulating {ref.key}", enabled=progress) as advance:
+        for start in range(0, max(replications, 1), step):
+            n = min(step, replications - start)
+            part = evaluate_scenario(scenario, [ref], [margin], [alpha], n, seed, start=start, device=device)
+            counts = part if counts is None else counts.merge(part)
+            advance(n)
+    return counts

@@ -260,7 +260,7 @@ def exact_point(scenario: PairedScenario, methods: Sequence[SequentialMethod], s
 
 
 # ---------------------------------------------------------------- whole studies
-def _sequential_task(scenario, refs, schedule, margins, alpha, seed, sampler, start, stop):
+def sequential_task(scenario, refs, schedule, margins, alpha, seed, sampler, start, stop):
     methods = [r.resolve("sequential") for r in refs]
     return evaluate_sequential(scenario, methods, schedule, margins, alpha, stop - start, seed, start, sampler)
 
@@ -324,7 +324,7 @@ def run_sequential_study(spec: SequentialStudySpec, n_jobs: int = 1, chunk_size:
         if owned:
             stack.enter_context(ex)
         with progress_bar(n * len(points), f"sequential study {spec.name}", enabled=progress) as advance:
-            run.run(ex, _sequential_task, payloads, advance)
+            run.run(ex, sequential_task, payloads, advance)
         totals = run.totals(len(points))
         exact_rows = [exact_point(sc, methods, spec.schedule, spec.margins, spec.alpha) for _, sc in points] \
             if spec.exact else None

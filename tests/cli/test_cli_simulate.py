@@ -48,3 +48,26 @@ def test_bench_simulate_json_reports_ratio(capsys):
     names = [r["name"] for r in p["rows"]]
     assert names == ["numpy_vectorised", "simlab_numba_1thread"]
     assert p["ratio_vs_numpy"] > 0
+
+
+def test_bench_simulate_defaults_fit_the_default_memory_limit(capsys, monkeypatch):
+    """`simlab bench simulate` with no options was refused (5.59 GiB for 2,000,000
+    replications held at once); both sides stream in chunks, so a chunk is what is held."""
+    import studies.bench
+    from simlab.cli import bench
+    from simlab.cli.simulate import simulate_memory
+
+    monkeypatch.delenv("SIMLAB_MAX_MEMORY", raising=False)
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        return {"clusters": 30, "trials": 3, "rho": 0.1, "cells": [0.9, 0.04, 0.03, 0.03], "rows": [],
+                "ratio_vs_numpy": 1.0}
+
+    monkeypatch.setattr(studies.bench, "bench_simulate", fake)
+    assert main(["bench", "simulate", "--json"]) == 0
+    assert seen["reps"] == 2_000_000 and seen["chunk_size"] == bench.SIMULATE_CHUNK
+    assert seen["numpy_chunk"] == bench.NUMPY_CHUNK
+    assert simulate_memory(2_000_000, 30) > 4 << 30 > simulate_memory(bench.SIMULATE_CHUNK, 30)
+    capsys.readouterr()

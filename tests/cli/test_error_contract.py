@@ -39,8 +39,19 @@ def files(tmp_path):
                                       rhos=[round(0.0009 * i, 6) for i in range(1000)]))
     small = tmp_path / "small.toml"
     small.write_text(STUDY_SPEC.format(clusters=[10], differences=[-0.03], rhos=[0.0]))
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"schema_version": 2, "method": "paired_wald", "record_sha256": "0" * 64}))
+    empty = tmp_path / "empty.nc"
+    empty.write_bytes(b"")
+    from simlab import signing
+
+    signed = tmp_path / "signed.json"
+    signed.write_text('{"a": 1}')
+    (tmp_path / "signed.json.sig").write_bytes(bytes(range(256)))  # garbage where the signature belongs
+    _, public = signing.save_keypair(signing.generate_key(), tmp_path / "keys", "k")
     return {"text": str(text), "dir": str(tmp_path), "under_file": str(blocker / "out.nc"),
-            "huge": str(huge), "small": str(small)}
+            "huge": str(huge), "small": str(small), "record": str(record), "empty": str(empty),
+            "signed": str(signed), "pub": str(public)}
 
 
 # (argv, field the error must name (None: any), words the message must contain)
@@ -63,6 +74,8 @@ CASES = [
       "5000000000000000000,0,0,0"], "--table", "2^63 - 1"),
     (["interval", "--table", "1,0,0,0"], "--method", "required"),
     (["interval", "--method", "no_such", "--table", "1,0,0,0"], "--method", "unknown method"),
+    (["interval", "--method", "cluster_t", "--table", "1,0,0,0", "--option", "bogus=1"], "--option",
+     "no option(s) ['bogus']"),
     (["interval", "--method", "exact_discordant", "--table", "1000000000,300000000,300000000,300000000"],
      "--max-memory", "exact_discordant"),
     (["interval", "--method", "bayes_hierarchical", "--table", "1000000,50000,40000,10000"], "--max-memory",
@@ -80,9 +93,14 @@ CASES = [
     (["study", "run", "{small}", "--out", "{under_file}"], "--out", "not a directory"),
     (["study", "run", "{small}", "--no-checkpoint", "--restart"], "--restart", "--no-checkpoint"),
     (["study", "run", "{dir}/missing.toml"], None, "missing.toml"),
-    (["study", "show", "{text}"], "file", "not a readable netCDF"),
-    (["study", "show", "{dir}"], None, None),
-    (["study", "plot", "{text}"], "file", "not a readable netCDF"),
+    (["study", "show", "{text}"], "file", "is a text file, not a netCDF dataset"),
+    (["study", "show", "{dir}"], "file", "is a directory"),
+    (["study", "show", "{record}"], "file", "qualification record (JSON), not a dataset"),
+    (["study", "show", "{empty}"], "file", "empty file"),
+    (["study", "plot", "{text}"], "file", "is a text file, not a netCDF dataset"),
+    (["study", "run", "{small}", "--out", "{text}"], "--out", "refusing to overwrite"),
+    (["false-pass", "--method", "paired_wald", "--simulate", "--reps", "1000", "--max-seconds", "1e-9"],
+     "--max-seconds", "estimated"),
     (["sequential", "exact", "--looks", "10,20"], "--looks", "--loss"),
     (["sequential", "exact", "--alpha", "0.1"], "--alpha", "--loss"),
     (["sequential", "exact", "--methods", "bonferroni", "--inner", "paired_wald"], "--methods", "--loss"),
@@ -101,7 +119,9 @@ CASES = [
      "--looks", "--trials 2"),
     (["sequential", "run", "{dir}/missing.toml"], None, "missing.toml"),
     (["sequential", "run", "{small}", "--jobs", "0"], "--jobs", "-1"),
-    (["sequential", "show", "{text}"], "path", "not a readable netCDF"),
+    (["sequential", "show", "{text}"], "path", "is a text file, not a netCDF dataset"),
+    (["sequential", "simulate", "--reps", "100", "--no-exact", "--max-seconds", "1e-9"], "--max-seconds",
+     "estimated"),
     (["sequential", "plot", "{text}", "--out", "{under_file}"], "--out", "not a directory"),
     (["sequential", "analyze", "--method", "likelihood_ratio", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
     (["sequential", "boundaries", "--spending", "hsd", "--information", "0.5,x"], "--information", "fractions"),
@@ -123,12 +143,17 @@ CASES = [
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "1.5"], "--rho-max",
      "[0, 1)"),
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--true-difference",
-      "-0.05"], None, "must exceed -margin"),
+      "-0.05"], "--true-difference", "must exceed -margin"),
+    (["size", "--method", "paired_wald", "--margin", "0.03", "--true-difference", "-0.05"], "--true-difference",
+     "must exceed -margin"),
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--looks", "3"], "--looks",
      "sequential"),
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--power", "1"], "--power",
      "(0, 1)"),
     (["certify", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
+    (["calibrate", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
+    (["calibrate", "--method", "paired_wald", "--clusters", "30", "--margin", "0.03", "--search-reps", "0"],
+     "--search-reps", ">= 1"),
     (["certify", "--method", "paired_wald", "--clusters", "30", "--margin", "0.03", "--n-jobs", "0"], "--n-jobs",
      "-1"),
     (["certify", "--method", "paired_wald", "--clusters", "30", "--margin", "0.03", "--baseline", "x"],
@@ -140,6 +165,8 @@ CASES = [
      "--sign-key", "not an Ed25519 private key"),
     (["records", "coverage", "--method", "paired_wald", "--clusters", "-3", "--margin", "0.03"], "--clusters", ">= 1"),
     (["records", "regenerate", "--records", "{dir}", "--n-jobs", "0"], "--n-jobs", "-1"),
+    (["records", "theorem", "--method", "no_such_method"], "--method", "unknown method"),
+    (["records", "restamp", "--records", "{dir}/missing"], "--records", "not a directory"),
     (["bench", "simulate", "--reps", "0"], "--reps", ">= 1"),
     (["bench", "methods", "--reps", "-5"], "--reps", ">= 1"),
     (["bench", "study", "--n-jobs", "0"], "--n-jobs", "-1"),
@@ -160,6 +187,8 @@ CASES = [
     (["evidence", "keygen", "--out", "{under_file}"], "--out", None),
     (["evidence", "sign", "{text}", "--key", "{text}"], "--key", "not an Ed25519 private key"),
     (["evidence", "verify", "{text}", "--trusted", "{text}"], "--trusted", None),
+    (["evidence", "verify", "{signed}", "--trusted", "{pub}"], "--signature", "not a signature file"),
+    (["records", "verify", "--records", "{dir}", "--trusted-keys", "{text}"], "--trusted-keys", "--trusted-keys"),
     (["evidence", "demo", "--out", "{under_file}"], "--out", None),
     (["bench"], None, "required"),
     (["robustness", "--method", "cluster_t", "--clusters", "10", "--trials", "3", "--margin", "0.03", "--laws",

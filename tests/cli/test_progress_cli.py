@@ -54,3 +54,21 @@ def test_study_run_logs_its_estimate_and_the_exact_stage(tmp_path, capsys, monke
     assert "study e: simulation estimated" in err and "exact results (--exact) come on top" in err
     assert "study e: 600/600 (100%)" in err
     assert "study e: exact values: 4/4 (100%)" in err
+
+
+def test_false_pass_simulation_logs_its_estimate_and_progress(capsys, monkeypatch):
+    """A simulated false-pass rate is estimated before it runs and shows progress; its chunks
+    give the counts of one unchunked run (integer tallies over the same replications)."""
+    from studies.engine import false_pass
+    from simlab.scenario import FixedSize, PairedScenario
+
+    monkeypatch.setenv("SIMLAB_PROGRESS_SECONDS", "0")
+    assert main(["false-pass", "--method", "paired_wald", "--simulate", "--reps", "3001", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "simulating 3,001 replications of paired_wald: estimated" in captured.err
+    assert "simulating paired_wald: 3,001/3,001 (100%)" in captured.err
+    chunked = json.loads(captured.out)
+    assert chunked["replications"] == 3001 and chunked["exact"] is False
+    scenario = PairedScenario(cells=(0.96, 0.04, 0.0, 0.0), clusters=30, cluster_size=FixedSize(trials=1), rho=0.0)
+    whole = false_pass(scenario, "paired_wald", replications=3001, seed=20261129, exact="never")
+    assert whole["value"] == chunked["value"] and whole["inconclusive_rate"] == chunked["inconclusive_rate"]

@@ -40,15 +40,38 @@ def test_pilot_recovers_overhead_and_per_replication_cost(clock):
 
 def test_pilot_grows_replications_until_measurable(clock):
     seen = []
-    run = clock.work(0.0, 1e-7)
+    run = clock.work(0.0, 1e-8)
 
     def spy(reps):
         seen.append(reps)
         run(reps)
 
     cost._pilot(spy)
-    # 1e-7 s/rep never reaches 0.02 s: R grows x4 up to its cap, then the 4R run
-    assert seen == [1, 4, 16, 64, 256, 1024, 4096] and seen[-2] == cost.PILOT_MAX_REPLICATIONS
+    # warm-up, one timed replication; 1e-8 s/rep never reaches 0.02 s: R grows x4 up to its cap, with its 4R run
+    assert seen == [1, 1] + [4 ** i for i in range(1, 10)] and seen[-2] == cost.PILOT_MAX_REPLICATIONS
+
+
+def test_pilot_measures_cheap_replications_behind_a_large_overhead(clock):
+    # 0.08 s of scenario set-up per call, 0.6 us per replication (clustered_normal at 30 x 1): the
+    # replications must outweigh the overhead before b is taken (it was 2000x too large)
+    a, b = cost._pilot(clock.work(0.08, 6e-7))
+    assert a == pytest.approx(0.08, rel=1e-6)
+    assert b == pytest.approx(6e-7, rel=1e-6)
+
+
+def test_pilot_of_slow_replications_runs_two_of_them(clock):
+    # 30 s per replication (a costly kernel on clusters of 100000 trials): the pilot stops after
+    # the warm-up and one timed replication, and counts all of it per replication
+    seen = []
+    run = clock.work(0.5, 30.0)
+
+    def spy(reps):
+        seen.append(reps)
+        run(reps)
+
+    a, b = cost._pilot(spy)
+    assert seen == [1, 1]
+    assert (a, b) == (0.0, pytest.approx(30.5))
 
 
 def test_model_interpolates_in_pairs_and_adds_overhead_per_call(clock):
@@ -82,7 +105,7 @@ def test_study_estimate_divides_by_workers_and_counts_every_point(clock, monkeyp
 
 
 def test_qualify_estimate_brackets_the_first_round_and_full_escalation(clock, monkeypatch):
-    import studies.qualify.run as qualify
+    import studies.qualify.tasks as qualify
 
     monkeypatch.setattr(qualify, "run_task",
                         lambda policy, task, estimands: clock.work(0.001, 1e-7 * task.spec.clusters)(task.stop))
@@ -97,7 +120,7 @@ def test_qualify_estimate_does_not_undercount_costs_that_grow_with_discordance(c
     """A method whose cost grows with the counts (per replication ~ K x (1 + 10 x
     discordance)): the pilot's costliest scenario is the most discordant one at the largest
     K x M, so the first-round estimate is not below the true first round."""
-    import studies.qualify.run as qualify
+    import studies.qualify.tasks as qualify
     from studies.qualify.scenarios import grid_specs
 
     def per_rep(spec):
@@ -124,7 +147,7 @@ def test_qualify_estimate_leaves_out_the_tasks_a_checkpoint_holds(clock, monkeyp
     """A resumed run's estimate counts only what it will compute: each scenario's
     first-round cost is in exactly one of two complementary resumed estimates, and with
     every first-round task finished only the escalation is left."""
-    import studies.qualify.run as qualify
+    import studies.qualify.tasks as qualify
     from studies.qualify.scenarios import grid_specs
 
     monkeypatch.setattr(qualify, "run_task",
@@ -141,3 +164,20 @@ def test_qualify_estimate_leaves_out_the_tasks_a_checkpoint_holds(clock, monkeyp
     assert full.high - a.high == pytest.approx(full.low - a.low)
     done = cost.qualify_estimate(m, policy, workers=1, finished={(s.point, 0, first) for s in specs})
     assert done.low == 0 and done.high == pytest.approx(full.high - full.low)
+
+
+def test_estimate_of_clusters_with_many_trials_enumerates_no_law(monkeypatch):
+    """A spec with 1500 or 100000 trials per cluster (allowed) is estimated at once: the
+    pilot's sampler is chosen without building a cluster law of C(m + 3, 3) tables."""
+    from simlab.exact import cluster_pmf
+
+    def refuse(*a, **kw):
+        raise AssertionError("a many-trial cluster law was enumerated")
+
+    monkeypatch.setattr(cluster_pmf, "compositions", refuse)
+    spec = parse_spec({"name": "many-trials", "methods": ["paired_wald"], "replications": 1000, "seed": 1,
+                       "scenario": {"clusters": 4, "trials": 1500, "rho": 0.1, "baseline": 0.9,
+                                    "discordance": 0.1, "difference": -0.03},
+                       "grid": {"trials": [1500, 100_000]}})
+    est = cost.study_estimate(spec, workers=1, chunk_size=1000)
+    assert 0 < est.low < float("inf")

@@ -63,9 +63,13 @@ def test_recommend_ranks_covered_methods_by_power(records):
 def test_recommend_reports_uncovered_designs_and_bad_input(records):
     # off the record's grid (between K = 10 and 30, or beyond it): not covered, no interpolation
     for k in (20, 300):
+        said = []
         p = recommend(clusters=k, trials=3, margin=0.1, rho_max=0.1, methods=["tango_score"], top=0,
-                      directory=records)
+                      directory=records, progress=said.append)
         assert not p["ranked"] and "grid" in p["not_covered"][0]["coverage"]
+        # the coverage checks (record verification: the slow first part) report progress per method
+        assert said[:2] == ["checking the qualification files of 1 methods at this design (each is verified)",
+                            "1/1 tango_score: not covered"]
     with pytest.raises(ValueError, match="rho must lie in"):
         recommend(clusters=30, trials=3, margin=0.1, rho_max=0.1, rho=0.2, directory=records)
     with pytest.raises(ValueError, match="clusters"):
