@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evidence.packet import run_experiment, trial_artifacts
-from evidence.synthetic import demo_manifest, write_trials
+from evidence.packet import population_artifact, run_experiment, trial_artifacts
+from evidence.synthetic import demo_manifest, with_population, write_population, write_trials
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 
@@ -33,16 +33,22 @@ class World:
         return demo_manifest(**base)
 
     def run(self, folder: Path, manifest=None, *, clusters=300, cases=1, name="exp", trusted="default",
-            draw=None, **kw):
-        """Write trials and run; returns the packet (the trial file is ``folder/name.jsonl``)."""
+            draw=None, population=True, **kw):
+        """Write trials (``folder/name.jsonl``) and, with ``population``, the registered case list
+        (``folder/name.population.jsonl``, pinned in the manifest); run; return the packet."""
         manifest = manifest or self.manifest()
+        artifacts = []
+        if population:
+            manifest = with_population(manifest, clusters, cases)
+            artifacts.append(population_artifact(write_population(folder / f"{name}.population.jsonl", clusters,
+                                                                  cases)))
         draw = {"baseline": 0.9, "discordance": 0.01, "seed": 7,
                 "cost_provenance": "measured" if manifest.measurement_kind == "measured" else "synthetic",
                 **(draw or {})}
         trials = write_trials(folder / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases, **draw)
-        return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=folder / f"{name}.packet.json",
-                              qualification_dir=self.qdir, trusted=self.trusted if trusted == "default" else trusted,
-                              now=self.now, **kw)
+        return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials) + artifacts,
+                              out=folder / f"{name}.packet.json", qualification_dir=self.qdir,
+                              trusted=self.trusted if trusted == "default" else trusted, now=self.now, **kw)
 
 
 @pytest.fixture(scope="session")
