@@ -131,11 +131,8 @@ def identical_arms(cols) -> bool:
 def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bool,
                 source: str) -> tuple[dict, list[tuple[str, str, str]]]:
     """The packet's measurement record (log identities and times) and the findings it adds;
-    an undeclared late manifest or a pairing mistake raises EvidenceError."""
-    check_pairing_mistakes(logs, manifest)
-    if not any(_records_identity(g) for g in logs) and identical_arms(cols):
-        raise EvidenceError(f"{source}: every candidate trial repeats its baseline trial (outcome, latency, cost, "
-                            "time): one run given as both arms")
+    an undeclared late manifest (checked first: the root cause for existing logs) or a
+    pairing mistake raises EvidenceError."""
     created = manifest.created_at
     times: list[tuple[dt.datetime, str]] = []
     for log in logs:
@@ -167,6 +164,10 @@ def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bo
                             f"{what} is {_iso(t)} ({len(before)} log time(s), {len(early)} trial timestamp(s) before "
                             "the manifest); a plan written after the data were seen is not a pre-registration",
                             option="registered_after_measurement")
+    check_pairing_mistakes(logs, manifest)
+    if not any(_records_identity(g) for g in logs) and identical_arms(cols):
+        raise EvidenceError(f"{source}: every candidate trial repeats its baseline trial (outcome, latency, cost, "
+                            "time): one run given as both arms")
     if registered_after:
         findings.append((*CAP, "registered after measurement: the plan was pinned after the logs were written; "
                                "authority capped at lab_only"))
