@@ -63,9 +63,12 @@ def _trial_file_info(path: Path, digest: str, arm: str) -> dict:
 
 def _per_arm_trials(b: Path, c: Path) -> tuple[TrialColumns, dict[str, str], list[dict]]:
     """Two trial files, one per arm: each file's rows must all be of its arm."""
+    read = [read_trial_file(b), read_trial_file(c)]
+    if read[0][1] == read[1][1]:
+        raise EvidenceError(f"{b.name} (baseline) and {c.name} (candidate) are the same file (identical bytes): one "
+                            "run given as both arms")
     out, hashes, infos = [], {}, []
-    for path, arm in ((b, "baseline"), (c, "candidate")):
-        cols, digest = read_trial_file(path)
+    for (path, arm), (cols, digest) in zip(((b, "baseline"), (c, "candidate")), read):
         wrong = int(np.count_nonzero(cols.candidate != (arm == "candidate")))
         if wrong:
             other = "candidate" if arm == "baseline" else "baseline"

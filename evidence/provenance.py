@@ -147,21 +147,21 @@ def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bo
         first = int(np.flatnonzero(given)[np.argmin(stamps[given])])
         times.append((dt.datetime.fromtimestamp(float(stamps[first]), dt.timezone.utc), f"trial at {cols.where(first)}"))
     before = [(t, what) for t, what in times if t < created]
+    logs_before = [1 for t, what in before if not what.startswith("trial at")]
     record = {
         "registered_after_measurement": bool(registered_after),
         "manifest_created_at": _iso(created),
         "earliest_measurement": _iso(min(t for t, _ in times)) if times else None,
         "latest_measurement": _iso(max(t for t, _ in times)) if times else None,
         "times_checked": {"logs": len(logs), "trial_timestamps": int(given.sum())},
-        "measured_before_manifest": {"log_times": len([1 for t, w in before if not w.startswith("trial")]),
-                                     "trials": int(len(early))},
+        "measured_before_manifest": {"log_times": len(logs_before), "trials": int(len(early))},
         "logs": [{k: v for k, v in log.items() if k != "sample_uuids"} for log in logs],
     }
     findings = []
     if (before or len(early)) and not registered_after:
         t, what = min(before)
         raise EvidenceError(f"the manifest (created_at {_iso(created)}) is later than the measurement it governs: "
-                            f"{what} is {_iso(t)} ({len(before)} log time(s), {len(early)} trial timestamp(s) before "
+                            f"{what} is {_iso(t)} ({len(logs_before)} log time(s), {len(early)} trial timestamp(s) before "
                             "the manifest); a plan written after the data were seen is not a pre-registration",
                             option="registered_after_measurement")
     check_pairing_mistakes(logs, manifest)

@@ -27,11 +27,12 @@ def demo_manifest(*, experiment_id: str = "demo-agent-rc1-vs-baseline", method: 
     created = created or dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
     data = template(created)
     extra.setdefault("estimand", registry.get(method).estimand.value)  # the method's own estimand
+    extra.setdefault("population_hash", "sha256:" + "1" * 64)
     data.update(experiment_id=experiment_id, statistical_method=method, repetitions=repetitions,
                 minimum_independent_clusters=minimum_clusters, margin=margin, rho_max=rho_max,
                 measurement_kind=measurement_kind, qualification_sha256=qualification_sha256,
                 code_revision=code_revision or ("a" * 40 if measurement_kind == "measured" else "working-tree-unpinned"),
-                population_hash="sha256:" + "1" * 64, **extra)
+                **extra)
     return Manifest.parse(data)
 
 
