@@ -268,3 +268,19 @@ def test_cli_runs_inspect_logs_and_names_the_flag_for_existing_logs(inspect_logs
     err = json.loads(capsys.readouterr().out)["error"]
     assert rc == 2 and err["field"] == "--registered-after-measurement"
     assert "re-run with --registered-after-measurement" in err["message"]
+
+
+def test_compare_on_two_inspect_logs_prints_reliability_and_writes_a_pr_comment(inspect_logs, tmp_path, capsys):
+    from simlab.cli import main
+
+    base, cand = _pair(inspect_logs, "tiny")
+    (tmp_path / "m.json").write_text(json.dumps(inspect_logs.manifest.canonical()))
+    md = tmp_path / "comment.md"
+    rc = main(["compare", str(base), str(cand), "--manifest", str(tmp_path / "m.json"), "--cluster-field", "customer",
+               "--out", str(tmp_path / "p.json"), "--markdown", str(md)])
+    out = capsys.readouterr().out
+    assert rc == 1 and out.startswith("FAIL: block (authority none)")
+    assert "  baseline  pass rate " in out and "pass^3 " in out and "pass@3 " in out
+    text = md.read_text()
+    assert "| pass^3 (all 3 pass) |" in text and "| pass@3 (any of 3 passes) |" in text
+    assert "24 paired trials" in text and "statistical fail: binomial_loss" in text
