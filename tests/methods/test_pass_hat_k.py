@@ -49,7 +49,7 @@ def test_interval_equals_the_independent_score_implementation(seed):
     K = int(rng.integers(5, 60))
     tables = rng.multinomial(3, [0.7, 0.08, 0.07, 0.15], size=K)
     got = M.analyze(tables, 0.1, alpha=0.025)
-    lo, hi, est, status = ref.clustered_score(tables, 0.1, confidence=0.95)
+    lo, hi, est, status = ref.clustered_score(tables, 0.1, confidence=0.95, icc_floor=M.options["icc_floor"])
     assert got.estimate == pytest.approx(est, abs=1e-12) and got.status == status
     assert got.lower == pytest.approx(lo, abs=1e-9) and got.upper == pytest.approx(hi, abs=1e-9)
 
@@ -57,8 +57,10 @@ def test_interval_equals_the_independent_score_implementation(seed):
 def test_edge_cases():
     ties = np.array([[3, 0, 0, 0]] * 40)  # zero discordant cases: a positive variance, no zero-variance pass
     r = M.analyze(ties, 0.03, alpha=0.025)
-    z2 = 1.959963984540054 ** 2
-    assert r.lower == pytest.approx(-z2 / (120 + z2), rel=1e-6) and r.status == "fail"
+    # Tango's no-discordance bound with the model weight sum n_k (1 + (n_k - 1) rho_0) = 1.2 N: z^2 W / (N^2 + z^2 W)
+    z2w = 1.959963984540054 ** 2 * 1.2
+    assert M.options["icc_floor"] == 0.1
+    assert r.lower == pytest.approx(-z2w / (120 + z2w), rel=1e-6) and r.status == "fail"
     assert M.analyze(ties, 0.05, alpha=0.025).status == "pass"
     losses = np.array([[0, 3, 0, 0]] * 40)  # every case a loss
     r = M.analyze(losses, 0.1, alpha=0.025)
