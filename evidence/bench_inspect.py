@@ -64,7 +64,8 @@ def write_inputs(folder: Path, customers: int, cases: int, epochs: int, progress
     created = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(minutes=1)
     arms = {a: {"model": f"mockllm/{a}", "task": "support", "task_args": {"arm": a}} for a in ("baseline", "candidate")}
     manifest = demo_manifest(repetitions=epochs, minimum_clusters=min(30, customers), created=created,
-                             arms=arms, model_id="mockllm/candidate", population_hash=identity(clusters))
+                             arms=arms, model_id="mockllm/candidate", population_hash=identity(clusters),
+                             dataset={"name": None, "location": None, "samples": customers * cases})
     (folder / "manifest.json").write_text(json.dumps(manifest.canonical()))
     logs = {}
     for arm in ("baseline", "candidate"):
@@ -100,6 +101,10 @@ def bench_inspect(*, customers: int = 40, cases: int = 3, epochs: int = 3, repea
                                                        str(folder / condition / "never.json")], env, repeats)
         runs["reference_read_eval_log"] = _timed(reference, env, repeats)
         runs["reference_over_compare"] = runs["reference_read_eval_log"]["median_s"] / runs["compare"]["median_s"]
+        for key, codes in (("compare", (0, 1)), ("error_exit", (2,)), ("reference_read_eval_log", (0,))):
+            if runs[key]["exit_code"] not in codes:  # a timing of the wrong outcome is no measurement
+                raise RuntimeError(f"bench {key}: exit code {runs[key]['exit_code']}, expected {codes}: "
+                                   f"{' '.join(runs[key]['stderr_tail'])}")
         conditions[condition] = runs
     return {"customers": customers, "cases": cases, "epochs": epochs, "trials": 2 * customers * cases * epochs,
             "cpus": os.cpu_count(), "pythondontwritebytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),

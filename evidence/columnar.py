@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .trials import ARMS, FIELDS, PROVENANCE, TrialColumns, csv_header_problem
+from .trials import ARMS, PROVENANCE, TrialColumns, csv_header_problem
 
 
 def _arrow_schema():

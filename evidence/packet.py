@@ -16,20 +16,18 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .comparison import compare
-from .coverage import check_qualification, default_directory
 from .errors import EvidenceError
-from .experiment import pair_trials
-from .hashing import file_hash
 from .manifest import Manifest
 from .population import Population, check_membership, read_population
-from .provenance import measurement
-from .receipt import PrerequisiteReceipt, TestReceipt, build_receipt
+from .provenance import check_logs, measurement
 from .trials import TrialColumns, concat_columns, read_trial_file, trial_format
+
+if TYPE_CHECKING:  # the comparison's modules are imported when the trials have been read
+    from .receipt import PrerequisiteReceipt, TestReceipt
 
 PACKET_KIND = "simlab.evidence.packet"
 PAIRED_ROLES = {"inspect": ("inspect_baseline", "inspect_candidate"), "lm-eval": ("lmeval_baseline", "lmeval_candidate"),
@@ -81,9 +79,11 @@ def _per_arm_trials(b: Path, c: Path) -> tuple[TrialColumns, dict[str, str], lis
     return concat_columns(out[0], out[1], f"trials {b.name}, {c.name}"), hashes, infos
 
 
-def load_trials(artifacts: list[dict], adapter: dict | None, base: Path) -> tuple[TrialColumns, dict[str, str], list[dict]]:
+def load_trials(artifacts: list[dict], adapter: dict | None, base: Path,
+                checks=None) -> tuple[TrialColumns, dict[str, str], list[dict]]:
     """Read the raw trial artifacts into validated columns; returns them, each file's sha256
-    and each log's identity and times (none for a single trial file)."""
+    and each log's identity and times (none for a single trial file).  ``checks(infos)``
+    judges two logs' identities before their samples."""
     paths = {a["role"]: (base / a["path"]) for a in artifacts if a["role"] != "population"}
     for role, p in paths.items():
         if not p.is_file():
@@ -107,11 +107,12 @@ def load_trials(artifacts: list[dict], adapter: dict | None, base: Path) -> tupl
     if kind == "inspect":
         from .adapters.inspect import read_inspect_pair
         cols, infos = read_inspect_pair(b, c, cluster_field=mapping["cluster_field"], score=mapping.get("score"),
-                                        slice_field=mapping.get("slice_field"))
+                                        slice_field=mapping.get("slice_field"), check_logs=checks)
     else:
         from .adapters.lmeval import read_lmeval_pair
         cols, infos = read_lmeval_pair(b, c, cluster_field=mapping["cluster_field"], score=mapping.get("score"),
-                                       slice_field=mapping.get("slice_field"), filter_name=mapping.get("filter"))
+                                       slice_field=mapping.get("slice_field"), filter_name=mapping.get("filter"),
+                                       check_logs=checks)
     return cols, {i["role"]: i["sha256"] for i in infos}, infos
 
 
@@ -132,10 +133,18 @@ def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None,
              tests: tuple[TestReceipt, ...], prerequisites: tuple[PrerequisiteReceipt, ...],
              qualification_dir: Path | None, trusted: dict | None, issued_at: dt.datetime,
              registered_after: bool = False) -> dict:
-    """The receipt, recomputed from the raw artifacts (errors in the evidence raise ValueError)."""
+    """The receipt, recomputed from the raw artifacts (errors in the evidence raise ValueError).
+    The statistics' modules are imported only once the inputs have been read: a refused input
+    exits without them."""
     population = load_population(artifacts, base, manifest)
-    cols, hashes, logs = load_trials(artifacts, adapter, base)
+    cols, hashes, logs = load_trials(artifacts, adapter, base,
+                                     checks=lambda infos: check_logs(manifest, infos, registered_after))
     record, findings = measurement(manifest, cols, logs, registered_after, cols.source)
+    from .comparison import compare
+    from .coverage import check_qualification, default_directory
+    from .experiment import pair_trials
+    from .receipt import build_receipt
+
     experiment = pair_trials(cols, manifest, registered_after=registered_after)
     pop = None
     if population is not None:

@@ -128,18 +128,40 @@ def identical_arms(cols) -> bool:
     return all(same(a) for a in (cols.passed, cols.n_failed, cols.latency, cols.cost, stamps))
 
 
+def _log_times(logs: list[dict]) -> list[tuple[dt.datetime, str]]:
+    times = []
+    for log in logs:
+        for key in ("created", "started_at"):
+            t = _time(log.get(key))
+            if t is not None:
+                times.append((t, f"{log['file']} eval.{key}" if key == "created" else f"{log['file']} run start"))
+    return times
+
+
+def _late(manifest: Manifest, before: list, logs_before: int, trials_before: int) -> EvidenceError:
+    t, what = min(before)
+    return EvidenceError(f"the manifest (created_at {_iso(manifest.created_at)}) is later than the measurement it "
+                         f"governs: {what} is {_iso(t)} ({logs_before} log time(s), {trials_before} trial timestamp(s) "
+                         "before the manifest); a plan written after the data were seen is not a pre-registration",
+                         option="registered_after_measurement")
+
+
+def check_logs(manifest: Manifest, logs: list[dict], registered_after: bool) -> None:
+    """What the logs' headers alone settle, before any sample is judged: an undeclared late
+    manifest (first: the root cause for existing logs), then the pairing mistakes."""
+    before = [(t, w) for t, w in _log_times(logs) if t < manifest.created_at]
+    if before and not registered_after:
+        raise _late(manifest, before, len(before), 0)
+    check_pairing_mistakes(logs, manifest)
+
+
 def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bool,
                 source: str) -> tuple[dict, list[tuple[str, str, str]]]:
     """The packet's measurement record (log identities and times) and the findings it adds;
     an undeclared late manifest (checked first: the root cause for existing logs) or a
     pairing mistake raises EvidenceError."""
     created = manifest.created_at
-    times: list[tuple[dt.datetime, str]] = []
-    for log in logs:
-        for key in ("created", "started_at"):
-            t = _time(log.get(key))
-            if t is not None:
-                times.append((t, f"{log['file']} eval.{key}" if key == "created" else f"{log['file']} run start"))
+    times = _log_times(logs)
     stamps = cols.timestamps if cols.timestamps is not None else np.empty(0)
     given = ~np.isnan(stamps)
     early = np.flatnonzero(given & (stamps < created.timestamp()))
@@ -159,11 +181,7 @@ def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bo
     }
     findings = []
     if (before or len(early)) and not registered_after:
-        t, what = min(before)
-        raise EvidenceError(f"the manifest (created_at {_iso(created)}) is later than the measurement it governs: "
-                            f"{what} is {_iso(t)} ({len(logs_before)} log time(s), {len(early)} trial timestamp(s) before "
-                            "the manifest); a plan written after the data were seen is not a pre-registration",
-                            option="registered_after_measurement")
+        raise _late(manifest, before, len(logs_before), len(early))
     check_pairing_mistakes(logs, manifest)
     if not any(_records_identity(g) for g in logs) and identical_arms(cols):
         raise EvidenceError(f"{source}: every candidate trial repeats its baseline trial (outcome, latency, cost, "

@@ -257,6 +257,14 @@ def columns_from_records(records: list[TrialRecord], source: str, lines: Iterabl
         locate=locate)
 
 
+def columns_from_places(rows: list[tuple[str, dict]], source: str) -> TrialColumns:
+    """Rows named by their place in a log (``(place, row dict)``, e.g. a sample id and epoch):
+    validated, and located by that place in every later message."""
+    places = [where for where, _ in rows]
+    records = validate_rows(rows, source, label="")
+    return columns_from_records(records, source, lines=range(1, len(records) + 1), locate=lambda row: places[row])
+
+
 def trial_format(path: str | Path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix in (".jsonl", ".ndjson"):

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import EvidenceError, Problem, SampleErrors
 from ..hashing import file_hash
-from ..trials import TrialColumns, columns_from_records, validate_rows
+from ..trials import TrialColumns, columns_from_places
 
 MANIFEST_KEY = "simlab_manifest_sha256"
 ARM_KEY = "simlab_arm"
@@ -267,22 +267,24 @@ def log_rows(path: Path, samples: list[_Sample], arm: str, *, cluster_field: str
 
 
 def read_inspect_pair(baseline: str | Path, candidate: str | Path, *, cluster_field: str, score: str | None,
-                      slice_field: str | None = None) -> tuple[TrialColumns, list[dict]]:
-    """Both logs as one validated set of trial columns, and each log's identity and times."""
-    rows, problems, infos = [], [], []
-    for path, arm in ((Path(baseline), "baseline"), (Path(candidate), "candidate")):
-        header, samples = read_log(path)
+                      slice_field: str | None = None, check_logs=None) -> tuple[TrialColumns, list[dict]]:
+    """Both logs as one validated set of trial columns, and each log's identity and times.
+    ``check_logs(infos)`` runs on the two logs' identities before any sample is judged: the
+    wrong log is a root cause that comes before its samples' problems."""
+    logs = [(Path(baseline), "baseline", *read_log(baseline)), (Path(candidate), "candidate", *read_log(candidate))]
+    infos = [{**log_info(path, header, samples), "role": f"inspect_{arm}", "arm": arm}
+             for path, arm, header, samples in logs]
+    if check_logs is not None:
+        check_logs(infos)
+    rows, problems = [], []
+    for (path, arm, header, samples), info in zip(logs, infos):
         chosen = choose_score(samples, score, path.name)
-        info = log_info(path, header, samples)
         r, p = log_rows(path, samples, arm, cluster_field=cluster_field, score=chosen, slice_field=slice_field,
                         manifest_hash=info["manifest_sha256"])
         rows += r
         problems += p
-        infos.append({**info, "role": f"inspect_{arm}", "arm": arm, "score": chosen})
+        info["score"] = chosen
     source = f"Inspect logs {Path(baseline).name}, {Path(candidate).name}"
     if problems:
         raise SampleErrors(source, problems)
-    places = [w for w, _ in rows]
-    records = validate_rows(rows, source, label="")
-    return columns_from_records(records, source, lines=range(1, len(records) + 1),
-                                locate=lambda row: places[row]), infos
+    return columns_from_places(rows, source), infos

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import EvidenceError, Problem, SampleErrors
 from ..hashing import file_hash
-from ..trials import TrialColumns, columns_from_records, validate_rows
+from ..trials import TrialColumns, columns_from_places
 from .inspect import MANIFEST_KEY
 
 _BOOK = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",
@@ -105,22 +105,25 @@ def _rows(path: Path, arm: str, cluster_field: str, score: str | None, slice_fie
 
 
 def read_lmeval_pair(baseline: str | Path, candidate: str | Path, *, cluster_field: str, score: str | None,
-                     slice_field: str | None = None, filter_name: str | None = None) -> tuple[TrialColumns, list[dict]]:
-    """Both arms' samples files as validated trial columns, and each run's identity and time."""
-    rows, problems, infos = [], [], []
-    for path, arm in ((Path(baseline), "baseline"), (Path(candidate), "candidate")):
+                     slice_field: str | None = None, filter_name: str | None = None,
+                     check_logs=None) -> tuple[TrialColumns, list[dict]]:
+    """Both arms' samples files as validated trial columns, and each run's identity and time
+    (``check_logs(infos)`` runs on the identities before any sample is judged)."""
+    paths = ((Path(baseline), "baseline"), (Path(candidate), "candidate"))
+    infos = []
+    for path, arm in paths:
         if not path.is_file():
             raise EvidenceError(f"no lm-evaluation-harness samples file at {path}")
         results, task = _results(path)
-        info = _info(path, results, task, arm)
+        infos.append(_info(path, results, task, arm))
+    if check_logs is not None:
+        check_logs(infos)
+    rows, problems = [], []
+    for (path, arm), info in zip(paths, infos):
         r, p = _rows(path, arm, cluster_field, score, slice_field, filter_name, info["manifest_sha256"])
         rows += r
         problems += p
-        infos.append(info)
     source = f"lm-eval samples {Path(baseline).name}, {Path(candidate).name}"
     if problems:
         raise SampleErrors(source, problems)
-    places = [w for w, _ in rows]
-    records = validate_rows(rows, source, label="")
-    return columns_from_records(records, source, lines=range(1, len(records) + 1),
-                                locate=lambda row: places[row]), infos
+    return columns_from_places(rows, source), infos

@@ -35,9 +35,9 @@ def _time(text: str | None, flag: str) -> dt.datetime | None:
 
 
 def _trusted(paths: list[str] | None) -> dict | None:
-    from simlab import signing
     if not paths:
         return None
+    from simlab import signing
     try:
         return signing.trusted_keys(paths)
     except (OSError, ValueError) as exc:
@@ -55,6 +55,8 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def _components(paths: list[str] | None):
+    if not paths:
+        return (), ()
     from evidence.hashing import read_json
     from evidence.receipt import PrerequisiteReceipt, TestReceipt
     tests, pres = [], []
@@ -139,7 +141,8 @@ def run_init(args) -> int:
         raise UsageError(str(exc), "--out") from None
     _emit(args, {"manifest": str(args.out), "sha256": Manifest.parse(data).sha256},
           lambda p: print(f"wrote manifest template {p['manifest']} ({p['sha256']}); fill in every field, "
-                          "pin the qualification record's hash, then `simlab evidence run`"))
+                          "pin the qualification record's hash, print the edited manifest's identity with "
+                          "`simlab evidence hash`, then measure and `simlab evidence run` / `simlab compare`"))
     return 0
 
 

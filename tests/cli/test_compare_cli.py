@@ -111,7 +111,7 @@ def test_the_same_manifest_rules_apply(tmp_path, files, capsys):
                payload["other_findings"])
 
 
-def _lmeval(folder, arm, model, manifest, clusters=40, losses=()):
+def _lmeval(folder, arm, model, manifest, clusters=40, losses=(), dataset="org/refunds"):
     folder.mkdir(parents=True, exist_ok=True)
     date_id = f"2026-11-30T13-00-0{int(arm == 'candidate')}.123456"
     with open(folder / f"samples_refunds_{date_id}.jsonl", "w") as f:
@@ -126,7 +126,7 @@ def _lmeval(folder, arm, model, manifest, clusters=40, losses=()):
     (folder / f"results_{date_id}.json").write_text(json.dumps({
         "results": {"refunds": {"exact_match,none": 0.9}}, "model_name": model, "date": 1796043600.0 + 60,
         "config": {"model": "hf", "model_args": f"pretrained={model}"},
-        "configs": {"refunds": {"task": "refunds", "dataset_path": "org/refunds", "dataset_name": None,
+        "configs": {"refunds": {"task": "refunds", "dataset_path": dataset, "dataset_name": None,
                                 "metadata": {"simlab_manifest_sha256": manifest.sha256}}}}))
     return next(folder.glob("samples_*.jsonl"))
 
@@ -152,6 +152,12 @@ def test_lm_eval_samples_are_paired_by_document(tmp_path, capsys):
                "--score", "acc", "--now", NOW, "--out", str(tmp_path / "r.json"), "--json"])
     err = json.loads(capsys.readouterr().out)["error"]
     assert rc == 2 and "no metric 'acc'; the samples have 'exact_match'" in err["message"] and err["field"] == "--score"
+    other = _lmeval(tmp_path / "c", "candidate", "org/model-b", m, losses={(5, 0)}, dataset="org/refunds-v2")
+    rc = main(["compare", str(base), str(other), "--manifest", str(tmp_path / "m.json"), "--cluster-field",
+               "customer", "--now", NOW, "--out", str(tmp_path / "s.json"), "--json"])
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert rc == 2 and err["message"] == (f"{base.name} (baseline) and {other.name} (candidate) ran different "
+                                          "datasets (name 'org/refunds' vs 'org/refunds-v2')")
 
 
 def test_hash_prints_a_manifests_identity_and_the_inspect_flag(tmp_path, files, capsys):

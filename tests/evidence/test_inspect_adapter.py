@@ -134,21 +134,22 @@ def test_partial_credit_is_refused_once_with_examples_and_a_count(inspect_logs):
     assert len(exc.value.errors) == 6  # case1 (half credit) x 3 epochs x 2 arms
 
 
-def test_unequal_epochs_are_one_root_cause(inspect_logs):
-    cols, _ = read_inspect_pair(*_pair(inspect_logs, "unequal"), cluster_field="customer", score="says_yes")
+def _pairing_message(logs, task) -> str:
+    cols, _ = read_inspect_pair(*_pair(logs, task), cluster_field="customer", score="says_yes")
     with pytest.raises(PairingError) as exc:
-        pair_trials(cols, inspect_logs.manifest)
+        pair_trials(cols, logs.manifest)
+    return str(exc.value)
+
+
+def test_unequal_epochs_are_one_root_cause(inspect_logs):
+    msg = _pairing_message(inspect_logs, "unequal")
     assert "missing pairs: trial index 3 only in the baseline (the arms ran different numbers of epochs / " \
-           "repetitions) (8 keys, e.g." in str(exc.value)
-    assert "sample 'case0' epoch 3" in str(exc.value)
+           "repetitions) (8 keys, e.g." in msg and "sample 'case0' epoch 3" in msg
 
 
 def test_customers_only_one_arm_ran_are_named(inspect_logs):
-    cols, _ = read_inspect_pair(*_pair(inspect_logs, "one_arm"), cluster_field="customer", score="says_yes")
-    with pytest.raises(PairingError) as exc:
-        pair_trials(cols, inspect_logs.manifest)
     assert "missing pairs: clusters with baseline trials only (the candidate did not run their cases) " \
-           "(cluster 'cust3': (case 'case6', trial 1)" in str(exc.value)
+           "(cluster 'cust3': (case 'case6', trial 1)" in _pairing_message(inspect_logs, "one_arm")
 
 
 def test_cancelled_run_is_refused(inspect_logs):
@@ -284,3 +285,20 @@ def test_compare_on_two_inspect_logs_prints_reliability_and_writes_a_pr_comment(
     text = md.read_text()
     assert "| pass^3 (all 3 pass) |" in text and "| pass@3 (any of 3 passes) |" in text
     assert "24 paired trials" in text and "statistical fail: binomial_loss" in text
+
+
+def test_arms_from_different_tasks_are_refused_naming_both_files(inspect_logs, tmp_path):
+    base, cand = inspect_logs.bound[("baseline", "tiny")], inspect_logs.bound[("candidate", "errored")]
+    with pytest.raises(EvidenceError) as exc:
+        _run(inspect_logs, base, cand, tmp_path)
+    assert str(exc.value) == (f"{base.name} (baseline) and {cand.name} (candidate) come from different tasks "
+                              "('tiny', 'errored')")
+
+
+def test_a_rewritten_copy_of_one_run_is_the_same_run(inspect_logs, tmp_path):
+    base = inspect_logs.unbound["baseline"]
+    edited = _rewrite_metadata(base, tmp_path / "edited.eval", "sha256:" + "0" * 64)
+    late = inspect_manifest(created=inspect_logs.written_after)
+    with pytest.raises(EvidenceError, match=r"\(baseline\) and edited.eval \(candidate\) are the same Inspect run "
+                                            r"\(eval_id .*\): one run given as both arms"):
+        _run(inspect_logs, base, edited, tmp_path, manifest=late, registered_after=True)

@@ -82,15 +82,19 @@ def test_duplicated_pair_is_rejected_naming_the_key(world, good, tmp_path):
                for r in out["reasons"])
 
 
-def test_omitted_failure_row_is_refused_against_the_population(world, tmp_path):
-    folder = tmp_path / "f"
-    packet = world.run(folder, draw={"candidate_failed": 1})
+def _omit_the_failing_case(world, folder, **kw):
+    """A blocked packet whose failing case is then dropped from the trials (both arms), the
+    artifact hash resealed; returns the packet and its replay."""
+    packet = world.run(folder, draw={"candidate_failed": 1}, **kw)
     assert packet["receipt"]["action"] == "block"
-    lines = _lines(folder)
-    keep = [ln for ln in lines if json.loads(ln)["case_id"] != "case-00000-00"]  # the failing case, both arms
+    keep = [ln for ln in _lines(folder) if json.loads(ln)["case_id"] != "case-00000-00"]
     _write(folder, keep)
     _reseal_artifact(folder, packet)
-    out = _replay(world, folder, packet)
+    return packet, _replay(world, folder, packet)
+
+
+def test_omitted_failure_row_is_refused_against_the_population(world, tmp_path):
+    _, out = _omit_the_failing_case(world, tmp_path / "f")
     assert out["action"] == "block" and not out["ok"]
     assert any("registered cases missing from the trials (1 cases; 1 whole clusters) (case 'case-00000-00' "
                "(cluster 'customer-00000'))" in r for r in out["reasons"]), out["reasons"]
@@ -98,13 +102,7 @@ def test_omitted_failure_row_is_refused_against_the_population(world, tmp_path):
 
 def test_omitted_failure_row_without_a_population_needs_the_anchor(world, tmp_path):
     folder = tmp_path / "f"
-    packet = world.run(folder, draw={"candidate_failed": 1}, population=False)
-    assert packet["receipt"]["action"] == "block"
-    lines = _lines(folder)
-    keep = [ln for ln in lines if json.loads(ln)["case_id"] != "case-00000-00"]  # the failing case, both arms
-    _write(folder, keep)
-    _reseal_artifact(folder, packet)
-    out = _replay(world, folder, packet)
+    packet, out = _omit_the_failing_case(world, folder, population=False)
     assert out["action"] == "block" and not out["ok"]
     assert any(r.startswith("forged raw hashes") for r in out["reasons"])
     assert any(r.startswith("forged hard-failure count") for r in out["reasons"])
