@@ -10,6 +10,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 VERDICT = {"lab_pass": "pass", "canary_eligible": "pass", "block": "fail", "hold": "inconclusive"}
+ESTIMAND_WORDS = {"trial_weighted": "candidate minus baseline pass rate, trial-weighted",
+                  "cluster_weighted": "candidate minus baseline pass rate, mean over clusters",
+                  "loss_rate": "minus the candidate's loss rate (pairs the baseline passes and the candidate fails)"}
 
 
 def _g(x, digits: int = 4) -> str:
@@ -45,9 +48,9 @@ def summary(packet: dict, packet_path: str | None = None) -> dict:
 
 
 def headline(s: dict) -> str:
-    return (f"{s['verdict'].upper()}: {s['action']} (authority {s['authority']}) -- candidate minus baseline "
-            f"{_g(s['estimate'])}, lower bound {_g(s['lower'])} vs -margin {-s['margin']:g} ({s['method']}, "
-            f"{s['clusters']} clusters, {s['pairs']} pairs)")
+    return (f"{s['verdict'].upper()}: {s['action']} (authority {s['authority']}) -- estimate {_g(s['estimate'])}, "
+            f"lower bound {_g(s['lower'])} vs -margin {-s['margin']:g} ({s['method']}, {s['clusters']} clusters, "
+            f"{s['pairs']} pairs)")
 
 
 def markdown(s: dict) -> str:
@@ -66,7 +69,8 @@ def markdown(s: dict) -> str:
             lines.append(f"| {name} | {_interval(s['arms']['baseline'][key])} | "
                          f"{_interval(s['arms']['candidate'][key])} |")
     conf = f"{100 * s['confidence']:g}%"
-    lines += ["", f"**Paired difference** (candidate − baseline, {s['estimand']} over {unit}): {_g(s['estimate'])}, "
+    words = ESTIMAND_WORDS.get(s["estimand"], s["estimand"])
+    lines += ["", f"**Paired comparison** ({words}, over {unit}): {_g(s['estimate'])}, "
                   f"{conf} interval [{_g(s['lower'])}, {_g(s['upper'])}]; non-inferiority margin {s['margin']:g} "
                   f"(pass when the lower bound ≥ {-s['margin']:g}): **{s['status']}**.",
               f"Method: `{s['method']}` v{s['method_version']}. Interval columns are {conf} cluster-level intervals."]

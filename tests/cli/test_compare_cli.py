@@ -57,7 +57,7 @@ def test_pass_exits_0_and_writes_markdown_and_junit(tmp_path, files, capsys):
     md, xml = tmp_path / "out" / "summary.md", tmp_path / "out" / "junit.xml"
     rc = main(_compare(tmp_path, "--out", str(tmp_path / "p.json"), "--markdown", str(md), "--junit", str(xml)))
     out = capsys.readouterr().out
-    assert rc == 0 and out.startswith("PASS: lab_pass (authority lab_only) -- candidate minus baseline")
+    assert rc == 0 and out.startswith("PASS: lab_pass (authority lab_only) -- estimate 0, lower bound -0.01222 vs -margin -0.03 (binomial_loss, 300 clusters")
     text = md.read_text()
     assert text.startswith("### ✅ simlab compare: **PASS** — lab_pass (authority lab_only)")
     assert "| pass rate | 1 [1, 1] | 1 [1, 1] |" in text and "non-inferiority margin 0.03" in text
