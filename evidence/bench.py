@@ -68,6 +68,7 @@ def reference_pairs(path: Path, manifest):
     if base.keys() != cand.keys():
         raise ValueError("missing pairs")
     tables: dict[str, list[int]] = {}
+    per_case: dict[str, list] = {}  # case -> [cluster, cells, baseline passes, candidate passes, trials]
     failed = 0
     for key, b in base.items():
         c = cand[key]
@@ -76,10 +77,22 @@ def reference_pairs(path: Path, manifest):
         failed += bool(c["failed_checks"])
         cell = (0 if b["passed"] else 2) + (0 if c["passed"] else 1)
         tables.setdefault(b["cluster_id"], [0, 0, 0, 0])[cell] += 1
+        entry = per_case.setdefault(key[0], [b["cluster_id"], [0, 0, 0, 0], 0, 0, 0])
+        entry[1][cell] += 1
+        entry[2] += b["passed"]
+        entry[3] += c["passed"]
+        entry[4] += 1
+    row = {name: i for i, name in enumerate(tables)}
+    cases = list(per_case.values())
     return PairedExperiment(tables=np.array(list(tables.values()), dtype=np.int64),
                             cluster_names=np.array(list(tables), dtype=object), pairs=len(base),
-                            cases=len({k[0] for k in base}), candidate_failed_trials=failed, failed_examples=(),
-                            provenance_counts={"absent": 0, "synthetic": 2 * len(base), "measured": 0})
+                            cases=len(per_case), candidate_failed_trials=failed, failed_examples=(),
+                            provenance_counts={"absent": 0, "synthetic": 2 * len(base), "measured": 0},
+                            case_names=np.array(list(per_case), dtype=object),
+                            case_cluster=np.array([row[e[0]] for e in cases], dtype=np.int64),
+                            case_cells=np.array([e[1] for e in cases], dtype=np.int64),
+                            case_passes=np.array([[e[2], e[3]] for e in cases], dtype=np.int64),
+                            case_trials=np.array([e[4] for e in cases], dtype=np.int64))
 
 
 def _receipt(manifest, experiment, comparison, digest: str):
@@ -163,7 +176,14 @@ def _measure(kind: str, path: Path, manifest, packet_dir: Path) -> dict:
     queue = ctx.Queue()
     proc = ctx.Process(target=_stages, args=(kind, str(path), manifest.model_dump_json(), str(packet_dir), queue))
     proc.start()
-    result = queue.get(timeout=1800)
+    from queue import Empty
+    while True:  # a child that dies reports nothing: notice it instead of waiting forever
+        try:
+            result = queue.get(timeout=2)
+            break
+        except Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"the {kind} benchmark process failed (exit code {proc.exitcode})") from None
     proc.join()
     return result
 

@@ -11,9 +11,12 @@ trials per cluster, margin, confidence, look schedule and intra-cluster correlat
 the manifest's ``rho_max`` (a grid record covers grid points only -- for several trials per
 cluster an unknown rho needs ``rho_max = 0`` or a certificate; ``methods.qualification``
 decides).  Every other record or certificate of the method must agree (``find_coverage``:
-sources cannot be shopped).  Finally its embedded Ed25519 signature is checked against the
-trusted key set: only a covered *and* trusted-signed qualification can lift a receipt to
-``canary_eligible``."""
+sources cannot be shopped).  The design is that of the tables the method analyses (trial
+pairs, or for the pass^k comparison cases per cluster); each protected slice's test is a
+use of the method at its own design (the slice's clusters, and the level its multiplicity
+rule gave it) and must be covered too.  Finally its embedded Ed25519 signature is checked
+against the trusted key set: only a covered *and* trusted-signed qualification can lift a
+receipt to ``canary_eligible``."""
 from __future__ import annotations
 
 import datetime as dt
@@ -92,22 +95,25 @@ def _others(directory: Path, name: str, pinned_path: Path) -> bool:
     return any(_head(p)[0] == name for p in Path(directory).glob("*.json") if p != pinned_path)
 
 
-def design_point(manifest: Manifest, experiment: PairedExperiment) -> dict | str:
-    """The design as ``methods.qualification`` describes it, or why there is none."""
-    sizes = set(int(x) for x in experiment.trials_per_cluster())
+def design_point(manifest: Manifest, tables, confidence: float | None = None) -> dict | str:
+    """The design of the analysed ``tables`` (K, 4) as ``methods.qualification`` describes it
+    (empty clusters are missing and do not count), or why there is none."""
+    sizes_all = [int(x) for x in tables.sum(axis=1) if x > 0]
+    clusters = len(sizes_all)
+    sizes = set(sizes_all)
     if len(sizes) != 1:
-        return (f"clusters have unequal numbers of trial pairs ({min(sizes)}..{max(sizes)}); qualification "
-                "covers fixed cluster sizes only")
+        return (f"clusters have unequal numbers of analysed units ({min(sizes, default=0)}..{max(sizes, default=0)}); "
+                "qualification covers fixed cluster sizes only")
     looks = None
     if manifest.sequential_policy.kind == "group_sequential":
         looks = len(manifest.sequential_policy.looks)
-        equal = tuple(-(-j * experiment.clusters // looks) for j in range(1, looks + 1))
+        equal = tuple(-(-j * clusters // looks) for j in range(1, looks + 1))
         if tuple(manifest.sequential_policy.looks) != equal:
             return (f"look schedule {list(manifest.sequential_policy.looks)} is not {looks} equally spaced looks "
                     f"{list(equal)} (the schedule qualification evaluates)")
-    return {"clusters": experiment.clusters, "cluster_size": {"kind": "fixed", "trials": sizes.pop()},
-            "margin": manifest.margin, "confidence": manifest.confidence, "looks": looks,
-            "rho": 0.0 if manifest.rho_max == 0.0 else None, "rho_max": manifest.rho_max}
+    return {"clusters": clusters, "cluster_size": {"kind": "fixed", "trials": sizes.pop()},
+            "margin": manifest.margin, "confidence": manifest.confidence if confidence is None else confidence,
+            "looks": looks, "rho": 0.0 if manifest.rho_max == 0.0 else None, "rho_max": manifest.rho_max}
 
 
 def _load(q, path: Path, now: dt.datetime, trusted: dict | None = None):
@@ -126,11 +132,45 @@ def _signature(q, path: Path, now: dt.datetime, trusted: dict | None) -> dict:
     return {"signed_by": obj.signature.key_id, "reason": "signature verified with a trusted key"}
 
 
+def _covered_everywhere(q, obj, covers, directory: Path, path: Path, point: dict, now) -> str | None:
+    """Why ``point`` is not covered by the pinned record (or another record disagrees), or None."""
+    c = covers(obj, point, now=now)
+    if not c.covered:
+        return f"design not covered: {c.reason}"
+    if _others(directory, obj.method.name, path):  # find_coverage over one source is covers() on it
+        try:
+            other = q.find_coverage(obj.method.name, point, directory, now=now)
+        except (q.RecordError, ValueError) as exc:
+            other = q.Coverage(False, f"another record or certificate is unusable: {exc}")
+        if not other.covered:
+            return f"another record of {obj.method.name} disagrees: {other.reason}"
+    return None
+
+
+def _slice_gaps(q, obj, covers, directory, path, manifest, experiment, slices: dict, now) -> list[str]:
+    """Each protected slice's test is a use of the method at the slice's design and level."""
+    from .comparison import analysis_tables, registered_method
+
+    method = registered_method(manifest)
+    gaps = []
+    for s in slices.get("slices", []):
+        tables = analysis_tables(method, experiment, experiment.case_slice == s["value"])
+        for t in s["tests"]:
+            point = design_point(manifest, tables, confidence=1.0 - 2.0 * t["level"])
+            why = point if isinstance(point, str) else _covered_everywhere(q, obj, covers, directory, path, point, now)
+            if why:
+                gaps.append(f"protected slice {s['value']!r} tested at level {t['level']:.4g}: {why}")
+    return gaps
+
+
 def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, directory: str | Path | None = None,
-                        now: dt.datetime, trusted: dict | None = None) -> QualificationCheck:
-    """Verify the pinned record or certificate, its coverage of this design and, when it
-    covers, its signature against ``trusted`` (never raises for a bad file)."""
+                        now: dt.datetime, trusted: dict | None = None, slices: dict | None = None) -> QualificationCheck:
+    """Verify the pinned record or certificate, its coverage of this design (and of each
+    protected slice's test, ``slices`` from the comparison) and, when it covers, its
+    signature against ``trusted`` (never raises for a bad file)."""
     from methods import qualification as q
+
+    from .comparison import analysis_tables, registered_method, unit_of
 
     directory = Path(directory) if directory is not None else default_directory()
     pinned = manifest.qualification_sha256
@@ -152,20 +192,19 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
         return QualificationCheck(**out, covered=False, reasons=(
             f"qualification record is for method {obj.method.name!r}, not the registered "
             f"{manifest.statistical_method!r}",))
-    point = design_point(manifest, experiment)
+    method = registered_method(manifest)
+    tables = analysis_tables(method, experiment)
+    point = design_point(manifest, tables)
     if isinstance(point, str):
         return QualificationCheck(**out, covered=False, reasons=(point,))
-    c = covers(obj, point, now=now)
-    if not c.covered:
-        return QualificationCheck(**out, covered=False, reasons=(f"design not covered: {c.reason}",))
-    if _others(directory, obj.method.name, path):  # find_coverage over one source is covers() on it
-        try:
-            other = q.find_coverage(obj.method.name, point, directory, now=now)
-        except (q.RecordError, ValueError) as exc:
-            other = q.Coverage(False, f"another record or certificate is unusable: {exc}")
-        if not other.covered:
-            return QualificationCheck(**out, covered=False, reasons=(
-                f"another record of {obj.method.name} disagrees: {other.reason}",))
+    why = _covered_everywhere(q, obj, covers, directory, path, point, now)
+    if why:
+        return QualificationCheck(**out, covered=False, reasons=(why,))
+    gaps = _slice_gaps(q, obj, covers, directory, path, manifest, experiment, slices, now) if slices else []
+    if gaps:
+        return QualificationCheck(**out, covered=False, reasons=tuple(gaps))
+    unit = "case(s)" if unit_of(method) == "case_all_trials" else "trial pair(s)"
     return QualificationCheck(**out, covered=True, signature=_signature(q, path, now, trusted), reasons=(
-        f"{path.name} covers K={experiment.clusters}, {point['cluster_size']['trials']} pair(s) per cluster, "
-        f"margin {manifest.margin:g}, confidence {manifest.confidence:g}, rho <= {manifest.rho_max:g}",))
+        f"{path.name} covers K={point['clusters']}, {point['cluster_size']['trials']} {unit} per cluster, "
+        f"margin {manifest.margin:g}, confidence {manifest.confidence:g}, rho <= {manifest.rho_max:g}"
+        + (f", and {sum(len(s['tests']) for s in slices['slices'])} protected-slice test(s)" if slices else ""),))

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from .hashing import read_json, with_self_hash
 from .ledger import append, verify
-from .packet import run_experiment, trial_artifacts
+from .packet import population_artifact, run_experiment, trial_artifacts
 from .replay import replay
 from .resolve import resolve
-from .synthetic import demo_manifest, write_trials
+from .synthetic import demo_manifest, with_population, write_population, write_trials
 
 METHOD = "binomial_loss"
 
@@ -56,12 +56,13 @@ def _qualification(out: Path) -> tuple[Path, str, dict]:
 def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, clusters: int, cases: int, reps: int,
               **kw) -> dict:
     draw = {k: kw.pop(k) for k in ("candidate_failed", "cost_provenance") if k in kw}
-    manifest = demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps,
-                             created=now - dt.timedelta(minutes=5), **kw)
+    manifest = with_population(demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps,
+                                             created=now - dt.timedelta(minutes=5), **kw), clusters, cases)
     trials = write_trials(out / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases,
                           baseline=0.9, discordance=0.01, seed=20261130, **draw)
-    return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=out / f"{name}.packet.json",
-                          qualification_dir=qdir, trusted=trusted, now=now)
+    cases_file = write_population(out / f"{name}.population.jsonl", clusters, cases)
+    return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials) + [population_artifact(cases_file)],
+                          out=out / f"{name}.packet.json", qualification_dir=qdir, trusted=trusted, now=now)
 
 
 def run_demo(out: str | Path | None = None) -> dict:
@@ -94,7 +95,7 @@ def run_demo(out: str | Path | None = None) -> dict:
     for p in packets.values():
         append(ledger, p["receipt"], now=now)
     expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))
-    later = resolve(good["receipt"], expiry + dt.timedelta(days=1))
+    later = resolve(good["receipt"], expiry + dt.timedelta(days=1), replayed=replayed["ok"])
     (out / "demo.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
     return {"folder": str(out), "method": METHOD, "rows": rows,
             "replay": {"ok": replayed["ok"], "action": replayed["action"]},

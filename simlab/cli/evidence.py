@@ -1,12 +1,15 @@
 """``simlab evidence``: manifest -> raw trials -> paired comparison -> receipt -> ledger.
 
-``init`` writes a manifest template; ``run`` evaluates trials (JSONL/CSV, or two Inspect
-AI logs) and writes a packet; ``replay`` recomputes a packet from its raw records;
-``resolve`` checks a receipt's authority at a time against current components;
-``verify-ledger`` walks the hash chain; ``keygen`` / ``sign`` / ``verify`` handle Ed25519
-signatures; ``demo`` runs the whole path on a built-in synthetic experiment.  Exit codes:
-0 ok, 1 a decision that blocks or holds (or a broken ledger / failed verification), 2 bad
-input.  ``simlab bench evidence`` times the path on 1,000,000 trials per arm."""
+``init`` writes a manifest template; ``hash`` prints the identity of a manifest (what
+trials and logs must carry) or of a population file; ``run`` evaluates trials (JSONL/CSV,
+two Inspect AI logs, or two lm-evaluation-harness samples files) and writes a packet;
+``replay`` recomputes a packet from its raw records; ``resolve`` checks a receipt's
+authority at a time against current components; ``verify-ledger`` walks the hash chain
+(against a retained or signed head), ``sign-head`` signs the ledger's head; ``keygen`` /
+``sign`` / ``verify`` handle Ed25519 signatures; ``demo`` runs the whole path on a built-in
+synthetic experiment.  Exit codes: 0 ok, 1 a decision that blocks or holds (or a broken
+ledger / failed verification), 2 bad input.  ``simlab bench evidence`` times the path on
+1,000,000 trials per arm, ``simlab bench evidence-inspect`` the Inspect route."""
 from __future__ import annotations
 
 import datetime as dt
@@ -32,9 +35,9 @@ def _time(text: str | None, flag: str) -> dt.datetime | None:
 
 
 def _trusted(paths: list[str] | None) -> dict | None:
-    from simlab import signing
     if not paths:
         return None
+    from simlab import signing
     try:
         return signing.trusted_keys(paths)
     except (OSError, ValueError) as exc:
@@ -52,6 +55,8 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def _components(paths: list[str] | None):
+    if not paths:
+        return (), ()
     from evidence.hashing import read_json
     from evidence.receipt import PrerequisiteReceipt, TestReceipt
     tests, pres = [], []
@@ -67,6 +72,39 @@ def _components(paths: list[str] | None):
             except ValueError as exc:  # pydantic ValidationError: name the file
                 raise UsageError(f"--component {path}: {exc}".splitlines()[0], "--component") from None
     return tuple(tests), tuple(pres)
+
+
+# what a library refusal's ``option`` means on this command line: (flag, what to do next)
+OPTION_HINTS = {
+    "registered_after_measurement": ("--registered-after-measurement", "to analyse logs or trials measured before "
+                                     "the manifest existed, re-run with --registered-after-measurement: the receipt "
+                                     "then says so and authority is capped at lab_only"),
+    "score": ("--score", "name the scorer (metric) that gives the pass/fail label with --score"),
+    "cluster_field": ("--cluster-field", "name the sample-metadata field that identifies the cluster with "
+                                         "--cluster-field"),
+    "slice_field": ("--manifest", "the manifest's protected_slices.field must be a sample-metadata field"),
+    "population": ("--population", "give the registered case list with --population (its identity, printed by "
+                                   "`simlab evidence hash FILE`, must be the manifest's population_hash)"),
+    "out": ("--out", "choose another --out"),
+    "filter": ("--filter", "choose the lm-evaluation-harness filter with --filter"),
+    "format": ("--format", "say which kind of input it is with --format"),
+}
+
+
+def refused(exc) -> UsageError:
+    """A library refusal as a usage error naming the flag and the next step."""
+    flag, hint = OPTION_HINTS.get(getattr(exc, "option", None) or "", (None, None))
+    return UsageError(f"{exc} -- {hint}" if hint else str(exc), flag)
+
+
+def run_evidence(**kw) -> dict:
+    """``evidence.packet.run_experiment`` with its refusals turned into usage errors."""
+    from evidence.errors import EvidenceError
+    from evidence.packet import run_experiment
+    try:
+        return run_experiment(**kw)
+    except EvidenceError as exc:
+        raise refused(exc) from None
 
 
 def _decision_code(action: str) -> int:
@@ -103,40 +141,101 @@ def run_init(args) -> int:
         raise UsageError(str(exc), "--out") from None
     _emit(args, {"manifest": str(args.out), "sha256": Manifest.parse(data).sha256},
           lambda p: print(f"wrote manifest template {p['manifest']} ({p['sha256']}); fill in every field, "
-                          "pin the qualification record's hash, then `simlab evidence run`"))
+                          "pin the qualification record's hash, print the edited manifest's identity with "
+                          "`simlab evidence hash`, then measure and `simlab evidence run` / `simlab compare`"))
     return 0
 
 
-def run_run(args) -> int:
-    from evidence.ledger import append
+def load_manifest_arg(path: str):
     from evidence.manifest import load_manifest
-    from evidence.packet import inspect_artifacts, run_experiment, trial_artifacts
-    if bool(args.trials) == bool(args.inspect):
-        raise UsageError("give exactly one of --trials FILE or --inspect BASELINE CANDIDATE", "--trials")
     try:
-        manifest = load_manifest(args.manifest)
+        return load_manifest(path)
     except ValueError as exc:
         raise UsageError(str(exc), "--manifest") from None
-    now, trusted = _time(args.now, "--now"), _trusted(args.trusted)
-    adapter = None
-    if args.inspect:
-        if not args.cluster_field or not args.score:
-            raise UsageError("--inspect needs --cluster-field (sample metadata) and --score (scorer name)",
-                             "--cluster-field")
-        artifacts = inspect_artifacts(*args.inspect)
-        adapter = {"name": "inspect", "cluster_field": args.cluster_field, "score": args.score}
-    else:
-        artifacts = trial_artifacts(args.trials)
-    tests, pres = _components(args.component)
-    packet = run_experiment(manifest=manifest, artifacts=artifacts, out=args.out,
-                            adapter=adapter, tests=tests, prerequisites=pres,
-                            qualification_dir=args.qualification_dir, trusted=trusted, now=now)
-    receipt = packet["receipt"]
-    payload = {"packet": str(args.out), "receipt": receipt}
+
+
+def adapter_of(kind: str, args, manifest) -> dict | None:
+    """The mapping from log fields to trial fields (Inspect and lm-eval inputs)."""
+    if kind == "trials":
+        return None
+    if not args.cluster_field:
+        raise UsageError(f"{kind} inputs need --cluster-field (the sample-metadata / doc field that identifies the "
+                         "cluster, e.g. the customer)", "--cluster-field")
+    slices = manifest.protected_slices
+    out = {"name": kind, "cluster_field": args.cluster_field, "score": args.score,
+           "slice_field": slices.field if slices else None}
+    if kind == "lm-eval":
+        out["filter"] = getattr(args, "filter", None)
+    return out
+
+
+def common_artifacts(artifacts: list[dict], args) -> list[dict]:
+    from evidence.packet import population_artifact
+    return artifacts + ([population_artifact(args.population)] if args.population else [])
+
+
+def report_ledger(args, payload: dict) -> None:
+    from evidence.ledger import append
     if args.ledger:
-        payload["ledger"] = append(args.ledger, receipt)
-    _emit(args, payload, lambda p: (render_receipt(p["receipt"]), print(f"  packet {p['packet']}")))
-    return _decision_code(receipt["action"])
+        payload["ledger"] = append(args.ledger, payload["receipt"])
+
+
+def _ledger_line(p: dict) -> None:
+    if "ledger" in p:
+        print(f"  ledger entry {p['ledger']['seq']}: head {p['ledger']['entry_sha256']} (retain it elsewhere: "
+              "`simlab evidence verify-ledger --head ...`)")
+
+
+def run_run(args) -> int:
+    from evidence.packet import paired_artifacts, trial_artifacts
+    if bool(args.trials) + bool(args.inspect) + bool(args.lm_eval) != 1:
+        raise UsageError("give exactly one of --trials FILE, --inspect BASELINE CANDIDATE or --lm-eval BASELINE "
+                         "CANDIDATE", "--trials")
+    manifest = load_manifest_arg(args.manifest)
+    now, trusted = _time(args.now, "--now"), _trusted(args.trusted)
+    if args.trials:
+        kind, artifacts = "trials", trial_artifacts(args.trials)
+    else:
+        kind = "inspect" if args.inspect else "lm-eval"
+        artifacts = paired_artifacts(kind, *(args.inspect or args.lm_eval))
+    adapter = adapter_of(kind, args, manifest)
+    tests, pres = _components(args.component)
+    packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
+                          adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
+                          trusted=trusted, now=now, registered_after=args.registered_after_measurement)
+    payload = {"packet": str(args.out), "receipt": packet["receipt"]}
+    report_ledger(args, payload)
+    _emit(args, payload, lambda p: (render_receipt(p["receipt"]), print(f"  packet {p['packet']}"), _ledger_line(p)))
+    return _decision_code(packet["receipt"]["action"])
+
+
+def run_hash(args) -> int:
+    from evidence.adapters.inspect import MANIFEST_KEY
+    from evidence.hashing import read_json
+    from evidence.manifest import Manifest
+    from evidence.population import read_population
+    path = Path(args.file)
+    data = read_json(path) if path.suffix.lower() == ".json" and path.is_file() else None
+    if isinstance(data, dict) and "experiment_id" in data:
+        try:
+            sha = Manifest.parse(data, source=str(path)).sha256
+        except ValueError as exc:
+            raise UsageError(str(exc), "file") from None
+        payload = {"file": str(path), "kind": "manifest", "sha256": sha,
+                   "inspect_metadata": f"--metadata {MANIFEST_KEY}={sha}"}
+        render = (lambda p: print(f"{p['sha256']}\n  manifest identity of {p['file']}: every trial row's "
+                                  f"manifest_sha256; for Inspect: inspect eval ... {p['inspect_metadata']}"))
+    else:
+        try:
+            population = read_population(path)
+        except ValueError as exc:
+            raise refused(exc) from None
+        payload = {"file": str(path), "kind": "population", "sha256": population.sha256, "cases": population.cases,
+                   "clusters": len(set(population.clusters.values()))}
+        render = (lambda p: print(f"{p['sha256']}\n  population identity of {p['file']} ({p['cases']} cases, "
+                                  f"{p['clusters']} clusters): the manifest's population_hash"))
+    _emit(args, payload, render)
+    return 0
 
 
 def _read(path: str, field: str):
@@ -165,7 +264,7 @@ def run_replay(args) -> int:
 
 def run_resolve(args) -> int:
     from evidence.hashing import file_hash
-    from evidence.resolve import resolve
+    from evidence.resolve import resolve, resolve_packet
     as_of = _time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
     data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
@@ -174,11 +273,19 @@ def run_resolve(args) -> int:
     current = _pairs(args.current, "--current")
     for name, path in _pairs(args.current_file, "--current-file").items():
         current[name] = file_hash(path)
-    signature = None
-    if args.trusted:
-        from evidence.signatures import file_signature
-        signature = file_signature(args.receipt, _trusted(args.trusted))
-    result = resolve(receipt, as_of, current, signature=signature)
+    if args.replay:
+        if receipt is data:
+            raise UsageError(f"--replay needs a packet (with its raw artifacts), {args.receipt} is a bare receipt",
+                             "--replay")
+        result = resolve_packet(data, as_of, current, base=Path(args.receipt).parent,
+                                qualification_dir=args.qualification_dir, trusted=_trusted(args.trusted),
+                                anchor=args.anchor)
+    else:
+        signature = None
+        if args.trusted:
+            from evidence.signatures import file_signature
+            signature = file_signature(args.receipt, _trusted(args.trusted))
+        result = resolve(receipt, as_of, current, signature=signature)
 
     def render(p):
         print(f"as of {p['as_of']}: {p['state']} -> {p['action']} (authority {p['authority']})")
@@ -189,12 +296,55 @@ def run_resolve(args) -> int:
 
 
 def run_verify_ledger(args) -> int:
-    from evidence.ledger import verify
-    result = verify(args.ledger)
-    _emit(args, result, lambda p: print(
-        f"ledger {'intact' if p['ok'] else 'BROKEN'}: {p['entries']} entries, head {p['head']}"
-        + "".join(f"\n  - {x}" for x in p["problems"])))
+    from evidence.ledger import verify, verify_signed_head
+    from simlab import signing
+    head, seq, signed = args.head, None, None
+    if args.signed_head:
+        if not args.trusted:
+            raise UsageError("--signed-head needs --trusted keys to check who signed the head", "--trusted")
+        try:
+            signed = verify_signed_head(_read(args.signed_head, "--signed-head"), _trusted(args.trusted))
+        except signing.SignatureError as exc:
+            result = {"ok": False, "entries": None, "head": None, "problems": [f"signed head not accepted: {exc}"]}
+            _emit(args, result, lambda p: print(f"ledger NOT verified: {p['problems'][0]}"))
+            return EXIT_BLOCKED
+        if head is not None and head != signed["entry_sha256"]:
+            raise UsageError("--head and --signed-head name different heads", "--head")
+        head, seq = signed["entry_sha256"], signed["seq"]
+    result = verify(args.ledger, head=head, head_seq=seq)
+    if signed:
+        result["signed_head"] = signed
+
+    def render(p):
+        print(f"ledger {'intact' if p['ok'] else 'BROKEN'}: {p['entries']} entries, head {p['head']}"
+              + "".join(f"\n  - {x}" for x in p["problems"]))
+        kept = p.get("retained_head")
+        if kept and kept["seq"] is not None:
+            by = f", signed by {p['signed_head']['signed_by']}" if p.get("signed_head") else ""
+            print(f"  retained head found at entry {kept['seq']}{by}; {kept['entries_after']} entries after it")
+        elif not kept:
+            print("  no retained head given: a truncated or rebuilt chain also verifies (--head / --signed-head)")
+    _emit(args, result, render)
     return 0 if result["ok"] else EXIT_BLOCKED
+
+
+def run_sign_head(args) -> int:
+    from evidence.ledger import sign_head
+    from evidence.packet import write_json
+    from simlab import signing
+    try:
+        key = signing.load_private_key(args.key)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
+    envelope = sign_head(args.ledger, key, now=_time(args.now, "--now"))
+    try:
+        write_json(args.out, envelope)
+    except ValueError as exc:
+        raise UsageError(str(exc), "--out") from None
+    _emit(args, {"signed_head": str(args.out), **envelope["statement"], "signed_by": envelope["signature"]["key_id"]},
+          lambda p: print(f"signed head of {args.ledger}: entry {p['seq']} {p['entry_sha256']} by {p['signed_by']} "
+                          f"-> {p['signed_head']} (keep it where the ledger's writers cannot)"))
+    return 0
 
 
 def run_keygen(args) -> int:
@@ -247,6 +397,32 @@ def run_bench(args) -> int:
     return 0
 
 
+def run_bench_inspect(args) -> int:
+    from evidence.bench_inspect import bench_inspect, render
+    from simlab.cli._output import log_to_stderr
+    _emit(args, bench_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs, repeats=args.repeats,
+                              progress=log_to_stderr(args)), render)
+    return 0
+
+
+def add_run_options(p) -> None:
+    """Options ``evidence run`` and ``compare`` share."""
+    p.add_argument("--manifest", required=True, help="the pinned manifest (JSON)")
+    p.add_argument("--cluster-field", help="Inspect / lm-eval: sample-metadata (doc) field naming the cluster")
+    p.add_argument("--score", help="Inspect / lm-eval: scorer (metric) whose value C/I, 1/0, true/false is passed "
+                                   "(default: the log's only one)")
+    p.add_argument("--filter", help="lm-eval: the filter whose rows to read, when the samples have several")
+    p.add_argument("--population", help="the registered case list (JSONL/CSV/JSON of case_id, cluster_id); its "
+                                        "identity must be the manifest's population_hash (without it: lab_only)")
+    p.add_argument("--registered-after-measurement", action="store_true",
+                   help="the logs were written before the manifest: analyse them, say so, cap authority at lab_only")
+    p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
+    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
+    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
+    p.add_argument("--ledger", help="append the receipt to this SQLite ledger")
+    p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")
+
+
 def register(sub, bench_sub) -> None:
     ev = sub.add_parser("evidence", help="the evidence path: manifest, trials, comparison, receipt, ledger")
     es = ev.add_subparsers(dest="evidence_command", required=True)
@@ -256,18 +432,18 @@ def register(sub, bench_sub) -> None:
     _add_json(p)
     p.set_defaults(func=run_init)
 
+    p = es.add_parser("hash", help="print the identity of a manifest (what trials and logs carry) or population file")
+    p.add_argument("file", help="manifest.json, or a population file (JSONL/CSV/JSON of case_id, cluster_id)")
+    _add_json(p)
+    p.set_defaults(func=run_hash)
+
     p = es.add_parser("run", help="evaluate raw trials against a manifest and write a packet (exit 1 on block/hold)")
-    p.add_argument("--manifest", required=True)
     p.add_argument("--trials", help="trial records, .jsonl or .csv (both arms)")
-    p.add_argument("--inspect", nargs=2, metavar=("BASELINE", "CANDIDATE"), help="two Inspect AI .eval logs")
-    p.add_argument("--cluster-field", help="Inspect: sample metadata field naming the cluster")
-    p.add_argument("--score", help="Inspect: scorer whose value (C/I, 1/0, true/false) is passed")
-    p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
-    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
-    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
-    p.add_argument("--ledger", help="append the receipt to this SQLite ledger")
-    p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")
-    p.add_argument("--out", required=True, help="packet path (never overwritten)")
+    p.add_argument("--inspect", nargs=2, metavar=("BASELINE", "CANDIDATE"), help="two Inspect AI logs (.eval / .json)")
+    p.add_argument("--lm-eval", nargs=2, metavar=("BASELINE", "CANDIDATE"),
+                   help="two lm-evaluation-harness --log_samples files (samples_<task>_<date>.jsonl)")
+    add_run_options(p)
+    p.add_argument("--out", required=True, help="packet path (never overwritten; a missing folder is created)")
     _add_json(p)
     p.set_defaults(func=run_run)
 
@@ -285,14 +461,30 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--as-of", help="ISO 8601 time with zone (default: now)")
     p.add_argument("--current", action="append", help="NAME=sha256:... current component hash (repeatable)")
     p.add_argument("--current-file", action="append", help="NAME=PATH: hash this file as the current NAME")
-    p.add_argument("--trusted", action="append", help="require RECEIPT.sig by one of these keys (repeatable)")
+    p.add_argument("--trusted", action="append", help="require RECEIPT.sig by one of these keys (repeatable); with "
+                                                      "--replay: the keys the qualification record is checked with")
+    p.add_argument("--replay", action="store_true", help="recompute the packet from its raw artifacts first (without "
+                                                         "it or a trusted signature: lab_only at most)")
+    p.add_argument("--qualification-dir", help="with --replay: where the pinned qualification record lives")
+    p.add_argument("--anchor", help="with --replay: receipt sha256 retained out of band")
     _add_json(p)
     p.set_defaults(func=run_resolve)
 
     p = es.add_parser("verify-ledger", help="walk the ledger's hash chain (exit 1 when broken)")
     p.add_argument("ledger")
+    p.add_argument("--head", help="entry sha256 of the head retained elsewhere: it must still be in the chain")
+    p.add_argument("--signed-head", help="a head signed with `sign-head` (needs --trusted)")
+    p.add_argument("--trusted", action="append", help="keys a signed head must be signed by (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_verify_ledger)
+
+    p = es.add_parser("sign-head", help="sign the ledger's current head (keep the file outside the writers' reach)")
+    p.add_argument("ledger")
+    p.add_argument("--key", required=True, help="private key (PEM)")
+    p.add_argument("--out", required=True, help="signed head JSON (never overwritten)")
+    p.add_argument("--now", help="signing time (ISO 8601 with zone; default: now)")
+    _add_json(p)
+    p.set_defaults(func=run_sign_head)
 
     p = es.add_parser("keygen", help="create an Ed25519 key pair")
     p.add_argument("--out", required=True, help="directory for NAME.key / NAME.pub")
@@ -326,3 +518,12 @@ def register(sub, bench_sub) -> None:
                    help="trials per arm for the reference (default: the same)")
     _add_json(p)
     p.set_defaults(func=run_bench)
+
+    p = bench_sub.add_parser("evidence-inspect", help="the Inspect route on logs `inspect eval` writes: compare and an "
+                                                      "error exit, wall time in fresh processes, vs Inspect's reader")
+    p.add_argument("--customers", type=positive_int, default=40, help="clusters (default %(default)s)")
+    p.add_argument("--cases", type=positive_int, default=3, help="cases per customer (default %(default)s)")
+    p.add_argument("--epochs", type=positive_int, default=3, help="epochs per case (default %(default)s)")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed runs of each command (default %(default)s)")
+    _add_json(p)
+    p.set_defaults(func=run_bench_inspect)

@@ -78,18 +78,31 @@ def test_duplicated_pair_is_rejected_naming_the_key(world, good, tmp_path):
     out = _replay(world, folder, packet)
     dup = json.loads(lines[0])
     assert out["action"] == "block"
-    assert any(f"duplicated baseline trial (case {dup['case_id']!r}, trial 0)" in r for r in out["reasons"])
+    assert any(f"duplicated baseline trial ((case {dup['case_id']!r}, trial 0) at line 1 and line " in r
+               for r in out["reasons"])
 
 
-def test_omitted_failure_row_is_rejected(world, tmp_path):
-    folder = tmp_path / "f"
-    packet = world.run(folder, draw={"candidate_failed": 1})
+def _omit_the_failing_case(world, folder, **kw):
+    """A blocked packet whose failing case is then dropped from the trials (both arms), the
+    artifact hash resealed; returns the packet and its replay."""
+    packet = world.run(folder, draw={"candidate_failed": 1}, **kw)
     assert packet["receipt"]["action"] == "block"
-    lines = _lines(folder)
-    keep = [ln for ln in lines if json.loads(ln)["case_id"] != "case-00000-00"]  # the failing case, both arms
+    keep = [ln for ln in _lines(folder) if json.loads(ln)["case_id"] != "case-00000-00"]
     _write(folder, keep)
     _reseal_artifact(folder, packet)
-    out = _replay(world, folder, packet)
+    return packet, _replay(world, folder, packet)
+
+
+def test_omitted_failure_row_is_refused_against_the_population(world, tmp_path):
+    _, out = _omit_the_failing_case(world, tmp_path / "f")
+    assert out["action"] == "block" and not out["ok"]
+    assert any("registered cases missing from the trials (1 cases; 1 whole clusters) (case 'case-00000-00' "
+               "(cluster 'customer-00000'))" in r for r in out["reasons"]), out["reasons"]
+
+
+def test_omitted_failure_row_without_a_population_needs_the_anchor(world, tmp_path):
+    folder = tmp_path / "f"
+    packet, out = _omit_the_failing_case(world, folder, population=False)
     assert out["action"] == "block" and not out["ok"]
     assert any(r.startswith("forged raw hashes") for r in out["reasons"])
     assert any(r.startswith("forged hard-failure count") for r in out["reasons"])
@@ -97,8 +110,8 @@ def test_omitted_failure_row_is_rejected(world, tmp_path):
     rewritten = copy.deepcopy(out["receipt"])
     packet["receipt"] = rewritten
     assert _replay(world, folder, packet)["ok"]  # a self-consistent rewrite, without an anchor ...
-    anchored = _replay(world, folder, packet, anchor=world.run(tmp_path / "g", draw={"candidate_failed": 1})
-                       ["receipt"]["receipt_sha256"])
+    anchored = _replay(world, folder, packet, anchor=world.run(tmp_path / "g", draw={"candidate_failed": 1},
+                                                               population=False)["receipt"]["receipt_sha256"])
     assert not anchored["ok"] and "is not the anchored receipt" in anchored["reasons"][0]
 
 
@@ -179,8 +192,8 @@ def test_expired_receipt_resolves_expired(good):
     _, packet = good
     r = packet["receipt"]
     end = dt.datetime.fromisoformat(r["valid_until"].replace("Z", "+00:00"))
-    inside = resolve(r, end - dt.timedelta(seconds=1))
-    after = resolve(r, end + dt.timedelta(seconds=1))
+    inside = resolve(r, end - dt.timedelta(seconds=1), replayed=True)
+    after = resolve(r, end + dt.timedelta(seconds=1), replayed=True)
     assert inside["action"] == "canary_eligible"
     assert (after["state"], after["action"], after["authority"]) == ("expired", "block", "none")
     assert after["reasons"][0].startswith(f"expired: valid until {r['valid_until']}")
@@ -191,7 +204,7 @@ def test_component_drift_resolves_expired(good):
     r = packet["receipt"]
     t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00")) + dt.timedelta(hours=1)
     same = resolve(r, t, {"inputs.dataset": r["components"]["inputs"]["dataset"],
-                          "population": r["components"]["population"]})
+                          "population": r["components"]["population"]}, replayed=True)
     assert same["action"] == "canary_eligible"
     for name in ("inputs.dataset", "population", "qualification"):
         out = resolve(r, t, {name: "sha256:" + "e" * 64})
@@ -213,6 +226,7 @@ def test_resolve_is_idempotent(good):
     assert first == resolve(r, t, {"population": "sha256:" + "e" * 64})
     ok_t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00"))
     assert resolve(r, ok_t) == resolve(r, ok_t)
+    assert resolve(r, ok_t, replayed=True) == resolve(r, ok_t, replayed=True)
 
 
 def test_method_source_drift_resolves_expired(good):
