@@ -30,9 +30,8 @@ cases -> inconclusive; every case a loss -> lower bound -1, fail; one cluster ->
 term keeps the variance positive."""
 from dataclasses import dataclass
 
-from methods.fixed import _common
 from methods.fixed import clustered_score
-from methods.protocol import Estimand, FixedMethod, source_files_of
+from methods.protocol import Estimand, FixedMethod
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +52,4 @@ METHOD = CaseReliabilityMethod(
     kernel=clustered_score.kernel,
     prepare=clustered_score.prepare,
     options={"icc_floor": 0.1},
-    source_files=source_files_of(clustered_score.METHOD.kernel, clustered_score, _common, FixedMethod,
-                                 CaseReliabilityMethod),
 )

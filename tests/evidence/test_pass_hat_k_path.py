@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from evidence.hashing import content_hash
+from simlab.hashing import content_hash
 from evidence.packet import run_experiment, trial_artifacts
 from evidence.synthetic import demo_manifest
 
@@ -54,7 +54,7 @@ def test_pass_hat_k_reaches_the_ceiling_only_under_a_certificate_of_its_design(w
     from evidence.packet import population_artifact
     from evidence.synthetic import with_population, write_population
     from simlab import signing
-    from studies.certify import certify, write_certificate
+    from studies.qualify.certify import certify, write_certificate
 
     key = signing.load_private_key(world.key)
     cert = certify("pass_hat_k", 300, 1, 0.05, rho_max=0.0, baseline=(0.9, 1.0), discordance=(0.01, 0.1),
@@ -79,7 +79,7 @@ def test_pass_hat_k_reaches_the_ceiling_only_under_a_certificate_of_its_design(w
         return run_experiment(manifest=m, artifacts=arts, out=tmp_path / f"{name}.json", qualification_dir=qdir,
                               trusted=world.trusted, now=later)["receipt"]
 
-    r = run(manifest("sha256:" + cert.certificate_sha256), tmp_path / "q", "certified")
+    r = run(manifest(cert.certificate_sha256), tmp_path / "q", "certified")
     assert r["comparison"]["status"] == "pass" and r["qualification"]["covered"]
     assert "covers K=300, 1 case(s) per cluster" in r["qualification"]["reasons"][0]
     assert (r["state"], r["action"]) == ("qualified", "canary_eligible")

@@ -9,6 +9,7 @@ import pytest
 
 from methods import registry
 from methods.reference import bounded as ref
+from methods.identity import reached_modules, reached_names
 from methods.protocol import Estimand
 
 M = registry.get("pass_hat_k")
@@ -19,8 +20,10 @@ def test_is_a_registered_case_level_method_with_its_own_identity():
     assert M.unit == "case_all_trials" and M.kind == "fixed" and M.estimand is Estimand.TRIAL
     assert "arXiv:2406.12045" in M.citation and "Tango (1998)" in M.citation
     assert M.identity.source_sha256 != base.identity.source_sha256
-    assert {p.rsplit("/", 1)[-1] for p in M.source_files} >= {"pass_hat_k.py", "clustered_score.py", "_common.py",
-                                                              "protocol.py"}
+    # its identity hashes the code its decisions run through: the clustered score kernel it reuses
+    assert {"FixedMethod.batch", "kernel", "prepare", "score", "crossing"} <= set(reached_names(M.decision_roots()))
+    assert {"methods.fixed.clustered_score", "methods.fixed._common", "methods.protocol"} <= \
+        reached_modules(M.decision_roots())
 
 
 def _case_tables(trials: dict) -> np.ndarray:
