@@ -122,7 +122,7 @@ def _stages(kind: str, path: str, manifest_json: str, packet_dir: str, queue) ->
     """One path in a fresh process; reports stage times and peak RSS."""
     from .comparison import compare
     from .experiment import pair_trials
-    from .hashing import file_hash
+    from simlab.hashing import file_hash
     from .manifest import Manifest
     from .trials import read_trial_file, read_trials
 
@@ -145,11 +145,11 @@ def _stages(kind: str, path: str, manifest_json: str, packet_dir: str, queue) ->
     clock.lap("receipt")
     if kind == "simlab":
         from .packet import run_experiment, trial_artifacts
-        from .replay import replay
+        from .replay import replay_packet
         packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(path), out=Path(packet_dir) / "p.json",
                                 now=NOW, overwrite=True)
         clock.lap("run (written packet, not in total)")
-        out = replay(packet, base=packet_dir)
+        out = replay_packet(packet, base=packet_dir)
         assert out["ok"], out["reasons"]
     else:  # the reference's replay: everything again from the raw file
         e2 = reference_pairs(Path(path), manifest)

@@ -74,7 +74,7 @@ def write_inputs(folder: Path, customers: int, cases: int, epochs: int, progress
     return logs
 
 
-def bench_inspect(*, customers: int = 40, cases: int = 3, epochs: int = 3, repeats: int = 3,
+def bench_evidence_inspect(*, customers: int = 40, cases: int = 3, epochs: int = 3, repeats: int = 3,
                   progress=lambda message: None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="simlab-bench-inspect-"))
     logs = write_inputs(folder, customers, cases, epochs, progress)
@@ -111,7 +111,7 @@ def bench_inspect(*, customers: int = 40, cases: int = 3, epochs: int = 3, repea
             "folder": str(folder), "conditions": conditions}
 
 
-def render(p: dict) -> None:
+def render_bench_inspect(p: dict) -> None:
     print(f"Inspect route: {p['customers']} customers x {p['cases']} cases x {p['epochs']} epochs per arm "
           f"({p['trials']} trials), {p['cpus']} CPUs; wall seconds in fresh processes (median of runs)")
     for name, runs in p["conditions"].items():

@@ -1,7 +1,7 @@
 """The fast path of trial ingest: pyarrow's multithreaded JSON / CSV readers with an
 explicit schema (an unknown field fails the read: ``unexpected_field_behavior="error"``)
 and vectorised checks over the chunked columns (the table is never copied whole).  Any
-problem returns None, and ``evidence.trials`` re-reads the file line by line to name every
+problem returns None, and the caller (``evidence.trials``) re-reads the file line by line to name every
 bad line and field."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .trials import ARMS, PROVENANCE, TrialColumns, csv_header_problem
+from .trial_schema import ARMS, PROVENANCE, TrialColumns, csv_header_problem
 
 
 def _arrow_schema():

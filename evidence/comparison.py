@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .experiment import PairedExperiment
-from .hashing import content_hash
+from simlab.hashing import content_hash
 from .icc import icc_upper_bound
 from .manifest import Manifest
 from .reliability import reliability

@@ -21,11 +21,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .hashing import read_json, with_self_hash
+from simlab.hashing import address, with_self_hash
+from .jsonfiles import read_json
 from .ledger import append, verify
 from .packet import population_artifact, run_experiment, trial_artifacts
-from .replay import replay
-from .resolve import resolve
+from .replay import replay_packet
+from .resolve import resolve_receipt
 from .synthetic import demo_manifest, with_population, write_population, write_trials
 
 METHOD = "binomial_loss"
@@ -50,7 +51,7 @@ def _qualification(out: Path) -> tuple[Path, str, dict]:
         (qdir / src.name).write_text(load_record(qdir / src.name).signed(key).to_json())
     except RecordError:
         pass
-    return qdir, "sha256:" + record["record_sha256"], signing.trusted_keys([public])
+    return qdir, address(record["record_sha256"]), signing.trusted_keys([public])
 
 
 def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, clusters: int, cases: int, reps: int,
@@ -86,16 +87,16 @@ def run_demo(out: str | Path | None = None) -> dict:
              "lower": p["receipt"]["comparison"]["lower"], "why": p["receipt"]["reasons"][0]}
             for k, p in packets.items()]
     good = packets["measured_signed"]
-    replayed = replay(good, base=out, qualification_dir=qdir, trusted=trusted)
+    replayed = replay_packet(good, base=out, qualification_dir=qdir, trusted=trusted)
     forged = copy.deepcopy(good)
     forged["receipt"]["comparison"]["lower"] = 0.0
     forged["receipt"] = with_self_hash(forged["receipt"], "receipt_sha256")
-    rejected = replay(forged, base=out, qualification_dir=qdir, trusted=trusted)
+    rejected = replay_packet(forged, base=out, qualification_dir=qdir, trusted=trusted)
     ledger = out / "ledger.sqlite"
     for p in packets.values():
         append(ledger, p["receipt"], now=now)
     expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))
-    later = resolve(good["receipt"], expiry + dt.timedelta(days=1), replayed=replayed["ok"])
+    later = resolve_receipt(good["receipt"], expiry + dt.timedelta(days=1), replayed=replayed["ok"])
     (out / "demo.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
     return {"folder": str(out), "method": METHOD, "rows": rows,
             "replay": {"ok": replayed["ok"], "action": replayed["action"]},

@@ -20,7 +20,8 @@ import numpy as np
 
 from .errors import EvidenceErrors, Problem
 from .manifest import Manifest
-from .trials import MAX_REPORTED, PROVENANCE, TrialColumns
+from .trial_schema import PROVENANCE, TrialColumns
+from .trials import MAX_REPORTED
 
 
 class PairingError(EvidenceErrors):

@@ -26,7 +26,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from .hashing import canonical_bytes, content_hash
+from simlab.hashing import canonical_bytes, content_hash
 
 GENESIS = "sha256:" + "0" * 64
 _SCHEMA = """

@@ -27,7 +27,7 @@ from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, Valida
 
 from simlab.models import FrozenModel
 
-from .hashing import SHA256_PATTERN, content_hash
+from simlab.hashing import SHA256_PATTERN, content_hash
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=False)]

@@ -16,15 +16,17 @@ import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import EvidenceError
+from .jsonfiles import write_json
 from .manifest import Manifest
 from .population import Population, check_membership, read_population
 from .provenance import check_logs, measurement
-from .trials import TrialColumns, concat_columns, read_trial_file, trial_format
+from .trial_schema import TrialColumns
+from .trials import concat_columns, read_trial_file, trial_format
 
 if TYPE_CHECKING:  # the comparison's modules are imported when the trials have been read
     from .receipt import PrerequisiteReceipt, TestReceipt
@@ -207,18 +209,6 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
               "prerequisites": [p.model_dump(mode="json") for p in prerequisites], "receipt": receipt}
     write_json(out, packet, overwrite=overwrite)
     return packet
-
-
-def write_json(path: str | Path, payload: Any, overwrite: bool = False) -> None:
-    """Write JSON; an existing file is refused unless ``overwrite`` (evidence is never replaced)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(payload, indent=1, allow_nan=False) + "\n"
-    try:
-        with open(path, "w" if overwrite else "x") as f:
-            f.write(text)
-    except FileExistsError:
-        raise ValueError(f"{path} exists; it is never overwritten (choose a new path)") from None
 
 
 def detect_kind(path: str | Path) -> str:

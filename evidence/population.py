@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import EvidenceErrors, Problem
-from .hashing import content_hash, file_hash
+from simlab.hashing import content_hash, file_hash
 
 KIND = "simlab.population"
 _COLUMNS = ("case_id", "cluster_id")

@@ -33,7 +33,7 @@ from simlab.models import FrozenModel
 
 from .coverage import QualificationCheck
 from .experiment import PairedExperiment
-from .hashing import content_hash, with_self_hash
+from simlab.hashing import content_hash, with_self_hash
 from .manifest import Manifest, Name
 from .slices import slice_findings
 

@@ -12,7 +12,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from .hashing import self_hash_ok
+from simlab.hashing import self_hash_ok
 from .manifest import Manifest
 from .packet import PACKET_KIND, evaluate
 from .receipt import PrerequisiteReceipt, TestReceipt
@@ -65,7 +65,7 @@ def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
     return reasons
 
 
-def replay(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
+def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
            trusted: dict | None = None, artifact_paths: dict[str, str] | None = None,
            anchor: str | None = None) -> dict:
     """Recompute ``packet``'s receipt from its raw artifacts; accept only an identical receipt.

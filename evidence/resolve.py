@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from .hashing import self_hash_ok
+from simlab.hashing import self_hash_ok
 from .receipt import AUTHORITY, action_strength
 
 UNAUTHENTICATED = ("receipt not authenticated: neither signed by a trusted key nor recomputed from its raw "
@@ -52,7 +52,7 @@ def _parse_time(text: str) -> dt.datetime:
     return t
 
 
-def resolve(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = None,
+def resolve_receipt(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = None,
             check_method: bool = True, signature: dict | None = None, replayed: bool = False) -> dict:
     """``{"state", "action", "authority", "reasons", ...}`` of ``receipt`` at ``as_of``.
 
@@ -104,9 +104,9 @@ def resolve_packet(packet: dict, as_of: dt.datetime, current: dict[str, str] | N
                    qualification_dir=None, trusted: dict | None = None, anchor: str | None = None) -> dict:
     """Replay ``packet`` (recompute its receipt from the raw artifacts), then resolve the
     recomputed receipt; a packet that does not replay resolves to block with the reasons."""
-    from .replay import replay
+    from .replay import replay_packet
 
-    replayed = replay(packet, base=base, qualification_dir=qualification_dir, trusted=trusted, anchor=anchor)
+    replayed = replay_packet(packet, base=base, qualification_dir=qualification_dir, trusted=trusted, anchor=anchor)
     if not replayed["ok"]:
         stored = packet.get("receipt") if isinstance(packet, dict) else None
         return {"experiment_id": (stored or {}).get("experiment_id"),
@@ -114,4 +114,4 @@ def resolve_packet(packet: dict, as_of: dt.datetime, current: dict[str, str] | N
                 "as_of": as_of.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z"),
                 "state": replayed["state"], "action": "block", "authority": "none",
                 "reasons": ["packet does not replay: " + r for r in replayed["reasons"]]}
-    return resolve(replayed["receipt"], as_of, current, replayed=True)
+    return resolve_receipt(replayed["receipt"], as_of, current, replayed=True)

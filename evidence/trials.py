@@ -11,7 +11,7 @@ not "not recorded": leave the cell empty), and a missing label (never a pass or 
 errors; every bad row is kept, and the message names each root cause once with a few
 lines as examples; nothing is dropped.  JSONL and CSV are equally strict.
 
-Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
+The row and column schema is ``evidence.trial_schema``.  Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
 explicit schema (``unexpected_field_behavior="error"``: an unknown field fails the read)
 and vectorised checks.  Whenever the fast path sees any problem -- or the file has blank lines, so rows
 and lines could disagree -- the file is re-read line by line with the pydantic row model,
@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -33,12 +32,8 @@ from simlab.models import FrozenModel
 
 from .errors import EvidenceErrors, Problem
 from .manifest import Sha256
+from .trial_schema import PROVENANCE, TrialColumns, csv_header_problem
 
-ARMS = ("baseline", "candidate")
-PROVENANCE = ("absent", "synthetic", "measured")
-FIELDS = ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks", "latency_ms",
-          "cost", "cost_provenance", "manifest_sha256")
-OPTIONAL_FIELDS = ("timestamp", "slice")
 MAX_REPORTED = 50  # keys spelled out per kind of pairing problem (all are counted)
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 
@@ -70,40 +65,6 @@ class TrialsError(EvidenceErrors):
     """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``; the message
     gives each root cause once."""
     title = "{n} problem(s) in the trial rows, {causes} root cause(s): "
-
-
-@dataclass(frozen=True)
-class TrialColumns:
-    """Validated trials as arrays (row i came from line ``lines[i]`` of ``source``)."""
-    source: str
-    case: np.ndarray          # int32 codes into case_names
-    case_names: np.ndarray    # object array of str
-    trial: np.ndarray         # int64
-    cluster: np.ndarray       # int32 codes into cluster_names
-    cluster_names: np.ndarray
-    candidate: np.ndarray     # bool: arm == candidate
-    passed: np.ndarray        # bool
-    n_failed: np.ndarray      # int32 failed checks per trial
-    latency: np.ndarray       # float64, NaN = not recorded
-    cost: np.ndarray          # float64, NaN = absent
-    provenance: np.ndarray    # int8 index into PROVENANCE
-    manifest_hashes: dict[str | None, int]  # manifest hash (None: not bound) -> row count
-    first_row_of_hash: dict[str | None, int]
-    lines: np.ndarray         # int64 line number of each row
-    failed_names: Any = field(repr=False, default=None)  # row -> tuple of failed check names (lazy)
-    timestamps: np.ndarray | None = None  # float64 POSIX seconds of each trial, NaN = not given
-    slice_names: np.ndarray | None = None  # object array: each row's slice value (None = not given)
-    locate: Any = field(repr=False, default=None)  # row -> place ("line N"; Inspect: sample and epoch)
-
-    def __len__(self) -> int:
-        return len(self.trial)
-
-    def where(self, row: int) -> str:
-        """The row's place as its input names it (a line, or a log's sample id and epoch)."""
-        return self.locate(int(row)) if self.locate else f"line {int(self.lines[int(row)])}"
-
-    def failed_checks_of(self, row: int) -> tuple[str, ...]:
-        return tuple(self.failed_names(row)) if self.failed_names else ()
 
 
 # ---------------------------------------------------------------- row validation (slow path)
@@ -189,17 +150,6 @@ def _csv_value(name: str, text: str) -> Any:
     if name in ("manifest_sha256", "timestamp", "slice") and text == "":
         return None
     return text
-
-
-def csv_header_problem(header: list[str]) -> str | None:
-    """Why a CSV header is not the trial schema (missing, unknown or repeated columns), or None."""
-    missing = [f for f in FIELDS if f not in header]
-    unknown = [h for h in header if h not in FIELDS + OPTIONAL_FIELDS]
-    repeated = sorted({h for h in header if header.count(h) > 1})
-    if missing or unknown or repeated:
-        return (f"header: missing column(s) {missing}, unknown column(s) {unknown}, repeated column(s) "
-                f"{repeated} (the columns are {', '.join(FIELDS)}, optionally {', '.join(OPTIONAL_FIELDS)})")
-    return None
 
 
 def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:

@@ -36,8 +36,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import EvidenceError, Problem, SampleErrors
-from ..hashing import file_hash
-from ..trials import TrialColumns, columns_from_places
+from simlab.hashing import file_hash
+from ..trial_schema import TrialColumns
+from ..trials import columns_from_places
 
 MANIFEST_KEY = "simlab_manifest_sha256"
 ARM_KEY = "simlab_arm"

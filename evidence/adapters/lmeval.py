@@ -20,8 +20,9 @@ import json
 from pathlib import Path
 
 from ..errors import EvidenceError, Problem, SampleErrors
-from ..hashing import file_hash
-from ..trials import TrialColumns, columns_from_places
+from simlab.hashing import file_hash
+from ..trial_schema import TrialColumns
+from ..trials import columns_from_places
 from .inspect import MANIFEST_KEY
 
 _BOOK = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",

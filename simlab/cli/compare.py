@@ -37,11 +37,9 @@ def default_out() -> str:
 
 
 def run_compare(args) -> int:
-    from evidence.errors import EvidenceError
-    from evidence.packet import detect_kind, paired_artifacts
-    from evidence.report import headline, junit, markdown, summary
-    from simlab.cli.evidence import (_components, _time, _trusted, adapter_of, common_artifacts, load_manifest_arg,
-                                     refused, report_ledger, run_evidence)
+    from evidence import EvidenceError, detect_kind, headline, junit, markdown, paired_artifacts, summary
+    from simlab.cli._evidence_run import (adapter_of, common_artifacts, component_receipts, load_manifest_arg,
+                                          parse_time, refused, report_ledger, run_evidence, trusted_keys)
 
     manifest = load_manifest_arg(args.manifest)
     try:
@@ -53,12 +51,12 @@ def run_compare(args) -> int:
                          "--format")
     kind = kinds.pop()
     out = args.out or default_out()
-    tests, pres = _components(args.component)
+    tests, pres = component_receipts(args.component)
     packet = run_evidence(manifest=manifest, artifacts=common_artifacts(paired_artifacts(kind, args.baseline,
                                                                                          args.candidate), args),
                           out=out, adapter=adapter_of(kind, args, manifest), tests=tests, prerequisites=pres,
-                          qualification_dir=args.qualification_dir, trusted=_trusted(args.trusted),
-                          now=_time(args.now, "--now"), registered_after=args.registered_after_measurement)
+                          qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
+                          now=parse_time(args.now, "--now"), registered_after=args.registered_after_measurement)
     s = summary(packet, out)
     _write(args.markdown, markdown(s), "--markdown")
     _write(args.junit, junit(s), "--junit")
@@ -99,7 +97,7 @@ def _fmt(d) -> str:
 
 
 def register(sub, bench_sub) -> None:
-    from simlab.cli.evidence import add_run_options
+    from simlab.cli._evidence_run import add_run_options
 
     p = sub.add_parser("compare", help="paired comparison of two logs through the evidence path, for CI "
                                        "(exit 0 pass, 1 fail or inconclusive, 2 bad input)")

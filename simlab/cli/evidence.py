@@ -20,28 +20,9 @@ from simlab.cli._args import add_json as _add_json
 from simlab.cli._args import positive_int
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
 from simlab.cli._output import emit as _emit
-
-
-def _time(text: str | None, flag: str) -> dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"{flag}: not an ISO 8601 time: {text!r}", flag) from None
-    if t.tzinfo is None:
-        raise UsageError(f"{flag}: {text!r} needs a time zone, e.g. 2026-12-01T12:00:00Z", flag)
-    return t
-
-
-def _trusted(paths: list[str] | None) -> dict | None:
-    if not paths:
-        return None
-    from simlab import signing
-    try:
-        return signing.trusted_keys(paths)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--trusted: {exc}", "--trusted") from None
+from simlab.cli._evidence_run import (add_run_options, adapter_of, common_artifacts, component_receipts,
+                                      load_manifest_arg, parse_time, refused, report_ledger, run_evidence,
+                                      trusted_keys)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -52,59 +33,6 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
             raise UsageError(f"{flag}: expected NAME=VALUE, got {item!r}", flag)
         out[name] = value
     return out
-
-
-def _components(paths: list[str] | None):
-    if not paths:
-        return (), ()
-    from evidence.hashing import read_json
-    from evidence.receipt import PrerequisiteReceipt, TestReceipt
-    tests, pres = [], []
-    for path in paths or []:
-        data = read_json(path)
-        for item in data if isinstance(data, list) else [data]:
-            kind = item.get("kind") if isinstance(item, dict) else None
-            model = {"test": TestReceipt, "prerequisite": PrerequisiteReceipt}.get(kind)
-            if model is None:
-                raise UsageError(f"--component {path}: each entry needs kind 'test' or 'prerequisite'", "--component")
-            try:
-                (tests if kind == "test" else pres).append(model.model_validate_json(json.dumps(item)))
-            except ValueError as exc:  # pydantic ValidationError: name the file
-                raise UsageError(f"--component {path}: {exc}".splitlines()[0], "--component") from None
-    return tuple(tests), tuple(pres)
-
-
-# what a library refusal's ``option`` means on this command line: (flag, what to do next)
-OPTION_HINTS = {
-    "registered_after_measurement": ("--registered-after-measurement", "to analyse logs or trials measured before "
-                                     "the manifest existed, re-run with --registered-after-measurement: the receipt "
-                                     "then says so and authority is capped at lab_only"),
-    "score": ("--score", "name the scorer (metric) that gives the pass/fail label with --score"),
-    "cluster_field": ("--cluster-field", "name the sample-metadata field that identifies the cluster with "
-                                         "--cluster-field"),
-    "slice_field": ("--manifest", "the manifest's protected_slices.field must be a sample-metadata field"),
-    "population": ("--population", "give the registered case list with --population (its identity, printed by "
-                                   "`simlab evidence hash FILE`, must be the manifest's population_hash)"),
-    "out": ("--out", "choose another --out"),
-    "filter": ("--filter", "choose the lm-evaluation-harness filter with --filter"),
-    "format": ("--format", "say which kind of input it is with --format"),
-}
-
-
-def refused(exc) -> UsageError:
-    """A library refusal as a usage error naming the flag and the next step."""
-    flag, hint = OPTION_HINTS.get(getattr(exc, "option", None) or "", (None, None))
-    return UsageError(f"{exc} -- {hint}" if hint else str(exc), flag)
-
-
-def run_evidence(**kw) -> dict:
-    """``evidence.packet.run_experiment`` with its refusals turned into usage errors."""
-    from evidence.errors import EvidenceError
-    from evidence.packet import run_experiment
-    try:
-        return run_experiment(**kw)
-    except EvidenceError as exc:
-        raise refused(exc) from None
 
 
 def _decision_code(action: str) -> int:
@@ -132,8 +60,7 @@ def render_receipt(r: dict) -> None:
 
 
 def run_init(args) -> int:
-    from evidence.manifest import Manifest, template
-    from evidence.packet import write_json
+    from evidence import Manifest, template, write_json
     data = template()
     try:
         write_json(args.out, data)
@@ -146,40 +73,6 @@ def run_init(args) -> int:
     return 0
 
 
-def load_manifest_arg(path: str):
-    from evidence.manifest import load_manifest
-    try:
-        return load_manifest(path)
-    except ValueError as exc:
-        raise UsageError(str(exc), "--manifest") from None
-
-
-def adapter_of(kind: str, args, manifest) -> dict | None:
-    """The mapping from log fields to trial fields (Inspect and lm-eval inputs)."""
-    if kind == "trials":
-        return None
-    if not args.cluster_field:
-        raise UsageError(f"{kind} inputs need --cluster-field (the sample-metadata / doc field that identifies the "
-                         "cluster, e.g. the customer)", "--cluster-field")
-    slices = manifest.protected_slices
-    out = {"name": kind, "cluster_field": args.cluster_field, "score": args.score,
-           "slice_field": slices.field if slices else None}
-    if kind == "lm-eval":
-        out["filter"] = getattr(args, "filter", None)
-    return out
-
-
-def common_artifacts(artifacts: list[dict], args) -> list[dict]:
-    from evidence.packet import population_artifact
-    return artifacts + ([population_artifact(args.population)] if args.population else [])
-
-
-def report_ledger(args, payload: dict) -> None:
-    from evidence.ledger import append
-    if args.ledger:
-        payload["ledger"] = append(args.ledger, payload["receipt"])
-
-
 def _ledger_line(p: dict) -> None:
     if "ledger" in p:
         print(f"  ledger entry {p['ledger']['seq']}: head {p['ledger']['entry_sha256']} (retain it elsewhere: "
@@ -187,19 +80,19 @@ def _ledger_line(p: dict) -> None:
 
 
 def run_run(args) -> int:
-    from evidence.packet import paired_artifacts, trial_artifacts
+    from evidence import paired_artifacts, trial_artifacts
     if bool(args.trials) + bool(args.inspect) + bool(args.lm_eval) != 1:
         raise UsageError("give exactly one of --trials FILE, --inspect BASELINE CANDIDATE or --lm-eval BASELINE "
                          "CANDIDATE", "--trials")
     manifest = load_manifest_arg(args.manifest)
-    now, trusted = _time(args.now, "--now"), _trusted(args.trusted)
+    now, trusted = parse_time(args.now, "--now"), trusted_keys(args.trusted)
     if args.trials:
         kind, artifacts = "trials", trial_artifacts(args.trials)
     else:
         kind = "inspect" if args.inspect else "lm-eval"
         artifacts = paired_artifacts(kind, *(args.inspect or args.lm_eval))
     adapter = adapter_of(kind, args, manifest)
-    tests, pres = _components(args.component)
+    tests, pres = component_receipts(args.component)
     packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
                           adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
                           trusted=trusted, now=now, registered_after=args.registered_after_measurement)
@@ -210,12 +103,14 @@ def run_run(args) -> int:
 
 
 def run_hash(args) -> int:
-    from evidence.adapters.inspect import MANIFEST_KEY
-    from evidence.hashing import read_json
-    from evidence.manifest import Manifest
-    from evidence.population import read_population
+    from evidence import Manifest, MANIFEST_KEY, read_json, read_population
     path = Path(args.file)
-    data = read_json(path) if path.suffix.lower() == ".json" and path.is_file() else None
+    if not path.is_file():
+        raise UsageError(f"no file at {path} (a manifest.json or a population file)", "file")
+    try:
+        data = read_json(path) if path.suffix.lower() == ".json" else None
+    except ValueError as exc:
+        raise UsageError(str(exc), "file") from None
     if isinstance(data, dict) and "experiment_id" in data:
         try:
             sha = Manifest.parse(data, source=str(path)).sha256
@@ -228,8 +123,8 @@ def run_hash(args) -> int:
     else:
         try:
             population = read_population(path)
-        except ValueError as exc:
-            raise refused(exc) from None
+        except ValueError as exc:  # the file given here, not a --population option
+            raise UsageError(f"{exc} (a population file lists case_id, cluster_id per case)", "file") from None
         payload = {"file": str(path), "kind": "population", "sha256": population.sha256, "cases": population.cases,
                    "clusters": len(set(population.clusters.values()))}
         render = (lambda p: print(f"{p['sha256']}\n  population identity of {p['file']} ({p['cases']} cases, "
@@ -239,7 +134,7 @@ def run_hash(args) -> int:
 
 
 def _read(path: str, field: str):
-    from evidence.hashing import read_json
+    from evidence import read_json
     try:
         return read_json(path)
     except ValueError as exc:
@@ -247,10 +142,10 @@ def _read(path: str, field: str):
 
 
 def run_replay(args) -> int:
-    from evidence.replay import replay
+    from evidence import replay_packet
     packet = _read(args.packet, "packet")
-    result = replay(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
-                    trusted=_trusted(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
+    result = replay_packet(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
+                    trusted=trusted_keys(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
                     anchor=args.anchor)
 
     def render(p):
@@ -263,9 +158,9 @@ def run_replay(args) -> int:
 
 
 def run_resolve(args) -> int:
-    from evidence.hashing import file_hash
-    from evidence.resolve import resolve, resolve_packet
-    as_of = _time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
+    from simlab.hashing import file_hash
+    from evidence import resolve_receipt, resolve_packet
+    as_of = parse_time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
     data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
     if not isinstance(receipt, dict) or "receipt_sha256" not in receipt:
@@ -278,14 +173,14 @@ def run_resolve(args) -> int:
             raise UsageError(f"--replay needs a packet (with its raw artifacts), {args.receipt} is a bare receipt",
                              "--replay")
         result = resolve_packet(data, as_of, current, base=Path(args.receipt).parent,
-                                qualification_dir=args.qualification_dir, trusted=_trusted(args.trusted),
+                                qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
                                 anchor=args.anchor)
     else:
         signature = None
         if args.trusted:
-            from evidence.signatures import file_signature
-            signature = file_signature(args.receipt, _trusted(args.trusted))
-        result = resolve(receipt, as_of, current, signature=signature)
+            from evidence import file_signature
+            signature = file_signature(args.receipt, trusted_keys(args.trusted))
+        result = resolve_receipt(receipt, as_of, current, signature=signature)
 
     def render(p):
         print(f"as of {p['as_of']}: {p['state']} -> {p['action']} (authority {p['authority']})")
@@ -296,14 +191,14 @@ def run_resolve(args) -> int:
 
 
 def run_verify_ledger(args) -> int:
-    from evidence.ledger import verify, verify_signed_head
+    from evidence import ledger
     from simlab import signing
     head, seq, signed = args.head, None, None
     if args.signed_head:
         if not args.trusted:
             raise UsageError("--signed-head needs --trusted keys to check who signed the head", "--trusted")
         try:
-            signed = verify_signed_head(_read(args.signed_head, "--signed-head"), _trusted(args.trusted))
+            signed = ledger.verify_signed_head(_read(args.signed_head, "--signed-head"), trusted_keys(args.trusted))
         except signing.SignatureError as exc:
             result = {"ok": False, "entries": None, "head": None, "problems": [f"signed head not accepted: {exc}"]}
             _emit(args, result, lambda p: print(f"ledger NOT verified: {p['problems'][0]}"))
@@ -311,7 +206,7 @@ def run_verify_ledger(args) -> int:
         if head is not None and head != signed["entry_sha256"]:
             raise UsageError("--head and --signed-head name different heads", "--head")
         head, seq = signed["entry_sha256"], signed["seq"]
-    result = verify(args.ledger, head=head, head_seq=seq)
+    result = ledger.verify(args.ledger, head=head, head_seq=seq)
     if signed:
         result["signed_head"] = signed
 
@@ -329,14 +224,14 @@ def run_verify_ledger(args) -> int:
 
 
 def run_sign_head(args) -> int:
-    from evidence.ledger import sign_head
-    from evidence.packet import write_json
+    from evidence import ledger
+    from evidence import write_json
     from simlab import signing
     try:
         key = signing.load_private_key(args.key)
     except (ValueError, OSError) as exc:
         raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
-    envelope = sign_head(args.ledger, key, now=_time(args.now, "--now"))
+    envelope = ledger.sign_head(args.ledger, key, now=parse_time(args.now, "--now"))
     try:
         write_json(args.out, envelope)
     except ValueError as exc:
@@ -361,7 +256,7 @@ def run_keygen(args) -> int:
 
 
 def run_sign(args) -> int:
-    from evidence.signatures import sign_file
+    from evidence import sign_file
     from simlab import signing
     try:
         key = signing.load_private_key(args.key)
@@ -373,10 +268,10 @@ def run_sign(args) -> int:
 
 
 def run_verify(args) -> int:
-    from evidence.signatures import verify_file
+    from evidence import verify_file
     from simlab import signing
     try:
-        result = {"ok": True, "signed_by": verify_file(args.file, _trusted(args.trusted) or {}, args.signature)}
+        result = {"ok": True, "signed_by": verify_file(args.file, trusted_keys(args.trusted) or {}, args.signature)}
     except signing.SignatureError as exc:
         result = {"ok": False, "signed_by": None, "reason": str(exc)}
     _emit(args, result, lambda p: print(f"verified: signed by trusted key {p['signed_by']}" if p["ok"]
@@ -385,42 +280,24 @@ def run_verify(args) -> int:
 
 
 def run_demo(args) -> int:
-    from evidence.demo import render_demo, run_demo as demo
+    from evidence import render_demo, run_demo as demo
     _emit(args, demo(args.out), render_demo)
     return 0
 
 
 def run_bench(args) -> int:
-    from evidence.bench import bench_evidence, render_bench
+    from evidence import bench_evidence, render_bench
     _emit(args, bench_evidence(trials_per_arm=args.trials, clusters=args.clusters,
                                reference_trials=args.reference_trials), render_bench)
     return 0
 
 
 def run_bench_inspect(args) -> int:
-    from evidence.bench_inspect import bench_inspect, render
+    from evidence import bench_evidence_inspect, render_bench_inspect
     from simlab.cli._output import log_to_stderr
-    _emit(args, bench_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs, repeats=args.repeats,
+    _emit(args, bench_evidence_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs, repeats=args.repeats,
                               progress=log_to_stderr(args)), render)
     return 0
-
-
-def add_run_options(p) -> None:
-    """Options ``evidence run`` and ``compare`` share."""
-    p.add_argument("--manifest", required=True, help="the pinned manifest (JSON)")
-    p.add_argument("--cluster-field", help="Inspect / lm-eval: sample-metadata (doc) field naming the cluster")
-    p.add_argument("--score", help="Inspect / lm-eval: scorer (metric) whose value C/I, 1/0, true/false is passed "
-                                   "(default: the log's only one)")
-    p.add_argument("--filter", help="lm-eval: the filter whose rows to read, when the samples have several")
-    p.add_argument("--population", help="the registered case list (JSONL/CSV/JSON of case_id, cluster_id); its "
-                                        "identity must be the manifest's population_hash (without it: lab_only)")
-    p.add_argument("--registered-after-measurement", action="store_true",
-                   help="the logs were written before the manifest: analyse them, say so, cap authority at lab_only")
-    p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
-    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
-    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
-    p.add_argument("--ledger", help="append the receipt to this SQLite ledger")
-    p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")
 
 
 def register(sub, bench_sub) -> None:
@@ -448,11 +325,12 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_run)
 
     p = es.add_parser("replay", help="recompute a packet from its raw records (exit 1 unless it replays to a pass)")
-    p.add_argument("packet")
+    p.add_argument("packet", help="the packet JSON `evidence run` / `compare` wrote (its raw files beside it)")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
-    p.add_argument("--qualification-dir")
-    p.add_argument("--trusted", action="append")
+    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
+    p.add_argument("--trusted", action="append", help="trusted public key file or directory the qualification "
+                                                      "record is checked with (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_replay)
 
@@ -471,7 +349,7 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_resolve)
 
     p = es.add_parser("verify-ledger", help="walk the ledger's hash chain (exit 1 when broken)")
-    p.add_argument("ledger")
+    p.add_argument("ledger", help="the SQLite ledger file")
     p.add_argument("--head", help="entry sha256 of the head retained elsewhere: it must still be in the chain")
     p.add_argument("--signed-head", help="a head signed with `sign-head` (needs --trusted)")
     p.add_argument("--trusted", action="append", help="keys a signed head must be signed by (repeatable)")
@@ -479,7 +357,7 @@ def register(sub, bench_sub) -> None:
     p.set_defaults(func=run_verify_ledger)
 
     p = es.add_parser("sign-head", help="sign the ledger's current head (keep the file outside the writers' reach)")
-    p.add_argument("ledger")
+    p.add_argument("ledger", help="the SQLite ledger file")
     p.add_argument("--key", required=True, help="private key (PEM)")
     p.add_argument("--out", required=True, help="signed head JSON (never overwritten)")
     p.add_argument("--now", help="signing time (ISO 8601 with zone; default: now)")
@@ -488,20 +366,21 @@ def register(sub, bench_sub) -> None:
 
     p = es.add_parser("keygen", help="create an Ed25519 key pair")
     p.add_argument("--out", required=True, help="directory for NAME.key / NAME.pub")
-    p.add_argument("--name", default="simlab")
+    p.add_argument("--name", default="simlab", help="key file stem: NAME.key / NAME.pub (default %(default)s)")
     _add_json(p)
     p.set_defaults(func=run_keygen)
 
     p = es.add_parser("sign", help="sign a receipt, packet or qualification record (writes FILE.sig)")
-    p.add_argument("file")
+    p.add_argument("file", help="the JSON file to sign")
     p.add_argument("--key", required=True, help="private key (PEM)")
     p.add_argument("--out", help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_sign)
 
     p = es.add_parser("verify", help="verify FILE.sig against trusted keys (exit 1 when not verified)")
-    p.add_argument("file")
-    p.add_argument("--trusted", action="append", required=True)
+    p.add_argument("file", help="the signed JSON file")
+    p.add_argument("--trusted", action="append", required=True, help="trusted public key file or directory "
+                                                                     "(repeatable)")
     p.add_argument("--signature", help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_verify)

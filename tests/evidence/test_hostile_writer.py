@@ -9,11 +9,11 @@ import sqlite3
 
 import pytest
 
-from evidence.hashing import with_self_hash
+from simlab.hashing import with_self_hash
 from evidence.ledger import append, sign_head, verify, verify_signed_head
 from evidence.packet import population_artifact, run_experiment, trial_artifacts
 from evidence.population import PopulationError, identity
-from evidence.resolve import UNAUTHENTICATED, resolve, resolve_packet
+from evidence.resolve import UNAUTHENTICATED, resolve_receipt, resolve_packet
 from evidence.trials import TrialsError, parse_trials
 from simlab import signing
 
@@ -122,7 +122,7 @@ def test_a_resealed_lab_pass_does_not_resolve_to_canary(world, tmp_path):
     packet = world.run(tmp_path, world.manifest(measurement_kind="synthetic", code_revision="a" * 40))
     assert packet["receipt"]["action"] == "lab_pass"
     forged = _resealed_canary(packet["receipt"])
-    out = resolve(forged, world.now)
+    out = resolve_receipt(forged, world.now)
     assert (out["action"], out["authority"]) == ("lab_pass", "lab_only") and out["reasons"][0] == UNAUTHENTICATED
     packet["receipt"] = forged
     replayed = resolve_packet(packet, world.now, base=tmp_path, qualification_dir=world.qdir, trusted=world.trusted)
@@ -136,7 +136,7 @@ def test_a_zeroed_hard_failure_count_does_not_resolve_to_canary(world, tmp_path)
     assert packet["receipt"]["action"] == "block"
     forged = _resealed_canary(packet["receipt"], hard_failures={"candidate_trials_with_failed_checks": 0,
                                                                 "examples": []}, reasons=[], other_findings=[])
-    out = resolve(forged, world.now)
+    out = resolve_receipt(forged, world.now)
     assert out["action"] == "lab_pass" and out["reasons"][0] == UNAUTHENTICATED
     packet["receipt"] = forged
     replayed = resolve_packet(packet, world.now, base=tmp_path, qualification_dir=world.qdir, trusted=world.trusted)
@@ -153,7 +153,7 @@ def test_an_honest_canary_resolves_to_canary_when_replayed_or_signed(world, good
     envelope = sign_document(packet["receipt"], key)
     from evidence.signatures import verify_document
     signed_by = verify_document(packet["receipt"], envelope, world.trusted)
-    assert resolve(packet["receipt"], world.now, signature={"signed_by": signed_by})["action"] == "canary_eligible"
+    assert resolve_receipt(packet["receipt"], world.now, signature={"signed_by": signed_by})["action"] == "canary_eligible"
 
 
 # ---------------------------------------------------------------- the ledger

@@ -19,7 +19,7 @@ from evidence.adapters.inspect_example_task import passes  # noqa: E402
 from evidence.errors import EvidenceError, SampleErrors  # noqa: E402
 from evidence.experiment import PairingError, pair_trials  # noqa: E402
 from evidence.packet import inspect_artifacts, run_experiment  # noqa: E402
-from evidence.replay import replay  # noqa: E402
+from evidence.replay import replay_packet  # noqa: E402
 from evidence.synthetic import demo_manifest  # noqa: E402
 
 ADAPTER = {"name": "inspect", "cluster_field": "customer", "score": "says_yes"}
@@ -80,7 +80,7 @@ def test_packet_records_the_logs_identities_and_times_and_replays(inspect_logs, 
     assert m["logs"][1]["task_args"] == {"arm": "candidate"} and m["times_checked"] == {"logs": 2,
                                                                                           "trial_timestamps": 48}
     assert m["manifest_created_at"] <= m["earliest_measurement"]
-    assert replay(json.loads((tmp_path / "packet.json").read_text()), base=tmp_path)["ok"]
+    assert replay_packet(json.loads((tmp_path / "packet.json").read_text()), base=tmp_path)["ok"]
 
 
 def test_inspect_ai_is_not_imported_on_the_inspect_route(inspect_logs, tmp_path):
@@ -213,7 +213,7 @@ def test_existing_logs_without_a_manifest_need_the_declared_route(inspect_logs, 
     # the declaration is part of the packet: dropping it does not replay
     stored = json.loads((tmp_path / "packet.json").read_text())
     stored["registered_after_measurement"] = False
-    out = replay(stored, base=tmp_path)
+    out = replay_packet(stored, base=tmp_path)
     assert out["action"] == "block" and "is later than the measurement it governs" in out["reasons"][0]
 
 

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from evidence.hashing import content_hash, file_hash, with_self_hash
-from evidence.replay import replay
-from evidence.resolve import resolve
+from simlab.hashing import content_hash, file_hash, with_self_hash
+from evidence.replay import replay_packet
+from evidence.resolve import resolve_receipt
 
 
 def _copy(good, tmp_path):
@@ -21,7 +21,7 @@ def _copy(good, tmp_path):
 
 
 def _replay(world, folder, packet, **kw):
-    return replay(packet, base=folder, qualification_dir=world.qdir, trusted=world.trusted, **kw)
+    return replay_packet(packet, base=folder, qualification_dir=world.qdir, trusted=world.trusted, **kw)
 
 
 def _lines(folder):
@@ -182,7 +182,7 @@ def test_replayed_qualification_record_replaced_is_rejected(world, good, tmp_pat
     record["valid_until"] = "2099-01-01T00:00:00Z"
     record["record_sha256"] = content_hash({k: v for k, v in record.items() if k != "record_sha256"})[7:]
     (qdir / world.record.name).write_text(json.dumps(record))
-    out = replay(packet, base=folder, qualification_dir=qdir, trusted=world.trusted)
+    out = replay_packet(packet, base=folder, qualification_dir=qdir, trusted=world.trusted)
     assert out["action"] == "block"
     assert any(r.startswith("stored action 'canary_eligible' differs") for r in out["reasons"])
     assert "not found" in " ".join(out["receipt"]["reasons"])  # the pinned hash no longer exists
@@ -192,8 +192,8 @@ def test_expired_receipt_resolves_expired(good):
     _, packet = good
     r = packet["receipt"]
     end = dt.datetime.fromisoformat(r["valid_until"].replace("Z", "+00:00"))
-    inside = resolve(r, end - dt.timedelta(seconds=1), replayed=True)
-    after = resolve(r, end + dt.timedelta(seconds=1), replayed=True)
+    inside = resolve_receipt(r, end - dt.timedelta(seconds=1), replayed=True)
+    after = resolve_receipt(r, end + dt.timedelta(seconds=1), replayed=True)
     assert inside["action"] == "canary_eligible"
     assert (after["state"], after["action"], after["authority"]) == ("expired", "block", "none")
     assert after["reasons"][0].startswith(f"expired: valid until {r['valid_until']}")
@@ -203,11 +203,11 @@ def test_component_drift_resolves_expired(good):
     _, packet = good
     r = packet["receipt"]
     t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00")) + dt.timedelta(hours=1)
-    same = resolve(r, t, {"inputs.dataset": r["components"]["inputs"]["dataset"],
+    same = resolve_receipt(r, t, {"inputs.dataset": r["components"]["inputs"]["dataset"],
                           "population": r["components"]["population"]}, replayed=True)
     assert same["action"] == "canary_eligible"
     for name in ("inputs.dataset", "population", "qualification"):
-        out = resolve(r, t, {name: "sha256:" + "e" * 64})
+        out = resolve_receipt(r, t, {name: "sha256:" + "e" * 64})
         assert out["action"] == "block" and out["state"] == "expired"
         assert out["reasons"] == [f"drift: {name} is now sha256:{'e' * 64}, the receipt bound "
                                   f"{resolve_bound(r, name)}"]
@@ -222,11 +222,11 @@ def test_resolve_is_idempotent(good):
     _, packet = good
     r = packet["receipt"]
     t = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
-    first = resolve(r, t, {"population": "sha256:" + "e" * 64})
-    assert first == resolve(r, t, {"population": "sha256:" + "e" * 64})
+    first = resolve_receipt(r, t, {"population": "sha256:" + "e" * 64})
+    assert first == resolve_receipt(r, t, {"population": "sha256:" + "e" * 64})
     ok_t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00"))
-    assert resolve(r, ok_t) == resolve(r, ok_t)
-    assert resolve(r, ok_t, replayed=True) == resolve(r, ok_t, replayed=True)
+    assert resolve_receipt(r, ok_t) == resolve_receipt(r, ok_t)
+    assert resolve_receipt(r, ok_t, replayed=True) == resolve_receipt(r, ok_t, replayed=True)
 
 
 def test_method_source_drift_resolves_expired(good):
@@ -235,7 +235,7 @@ def test_method_source_drift_resolves_expired(good):
     r["components"]["method"]["source_sha256"] = "0" * 64
     r = with_self_hash(r, "receipt_sha256")
     t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00"))
-    out = resolve(r, t)
+    out = resolve_receipt(r, t)
     assert out["action"] == "block" and out["reasons"][0].startswith("drift: method source is now")
 
 
