@@ -24,9 +24,10 @@ Decision
     refusal; ``option`` names the input to change).
 Afterwards
     ``replay_packet`` (recompute a packet from its raw records), ``resolve_receipt`` /
-    ``resolve_packet`` (a receipt's authority at a time; the second replays first), ``ledger`` (the hash-chained SQLite ledger:
-    ``ledger.append``, ``ledger.verify``, ``ledger.sign_head``, ``ledger.verify_signed_head``),
-    ``sign_file``, ``verify_file``, ``file_signature`` (detached Ed25519 signatures).
+    ``resolve_packet`` (a receipt's authority at a time; the second replays first),
+    ``ledger`` (the hash-chained SQLite ledger: ``ledger.append``, ``ledger.verify``,
+    ``ledger.sign_head``, ``ledger.verify_signed_head``), ``sign_file``, ``verify_file``,
+    ``file_signature`` (detached Ed25519 signatures).
 Reporting
     ``summary``, ``headline``, ``markdown`` (a pull-request comment), ``junit`` (CI).
 Files

@@ -189,7 +189,8 @@ def _slice_gaps(q, obj, covers, directory, path, manifest, experiment, slices: d
     for s in slices.get("slices", []):
         tables = analysis_tables(method, experiment, experiment.case_slice == s["value"])
         for t in s["tests"]:
-            point = design_point(manifest, tables, confidence=1.0 - 2.0 * t["level"], sizes_free=_is_theorem(q, path))
+            point = design_point(manifest, tables, confidence=1.0 - 2.0 * t["level"],
+                                 sizes_free=_is_theorem(q, path))
             why = point if isinstance(point, str) else _covered_everywhere(q, obj, covers, directory, path, point, now)
             if why:
                 gaps.append(f"protected slice {s['value']!r} tested at level {t['level']:.4g}: {why}")

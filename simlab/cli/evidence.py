@@ -21,8 +21,7 @@ from simlab.cli._args import positive_int
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
 from simlab.cli._output import emit as _emit
 from simlab.cli._evidence_run import (add_run_options, adapter_of, common_artifacts, component_receipts,
-                                      load_manifest_arg, parse_time, refused, report_ledger, run_evidence,
-                                      trusted_keys)
+                                      load_manifest_arg, parse_time, report_ledger, run_evidence, trusted_keys)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -295,8 +294,8 @@ def run_bench(args) -> int:
 def run_bench_inspect(args) -> int:
     from evidence import bench_evidence_inspect, render_bench_inspect
     from simlab.cli._output import log_to_stderr
-    _emit(args, bench_evidence_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs, repeats=args.repeats,
-                              progress=log_to_stderr(args)), render)
+    _emit(args, bench_evidence_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs,
+                                       repeats=args.repeats, progress=log_to_stderr(args)), render_bench_inspect)
     return 0
 
 
