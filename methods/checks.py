@@ -23,6 +23,12 @@ Checks (fixed-sample methods; sequential ones are run at a two-look schedule):
                   estimands differ is within 5 MC SE plus 0.01 of the declared estimand's true
                   value (``simlab.estimands.true_value``) -- so at least 0.1 - tolerance away
                   from the other difference; skipped for methods without point estimates.
+
+A judge-corrected method (``methods.judged``: it also reads calibration counts) is given
+calibration sets with every table: for the edge cases a fixed pair of sets, for the
+simulated checks those the simulator draws beside the tables of the same scenario with
+judge label noise and a calibration set of ``CALIBRATION_ITEMS`` items per arm -- so its
+estimand check also checks that the correction recovers the *true* difference.
 ``identity``      the identity is a ``sha256:`` digest, the same when computed again, and
                   changes with the method's version and options.
 """
@@ -34,11 +40,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from methods.judged import needs_calibration
 from methods.protocol import FAIL, HARM, INCONCLUSIVE, PASS, DecisionMethod, Estimand
 
 SEED = 20261201
 MARGIN = 0.1
 ALPHA = 0.025
+CALIBRATION_ITEMS = 1000
+EDGE_CALIBRATION = ((90, 10, 15, 85), (88, 12, 10, 90))   # (human, judge) counts of the two arms' sets
 
 
 class MethodCheckError(AssertionError):
@@ -72,9 +81,14 @@ def _edge_tables(K: int = 6) -> dict[str, np.ndarray]:
     return {k: v.astype(np.int32)[None, :, :] for k, v in out.items()}
 
 
-def _run(method, tables: np.ndarray, margin: float):
+def _run(method, tables: np.ndarray, margin: float, calibration: np.ndarray | None = None):
     schedule = _schedule(method, tables.shape[1])
-    return method.decide(np.ascontiguousarray(tables, np.int32), margin, _alpha(method), schedule)
+    tables = np.ascontiguousarray(tables, np.int32)
+    if needs_calibration(method):
+        if calibration is None:
+            calibration = np.tile(np.asarray(EDGE_CALIBRATION, np.int32), (tables.shape[0], 1, 1))
+        return method.decide(tables, margin, _alpha(method), schedule, calibration=calibration)
+    return method.decide(tables, margin, _alpha(method), schedule)
 
 
 def _alpha(method) -> float:
@@ -121,12 +135,28 @@ def _scenario(K: int):
                           cluster_size=ExplicitSizes(sizes=(1, 3) * (K // 2)), cluster_cells=(small, large) * (K // 2))
 
 
+def _judged(scenario):
+    """``scenario`` with judge label noise (a lenient candidate judge) and calibration sets."""
+    from simlab.scenario import JudgeCalibration, LabelNoise
+    noise = LabelNoise(baseline_sensitivity=0.9, baseline_specificity=0.9, candidate_sensitivity=0.95,
+                       candidate_specificity=0.8, calibration=JudgeCalibration(items=CALIBRATION_ITEMS))
+    return type(scenario).model_validate({**dict(scenario), "label_noise": noise})  # a fresh content key
+
+
+def _simulated(method, K: int, seed: int, replications: int):
+    """``(scenario, tables, calibration or None)`` of the checks that simulate."""
+    from simlab.sampling import scenario_calibration, scenario_tables
+    sc = _scenario(K)
+    if not needs_calibration(method):
+        return sc, scenario_tables(sc, seed, 0, replications), None
+    sc = _judged(sc)
+    return sc, scenario_tables(sc, seed, 0, replications), scenario_calibration(sc, seed, 0, replications)
+
+
 def check_method(method, *, replications: int = 400, clusters: int = 100, estimand: bool = True) -> CheckReport:
     """Run every check (module docstring) on ``method``; raise :class:`MethodCheckError` at the
     first failure, else return the report.  ``estimand=False`` skips the simulation check
     (for methods too slow to run ``replications`` experiments of ``clusters`` clusters)."""
-    from simlab.sampling import scenario_tables
-
     report = CheckReport(getattr(method, "name", repr(method)))
     # protocol
     if not isinstance(method, DecisionMethod):
@@ -148,11 +178,12 @@ def check_method(method, *, replications: int = 400, clusters: int = 100, estima
         _check_codes(method, res, MARGIN, where)
     report.passed.append("edge cases")
     # status codes, analyze and row independence on simulated tables
-    tables = scenario_tables(_scenario(24), SEED, 0, 64)
-    res = _run(method, tables, MARGIN)
+    _, tables, cal = _simulated(method, 24, SEED, 64)
+    res = _run(method, tables, MARGIN, cal)
     _check_codes(method, res, MARGIN, "simulated tables")
     report.passed.append("status codes")
-    one_by_one = [_run(method, tables[r:r + 1], MARGIN) for r in range(tables.shape[0])]
+    one_by_one = [_run(method, tables[r:r + 1], MARGIN, None if cal is None else cal[r:r + 1])
+                  for r in range(tables.shape[0])]
     if not np.array_equal(np.array([o.status[0] for o in one_by_one]), res.status):
         _fail("analyze", "a row's status depends on the other rows of its batch")
     lows = np.array([_lower(o)[0] for o in one_by_one])
@@ -165,7 +196,7 @@ def check_method(method, *, replications: int = 400, clusters: int = 100, estima
             if a.promoted != (res.status[r] == PASS):
                 _fail("analyze", f"replication {r}: analyze says {a.decision}, batch {int(res.status[r])}")
         else:
-            a = method.analyze(tables[r], MARGIN, _alpha(method))
+            a = method.analyze(tables[r], MARGIN, _alpha(method), **({} if cal is None else {"calibration": cal[r]}))
             same = (a.passed == (res.status[r] == PASS)) and (
                 (math.isnan(a.lower) and math.isnan(res.lower[r])) or a.lower == res.lower[r])
             if not same:
@@ -173,15 +204,14 @@ def check_method(method, *, replications: int = 400, clusters: int = 100, estima
                                  f"({int(res.status[r])}, {res.lower[r]})")
     report.passed.append("analyze")
     direct = method.batch(tables, schedule, MARGIN, _alpha(method)) if method.sequential else \
-        method.batch(tables, MARGIN, _alpha(method))
+        method.batch(tables, MARGIN, _alpha(method), **({} if cal is None else {"calibration": cal}))
     if not np.array_equal(direct.status, res.status):
         _fail("decide", "decide() and batch() disagree")
     report.passed.append("decide")
     # estimand against its truth
     if estimand and not method.sequential:
-        sc = _scenario(clusters)
-        big = scenario_tables(sc, SEED + 1, 0, replications)
-        est = method.batch(big, MARGIN, ALPHA).estimate
+        sc, big, big_cal = _simulated(method, clusters, SEED + 1, replications)
+        est = method.batch(big, MARGIN, ALPHA, **({} if big_cal is None else {"calibration": big_cal})).estimate
         est = est[np.isfinite(est)]
         if est.size >= 0.9 * replications:
             truth = method.true_value(sc)

@@ -226,6 +226,7 @@ class DecisionMethod:
     theorem: Theorem | None = None  # a finite-sample guarantee the method rests on, if any
 
     kind = "abstract"  # "fixed" or "sequential": where the mathematics differs
+    inputs = ("tables",)  # the data a decision needs: tables, and "judge_calibration" (methods.judged)
     DECISION_PATH = ()  # protocol methods that run the kernels (hashed into the identity)
 
     def true_value(self, scenario) -> float:

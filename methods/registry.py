@@ -72,9 +72,13 @@ def _all() -> dict[str, object]:
     return methods
 
 
-def names(kind: str | None = None) -> list[str]:
-    """Registered method names (optionally only ``fixed`` or ``sequential``)."""
-    return sorted(n for n, m in _all().items() if kind is None or m.kind == kind)
+def names(kind: str | None = None, inputs: tuple[str, ...] | None = ("tables",)) -> list[str]:
+    """Registered method names (optionally only ``fixed`` or ``sequential``) that decide from
+    the data ``inputs`` names: by default from tables alone, so a loop that runs every method
+    on simulated tables gets the methods it can run; ``("tables", "judge_calibration")`` adds
+    the judge-corrected methods (``methods.judged``), ``None`` lists every method."""
+    return sorted(n for n, m in _all().items() if (kind is None or m.kind == kind)
+                  and (inputs is None or set(m.inputs) <= set(inputs)))
 
 
 @lru_cache(maxsize=None)

@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Union
 
 import numpy as np
 import rfc8785
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .models import FrozenModel
 
@@ -109,19 +109,50 @@ ClusterSize = Annotated[Union[FixedSize, PoissonSize, GeometricSize, ExplicitSiz
 
 
 # ---------------------------------------------------------------- measurement
+class JudgeCalibration(FrozenModel):
+    """The judge's human-labelled calibration set: ``items`` items per arm (``shared``: one
+    set of ``items`` for both arms, which then need the same judge error), each with a
+    human label (taken as the truth) and the judge's label.  The set is *representative*:
+    an item is an output of its arm drawn from the scenario's population, so its human
+    label passes with the arm's true (trial-weighted) pass rate; the judge then labels it
+    through the arm's sensitivity and specificity (``simlab.sampling.calibration`` draws it
+    per replication).  Its counts are what a judge-corrected method is given besides the
+    tables; its size is part of the design a qualification covers."""
+    items: int = Field(ge=1, le=100_000)
+    shared: bool = False
+
+
 class LabelNoise(FrozenModel):
     """Judge error per arm: sensitivity = P(recorded pass | true pass),
-    specificity = P(recorded fail | true fail)."""
+    specificity = P(recorded fail | true fail); ``calibration``: the human-labelled set the
+    judge's error is estimated from, when the design has one."""
     baseline_sensitivity: float = 1.0
     baseline_specificity: float = 1.0
     candidate_sensitivity: float = 1.0
     candidate_specificity: float = 1.0
+    calibration: JudgeCalibration | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_calibration(self, handler):
+        # Without a calibration set the model serialises as before the field existed, so the
+        # content keys (hence the random streams) of every scenario, record and certificate
+        # that names no calibration set do not move.
+        data = handler(self)
+        if self.calibration is None:
+            data.pop("calibration", None)
+        return data
 
     @model_validator(mode="after")
     def _probabilities(self):
         for name in ("baseline_sensitivity", "baseline_specificity",
                      "candidate_sensitivity", "candidate_specificity"):
             _check_probability(name, getattr(self, name))
+        if self.calibration is not None and self.calibration.shared and (
+                self.baseline_sensitivity != self.candidate_sensitivity
+                or self.baseline_specificity != self.candidate_specificity):
+            raise ValueError("calibration.shared: one calibration set serves both arms only when their judge error "
+                             "is the same (baseline_sensitivity = candidate_sensitivity and baseline_specificity = "
+                             "candidate_specificity)")
         return self
 
 
@@ -299,6 +330,15 @@ class PairedScenario(FrozenModel):
         as the binomial loss test counts them)."""
         w = self.expected_sizes()
         return float(np.sum(w * self.cell_matrix()[:, 1]) / np.sum(w))
+
+    def true_pass_rates(self) -> tuple[float, float]:
+        """``(baseline, candidate)`` true pass rates, trial-weighted (``E sum (n11 + n10) /
+        E sum n`` and ``E sum (n11 + n01) / E sum n``): the rates a judge-corrected method
+        recovers per arm, and the human pass rate of a representative calibration set."""
+        w = self.expected_sizes()
+        c = self.cell_matrix()
+        tot = np.sum(w)
+        return (float(np.sum(w * (c[:, 0] + c[:, 1])) / tot), float(np.sum(w * (c[:, 0] + c[:, 2])) / tot))
 
     def observed_loss_rate(self) -> float:
         """Loss rate of recorded outcomes among retained pairs."""

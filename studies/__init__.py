@@ -11,7 +11,8 @@ The rooms, each a package whose ``__init__`` is its public API:
 * ``studies.bench``   -- benchmarks against references measured in the same run;
 
 and at the top: ``datasets`` (the one writer and reader of netCDF datasets; the schema is
-``studies/SCHEMA.md``), ``recommend`` (which methods may decide at a design, and how well)
+``studies/SCHEMA.md``), ``judge`` (judge-labelled outcomes: corrected vs naive methods under
+label noise and calibration sets of several sizes), ``recommend`` (which methods may decide at a design, and how well)
 and ``demo`` (``simlab demo``).  The most used entry points are also named here::
 
     from studies import load_spec, run_study, open_dataset
@@ -25,6 +26,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["bench", "engine", "exact", "plots", "qualify",
                                                                     "sizing"], submod_attrs={
     "datasets": ["dataset_kind", "open_dataset", "save_dataset", "save_json"],
+    "judge": ["JudgeModel", "JudgeStudySpec", "judge_study", "judge_study_rows", "run_judge_study"],
     "recommend": ["recommend"],
     "demo": ["study_demo"],
     "engine": ["StudySpec", "evaluate_scenario", "false_pass", "load_spec", "run_sequential_study", "run_study"],

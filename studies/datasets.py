@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 SCHEMA_VERSION = "2"  # 2: the one hash form sha256:<hex>; a study's level dimension is `alpha`
-DATASET_KINDS = ("study", "sequential", "qualification", "sizing", "demo", "bench")
+DATASET_KINDS = ("study", "sequential", "qualification", "sizing", "demo", "bench", "robustness", "judge")
 _PACKAGES = ("simlab", "numpy", "numba", "scipy", "xarray", "h5netcdf", "joblib", "pydantic", "rfc8785",
              "dask", "distributed")
 

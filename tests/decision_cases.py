@@ -9,7 +9,9 @@ Cases: simulated replications of several designs (``K`` clusters of 1, 3 or 10 t
 and hand-made edge tables (all pass, all fail, no discordant pairs, no trials, one
 non-empty cluster, every pair a loss or a win).  The slow methods take a prefix of each
 case (:data:`PREFIX`) plus designs large enough for their other code paths
-(``bayes_hierarchical``'s version-3 quadrature needs 2048 pairs or more).
+(``bayes_hierarchical``'s version-3 quadrature needs 2048 pairs or more).  A judge-corrected
+method (``methods.judged``) gets the fixed calibration sets :data:`JUDGE_CALIBRATION` with every
+replication, and its raw judge-scale figures and reason codes are pinned too.
 
 :func:`outputs` gives every array a method returns on a case; :func:`digest` is the sha256
 of an array's dtype, shape and bytes, with every NaN written as the one quiet NaN (kernels
@@ -65,6 +67,10 @@ LARGE = {
 }
 LARGE_METHODS = ("bayes_hierarchical", "bayes_paired")
 
+#: the (human, judge) calibration counts a judge-corrected method gets with every replication:
+#: baseline's set, candidate's set (``methods.judged``)
+JUDGE_CALIBRATION = ((90, 10, 15, 85), (88, 12, 10, 90))
+
 
 def edge_tables() -> np.ndarray:
     """int32[R, 4, 4]: hand-made edge cases, one replication each (K = 4 clusters)."""
@@ -115,13 +121,19 @@ def outputs(name: str, tables: np.ndarray) -> dict[str, np.ndarray]:
         r = method.batch(tables, _schedule(tables.shape[1]), MARGIN, SEQUENTIAL_ALPHA)
         return {"decision": r.decision, "stop_look": r.stop_look, "clusters": r.clusters, "trials": r.trials,
                 "bound": r.bound, "estimate": r.estimate, "look_status": r.look_status}
+    if "judge_calibration" in method.inputs:   # methods.judged: the same calibration sets for every row
+        cal = np.tile(np.asarray(JUDGE_CALIBRATION, np.int32), (tables.shape[0], 1, 1))
+        r = method.batch(tables, MARGIN, FIXED_ALPHA, calibration=cal)
+        return {"status": r.status, "lower": r.lower, "upper": r.upper, "estimate": r.estimate,
+                "raw_estimate": r.raw_estimate, "raw_lower": r.raw_lower, "raw_upper": r.raw_upper,
+                "reason": r.reason}
     r = method.batch(tables, MARGIN, FIXED_ALPHA)
     return {"status": r.status, "lower": r.lower, "upper": r.upper, "estimate": r.estimate}
 
 
 def method_names() -> list[str]:
     from methods import registry
-    return registry.names() + ["hierarchical_v1"]
+    return registry.names(inputs=None) + ["hierarchical_v1"]
 
 
 def digest(a: np.ndarray) -> str:

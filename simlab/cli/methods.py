@@ -8,8 +8,11 @@ from simlab.cli._args import add_json, finite_float, memory_size, parse_options,
 from simlab.cli._output import UsageError, emit
 
 
-def analyze_fixed(method, table, margin: float, alpha: float):
-    """The one call of a fixed method's single analysis (one-sided ``alpha``, methods.protocol)."""
+def analyze_fixed(method, table, margin: float, alpha: float, calibration=None):
+    """The one call of a fixed method's single analysis (one-sided ``alpha``, methods.protocol);
+    a judge-corrected method also takes its calibration sets (methods.judged)."""
+    if calibration is not None:
+        return method.analyze(table, margin, alpha, calibration=calibration)
     return method.analyze(table, margin, alpha)
 
 
@@ -23,6 +26,14 @@ def run_interval(args: argparse.Namespace) -> None:
         raise UsageError(f"method {args.method!r} is {method.kind}; simlab interval runs fixed-sample methods "
                          "(use simlab sequential analyze)", "--method")
     table = parse_tables(args.table)
+    judged = "judge_calibration" in method.inputs
+    if judged and not args.calibration:
+        raise UsageError(f"method {args.method!r} corrects judge labels: give its calibration sets with "
+                         "--calibration (once for a shared set, or baseline's then candidate's)", "--calibration")
+    if args.calibration and not judged:
+        raise UsageError(f"method {args.method!r} reads no judge calibration sets; --calibration is for "
+                         "judge-corrected methods", "--calibration")
+    calibration = parse_tables(args.calibration, "--calibration", "one per set") if judged else None
     options = parse_options(args.option)
     if options:
         method = method.with_options(**options)
@@ -32,10 +43,11 @@ def run_interval(args: argparse.Namespace) -> None:
         flag = "--max-seconds" if exc.resource == "time" else "--max-memory"
         raise UsageError(f"{exc.what}; raise {flag} to run it anyway, or choose a method whose cost does not grow "
                          "with the counts", flag) from None
-    result = analyze_fixed(method, table, args.margin, args.alpha)
+    result = analyze_fixed(method, table, args.margin, args.alpha, calibration)
+    reasons = ([result.reason] if result.reason else []) if judged else explain(method, table, result.status)
     payload = {**result.as_dict(), "options": dict(method.options), "version": method.version,
                "source_sha256": method.identity.source_sha256, "citation": method.citation,
-               "reasons": explain(method, table, result.status)}
+               "reasons": reasons}
 
     def render(p: dict) -> None:
         lo = "nan" if p["lower"] is None else f"{p['lower']:.6f}"
@@ -43,6 +55,12 @@ def run_interval(args: argparse.Namespace) -> None:
         est = "nan" if p["estimate"] is None else f"{p['estimate']:.6f}"
         print(f"{p['method']} v{p['version']} ({p['estimand']}), {p['clusters']} clusters, {p['trials']} trials")
         print(f"estimate {est}   {100 * (1 - 2 * p['alpha']):g}% interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
+        if "raw_estimate" in p:
+            raw = [("nan" if p[k] is None else f"{p[k]:.6f}") for k in ("raw_estimate", "raw_lower", "raw_upper")]
+            print(f"judge scale: estimate {raw[0]}   interval [{raw[1]}, {raw[2]}]   judge "
+                  + ", ".join(f"{s} Se {se if se is None else round(se, 4)} Sp {sp if sp is None else round(sp, 4)} "
+                              f"({n} items)" for s, se, sp, n in zip(p["calibration_sets"], p["sensitivity"],
+                                                                    p["specificity"], p["calibration_items"])))
         print(f"decision: {p['status']}  (pass iff lower >= -{p['margin']:g})")
         for reason in p["reasons"]:
             print(f"  why: {reason}")
@@ -54,10 +72,10 @@ def run_methods(args: argparse.Namespace) -> None:
     from methods import get, names
 
     rows = []
-    for name in names():
+    for name in names(inputs=None):
         m = get(name)
         rows.append({"name": name, "kind": m.kind, "estimand": m.estimand.value, "version": m.version,
-                     "options": dict(m.options), "citation": m.citation})
+                     "inputs": list(m.inputs), "options": dict(m.options), "citation": m.citation})
 
     def render(p: dict) -> None:
         width = max((len(r["name"]) for r in p["methods"]), default=4)
@@ -77,6 +95,10 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--alpha", type=finite_float, default=0.025,
                    help="one-sided level of the non-inferiority test; the interval is 1 - 2 alpha (default %(default)s)")
     p.add_argument("--margin", type=finite_float, default=0.03, help="non-inferiority margin m > 0 (default %(default)s)")
+    p.add_argument("--calibration", action="append", default=[], metavar="hp_jp,hp_jf,hf_jp,hf_jf",
+                   help="judge-corrected methods: a calibration set's counts (human pass & judge pass, human pass & "
+                        "judge fail, human fail & judge pass, human fail & judge fail); once for a set shared by "
+                        "both arms, or twice: the baseline's, then the candidate's")
     p.add_argument("--option", action="append", default=[], metavar="key=value",
                    help="method option, e.g. min_clusters=2 (repeatable)")
     p.add_argument("--max-memory", type=memory_size, default=None, metavar="SIZE",

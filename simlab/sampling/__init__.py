@@ -2,12 +2,17 @@
 
 ``table_source(scenario, seed, sampler)`` returns the source a study draws from
 (``sources``: the composition sampler or the trial-level generator); ``moments`` holds the
-cluster-moment sufficient statistics the moment path draws instead of tables.  Every
-replication is a pure function of ``(seed, scenario, replication index)``.
+cluster-moment sufficient statistics the moment path draws instead of tables; ``robust``
+holds laws outside the Dirichlet-multinomial family (logit-normal effects, heterogeneous
+discordance, direction mixtures) for robustness reports; ``calibration`` the judge
+calibration sets drawn beside the tables when a scenario declares one.  Every replication is
+a pure function of ``(seed, scenario, replication index)``.
 """
+from .calibration import CALIBRATION_VERSION, CalibrationSource, calibration_source, scenario_calibration
 from .moments import MAX_TRIALS_EXACT
 from .sources import (COMPOSITION_VERSION, CompositionSource, TableSource, TrialSource, scenario_tables,
                       source_name, table_source, vose_alias)
 
-__all__ = ["COMPOSITION_VERSION", "CompositionSource", "MAX_TRIALS_EXACT", "TableSource", "TrialSource",
+__all__ = ["CALIBRATION_VERSION", "CalibrationSource", "calibration_source", "scenario_calibration",
+           "COMPOSITION_VERSION", "CompositionSource", "MAX_TRIALS_EXACT", "TableSource", "TrialSource",
            "scenario_tables", "source_name", "table_source", "vose_alias"]

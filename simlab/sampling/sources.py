@@ -41,6 +41,7 @@ from simlab.generate import GENERATOR_VERSION, TableGenerator
 from simlab.rng import MAX_REPLICATIONS, stream_key, uniform
 from simlab.scenario import PairedScenario
 
+from .calibration import CalibrationSource, calibration_source
 from .moments import common_size, row_moments
 
 COMPOSITION_VERSION = "2"  # 2: laws computed with IEEE +-*/ only, the same bits on every CPU
@@ -186,15 +187,36 @@ class TableSource(abc.ABC):
     name = "?"
     version = "?"
     moment_size: int | None = None  # set when fill_moments can draw (k, S1, S2) directly
+    calibration: CalibrationSource | None = None  # the scenario's judge calibration sets, when it declares them
 
     @abc.abstractmethod
     def fill(self, out: np.ndarray, rep_start: int) -> np.ndarray:
         """Write replications ``rep_start .. rep_start + len(out) - 1`` into ``out``."""
 
+    def check_buffer(self, out: np.ndarray, rep_start: int) -> int:
+        """The replications ``len(out)`` that ``fill`` may write: ``out`` must be a C-contiguous
+        ``int32[R, K, 4]`` and ``rep_start .. rep_start + R - 1`` inside the counter's range."""
+        R = out.shape[0]
+        if out.dtype != np.int32 or out.ndim != 3 or out.shape[1:] != (self.clusters, 4) \
+                or not out.flags.c_contiguous:
+            raise ValueError(f"out must be C-contiguous int32[R, {self.clusters}, 4], got {out.dtype}{out.shape}")
+        if rep_start < 0 or rep_start + R > MAX_REPLICATIONS:
+            raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {rep_start}..{rep_start + R}")
+        return R
+
     def tables(self, start: int, stop: int) -> np.ndarray:
         if stop < start:
             raise ValueError(f"stop ({stop}) must be >= start ({start})")
         return self.fill(np.empty((stop - start, self.clusters, 4), np.int32), start)
+
+    def fill_calibration(self, out: np.ndarray, rep_start: int) -> np.ndarray:
+        """Write the judge calibration counts of replications ``rep_start ..`` into
+        ``int32[R, A, 4]`` ``out`` (``simlab.sampling.calibration``): the calibration sets that
+        go with the tables ``fill`` writes for the same replications."""
+        if self.calibration is None:
+            raise ValueError("the scenario declares no judge calibration set (label_noise.calibration), so there "
+                             "are no calibration counts to give a judge-corrected method")
+        return self.calibration.fill(out, rep_start)
 
     def fill_moments(self, out: np.ndarray, rep_start: int) -> np.ndarray:
         """Write the cluster moments ``(k_used, S1, S2)`` of replications ``rep_start ..``
@@ -211,6 +233,7 @@ class TrialSource(TableSource):
     def __init__(self, scenario: PairedScenario, seed: int):
         self.clusters = scenario.clusters
         self._gen = TableGenerator(scenario, seed)
+        self.calibration = calibration_source(scenario, seed)
 
     def fill(self, out, rep_start):
         return self._gen.fill(out, rep_start)
@@ -225,6 +248,7 @@ class CompositionSource(TableSource):
         if max(law[0].shape[0] for law in laws) > SINGLE_OUTCOMES:
             raise ExactUnsupported(f"a cluster law has more than {SINGLE_OUTCOMES} tables")
         self.clusters = scenario.clusters
+        self.calibration = calibration_source(scenario, seed)
         self.moment_size = common_size(laws, scenario.clusters)
         self.k1, self.k2 = composition_key(scenario.key, seed)
         limit = GROUP_OUTCOMES
@@ -286,12 +310,7 @@ class CompositionSource(TableSource):
         return total
 
     def fill(self, out, rep_start):
-        R = out.shape[0]
-        if out.dtype != np.int32 or out.ndim != 3 or out.shape[1:] != (self.clusters, 4) \
-                or not out.flags.c_contiguous:
-            raise ValueError(f"out must be C-contiguous int32[R, {self.clusters}, 4], got {out.dtype}{out.shape}")
-        if rep_start < 0 or rep_start + R > MAX_REPLICATIONS:
-            raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {rep_start}..{rep_start + R}")
+        R = self.check_buffer(out, rep_start)
         if R:
             _fill_groups(self.k1, self.k2, np.int64(rep_start), out.view(np.int64).reshape(R, 2 * self.clusters),
                          self._prob, self._alias, self._comp, *self._g)

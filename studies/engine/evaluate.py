@@ -5,7 +5,10 @@ batches, power frames -- runs :func:`evaluate`: a *row source* yields :class:`Bl
 replications (tables ``int32[R, K, 4]``, or on the moment path the cluster moments
 ``int64[R, 3]`` = ``(k, sum D, sum D^2)``), each method decides each block through the
 protocol's one dispatch (``DecisionMethod.decide``; ``MomentMethod.batch_moments`` on the
-moment path), and a *tally* adds the results up.  Sources differ in where rows come from:
+moment path), and a *tally* adds the results up.  A judge-corrected method
+(``methods.judged.needs_calibration``) also gets the block's judge calibration counts
+``int32[R, A, 4]``, drawn by the source beside the tables of the same replications
+(``simlab.sampling.calibration``; a source that draws none is refused, naming the method).  Sources differ in where rows come from:
 
 * :class:`ScenarioRows` -- one scenario's ``simlab.sampling`` source, replications
   ``start .. stop - 1`` in order (the moment path when every method and the source allow it);
@@ -23,6 +26,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
+from methods.judged import needs_calibration
 from methods.protocol import INCONCLUSIVE, PASS
 
 BATCH_BYTES = 8 << 20   # table buffer per block (fits a typical L2/L3 slice)
@@ -35,9 +39,11 @@ class Block:
     """Replications to decide: ``tables`` or, on the moment path, ``stats`` of clusters of
     ``size`` trials (``clusters`` K either way).  ``tag`` is the source's note for the
     tally (which scenario's rows, which prefix); ``start`` the first replication; ``alphas``
-    the indices of the levels to decide these rows at (None: every level)."""
+    the indices of the levels to decide these rows at (None: every level); ``calibration``
+    the judge calibration counts of the same rows, when a method needs them."""
     clusters: int
     tables: np.ndarray | None = None
+    calibration: np.ndarray | None = None
     stats: np.ndarray | None = None
     size: int | None = None
     start: int = 0
@@ -74,6 +80,11 @@ def takes_moments(methods: Sequence) -> bool:
     return all(getattr(m, "moments_kernel", None) is not None for m in methods)
 
 
+def takes_calibration(methods: Sequence) -> bool:
+    """Does any method need judge calibration counts beside the tables?"""
+    return any(needs_calibration(m) for m in methods)
+
+
 def moment_path(source, methods: Sequence) -> bool:
     """Does :func:`evaluate` take the moment path for ``methods`` on this table source?"""
     return ScenarioRows(source).moment_path(methods)
@@ -101,9 +112,13 @@ class ScenarioRows:
             return
         b = self.batch or table_batch(K)
         buf = np.empty((min(b, stop - start), K, 4), np.int32)
+        cal = None
+        if takes_calibration(methods) and src.calibration is not None:
+            cal = np.empty((buf.shape[0], src.calibration.arms, 4), np.int32)
         for s in range(start, stop, b):
             n = min(b, stop - s)
-            yield Block(K, tables=src.fill(buf[:n], s), start=s)
+            yield Block(K, tables=src.fill(buf[:n], s), start=s,
+                        calibration=None if cal is None else src.fill_calibration(cal[:n], s))
 
 
 Tally = Callable[[int, int, int, Any, Block], None]   # (method, margin, alpha, result, block)
@@ -132,6 +147,12 @@ def evaluate(rows: Rows, start: int, stop: int, methods: Sequence, margins: Sequ
                                 consts[key] = m.moment_consts(alpha, block.clusters)
                             res = m.batch_moments(block.stats, block.size, block.clusters, margin, alpha,
                                                   consts[key])
+                        elif needs_calibration(m):
+                            if block.calibration is None:
+                                raise ValueError("it needs judge calibration counts beside the tables, and these "
+                                                 "rows have none (the scenario must declare a calibration set: "
+                                                 "label_noise.calibration)")
+                            res = m.decide(block.tables, margin, alpha, None, calibration=block.calibration)
                         else:
                             res = m.decide(block.tables, margin, alpha, sched if m.sequential else None)
                     except ValueError as exc:
@@ -153,4 +174,4 @@ class PassCounts:
 
 
 __all__ = ["BATCH_BYTES", "Block", "MAX_BATCH", "MOMENT_BATCH", "MethodError", "PassCounts", "Rows", "ScenarioRows",
-           "evaluate", "moment_path", "table_batch", "takes_moments"]
+           "evaluate", "moment_path", "table_batch", "takes_calibration", "takes_moments"]

@@ -39,13 +39,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import rfc8785
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
 from simlab.hashing import bytes_hash
 from methods.method_ref import MethodRef, as_method_refs
 from simlab.models import FrozenModel
 from simlab.rng import MAX_REPLICATIONS
-from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, LabelNoise, Missingness,
+from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, JudgeCalibration, LabelNoise, Missingness,
                              PairedScenario, PoissonSize)
 
 
@@ -59,7 +59,9 @@ class ScenarioTemplate(FrozenModel):
     population cells).  Sizes (at most one way; default one trial): ``trials`` (fixed),
     ``mean_trials`` with ``size_law`` poisson/geometric and ``min_trials``, or ``sizes``
     (explicit, one per cluster).  Judge noise: ``sensitivity`` / ``specificity`` for both
-    arms, or per arm (``baseline_sensitivity`` ...).  Loss: ``loss_rate`` and
+    arms, or per arm (``baseline_sensitivity`` ...), and the judge's calibration sets:
+    ``calibration_items`` per set (``calibration_shared``: one set for both arms), drawn per
+    replication for the judge-corrected methods.  Loss: ``loss_rate`` and
     ``loss_rate_candidate_fail``."""
     cells: tuple[float, float, float, float] | None = None
     baseline: float | None = None
@@ -82,6 +84,19 @@ class ScenarioTemplate(FrozenModel):
     candidate_specificity: float | None = None
     loss_rate: float = 0.0
     loss_rate_candidate_fail: float | None = None
+    calibration_items: int | None = None
+    calibration_shared: bool = False
+
+    @model_serializer(mode="wrap")
+    def _drop_no_calibration(self, handler):
+        # A template without calibration sets serialises as before they existed: the
+        # content hashes of existing specs do not move.
+        data = handler(self)
+        if self.calibration_items is None:
+            data.pop("calibration_items", None)
+        if not self.calibration_shared:
+            data.pop("calibration_shared", None)
+        return data
 
     def build(self) -> PairedScenario:
         """The ``PairedScenario`` this template describes (errors name the field)."""
@@ -155,6 +170,10 @@ class ScenarioTemplate(FrozenModel):
                 v = own if own is not None else both
                 if v is not None:
                     kw[f"{arm}_{what}"] = v
+        if self.calibration_items is not None:
+            kw["calibration"] = JudgeCalibration(items=self.calibration_items, shared=self.calibration_shared)
+        elif self.calibration_shared:
+            raise ValueError("scenario: calibration_shared needs calibration_items")
         return LabelNoise(**kw)
 
 

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from methods.judged import needs_calibration
 from simlab.exact import ExactUnsupported, cluster_laws
 from simlab.exact.cluster_pmf import cluster_sizes, law_has_loss
 from simlab.exact.moments import moment_distribution, moment_tables
@@ -65,6 +66,8 @@ class ExactResult:
 def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tuple[str | None, str]:
     """``(engine, reason)``: the engine that is exact for this scenario and method, or
     ``(None, why not)``."""
+    if needs_calibration(method):
+        return None, "the method also reads judge calibration sets, which the exact engines do not enumerate"
     try:
         laws = cluster_laws(scenario)
         sizes = cluster_sizes(scenario)

@@ -1,9 +1,10 @@
 """Pictures of results: a study's curves, a sequential study's looks, a qualification's
-heat map (matplotlib, written to PNG)."""
+heat map, a judge-label study's pass rates by calibration size (matplotlib, written to PNG)."""
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "study": ["plot_dataset"],
     "sequential": ["plot_sequential"],
     "qualification": ["cell_rows", "heatmap"],
+    "judge": ["plot_judge_study"],
 })

@@ -17,8 +17,10 @@ scenarios that differ only in ``K`` travel together) is run at once:
   table path: ``tables[R, K, 4]``), in chunks of bounded memory; each scenario's counts
   are the sums over its own rows;
 * scenarios without a shared exact law (random cluster sizes; label noise with rho > 0
-  and several trials; the ``trial`` sampler) draw from their own ``table_source`` and
-  are decided with the rest of their group.
+  and several trials; the ``trial`` sampler), and every scenario of a task whose methods
+  read judge calibration sets (``methods.judged``), draw from their own ``table_source``
+  (tables and calibration counts) and are decided with the rest of their group; such a
+  group also has one calibration layout (per-arm or shared sets).
 
 Every row is replication ``rep`` of its own scenario's stream, drawn exactly as that
 scenario's ``CompositionSource`` / ``TrialSource`` draws it, and every method decides
@@ -41,7 +43,7 @@ from simlab.sampling.shared import SharedComposition, recording, shared_law
 from simlab.sampling.sources import composition_key
 from simlab.estimands import true_value
 
-from studies.engine.evaluate import Block, MethodError, evaluate
+from studies.engine.evaluate import Block, MethodError, evaluate, takes_calibration
 from studies.qualify.scenarios import ScenarioPoint, Task, check_null, look_schedule, refusal, resolve_method, scenario_of, task_cost
 
 TASKS_PER_BATCH = 256   # tasks per batch on one worker (bounds the shared tables' memory)
@@ -129,7 +131,8 @@ class BatchRun:
             self.shared[lk] = _Shared(policy, spec, self.estimands, self.meas)
         sh = self.shared[lk]
         methods = [resolve_method(k) for k in task.methods]
-        if sh.law is None:  # its own source, exactly as run_task builds it
+        judged = takes_calibration(methods)
+        if sh.law is None or judged:  # its own source, exactly as run_task builds it
             sc = scenario_of(policy, spec, self.estimands[0])
             for e in self.estimands[1:]:
                 check_null(sc, spec, e)
@@ -143,7 +146,8 @@ class BatchRun:
         if size is not None and all(getattr(m, "moments_kernel", None) is not None for m in methods):
             g = ("moments", task.methods, spec.clusters, size, spec.margin)
         else:
-            g = ("tables", task.methods, spec.clusters, None, spec.margin)
+            arms = handle.calibration.arms if judged and handle.calibration is not None else 0
+            g = ("tables", task.methods, spec.clusters, None, spec.margin, arms)
         self.groups.setdefault(g, []).append((index, task, handle))
         self.counts[index] = {k: [0, 0] for k in task.methods}
 
@@ -169,8 +173,8 @@ class BatchRun:
         self._evaluate(keys, margin, _GroupRows(self, K, items, size), items)
 
     def _tables(self, g: tuple, items: list) -> None:
-        _, keys, K, _, margin = g
-        self._evaluate(keys, margin, _GroupRows(self, K, items, None), items)
+        _, keys, K, _, margin, arms = g
+        self._evaluate(keys, margin, _GroupRows(self, K, items, None, arms), items)
 
     def _evaluate(self, keys: tuple, margin: float, rows: "_GroupRows", items: list) -> None:
         methods = [resolve_method(k) for k in keys]
@@ -191,10 +195,11 @@ class BatchRun:
 
 class _GroupRows:
     """The rows of one group's tasks (scenarios of one K), drawn together in chunks: each
-    block's ``tag`` lists its pieces ``(index, handle, first replication, count, row)``."""
+    block's ``tag`` lists its pieces ``(index, handle, first replication, count, row)``;
+    ``arms`` > 0: the calibration sets (of that many arms) of the same rows go with them."""
 
-    def __init__(self, run: BatchRun, clusters: int, items: list, size: int | None):
-        self.run, self.clusters, self.items, self.size = run, clusters, items, size
+    def __init__(self, run: BatchRun, clusters: int, items: list, size: int | None, arms: int = 0):
+        self.run, self.clusters, self.items, self.size, self.arms = run, clusters, items, size, arms
         self.total = sum(t.stop - t.start for _, t, _ in items)
 
     def _chunks(self, cap: int):
@@ -221,15 +226,19 @@ class _GroupRows:
             return
         cap = max(1, TABLE_CELLS // K)
         buf = np.empty((min(cap, self.total), K, 4), np.int32)
+        cal_buf = np.empty((buf.shape[0], self.arms, 4), np.int32) if self.arms else None
         for pieces, rows in self._chunks(cap):
             tables = buf[:rows]
+            cal = None if cal_buf is None else cal_buf[:rows]
             shared = [p[1:] for p in pieces if isinstance(p[1], int)]
             if shared:
                 store.fill(tables, shared)
             for _, source, first, n, row in pieces:
                 if not isinstance(source, int):
                     source.fill(tables[row:row + n], first)
-            yield Block(K, tables=tables, tag=pieces)
+                    if cal is not None:
+                        source.fill_calibration(cal[row:row + n], first)
+            yield Block(K, tables=tables, tag=pieces, calibration=cal)
 
 
 def run_batch(policy: QualificationPolicy, batch: list[tuple[int, Task]],

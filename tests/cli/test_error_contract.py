@@ -171,6 +171,8 @@ CASES = [
     (["evidence", "verify", "{text}", "--trusted", "{text}"], "--trusted", None),
     (["evidence", "demo", "--out", "{under_file}"], "--out", None),
     (["bench"], None, "required"),
+    (["robustness", "--method", "cluster_t", "--clusters", "10", "--trials", "3", "--margin", "0.03", "--laws",
+      "t_copula"], "--laws", "comma-separated"),
 ]
 
 

@@ -20,13 +20,17 @@ ASYMPTOTIC_TRIAL = ["paired_wald", "agresti_min", "bonett_price", "tango_score",
 EXACT_TRIAL = ["exact_discordant", "binomial_loss"]
 
 
+# Slow methods whose records were withdrawn when composition v2 changed the draws
+# (results/qualification/README.md): regenerating them costs more than 22,750 s on 2 cores.
+WITHDRAWN = {"bayes_paired", "cluster_bootstrap", "cluster_bootstrap_bca", "bayes_hierarchical"}
+
 # Built-in methods without a record over the standard domain, and why (README of
 # results/qualification): the test fails if one of them gains such a record or another loses it.
 NOT_ON_STANDARD_DOMAIN = {
     # the naive trial-level bootstrap (a practitioner rule to measure): ~85 s per scenario at
     # 500 x 10, so a record over reduced-small only
     "trial_bootstrap",
-}
+} | WITHDRAWN
 # the standard ranges (issue 6): K, trials per cluster, baseline, rho, margin
 STANDARD_RANGES = {"clusters": (10, 500), "trials": (1, 10), "baseline": (0.5, 1.0), "rho": (0.0, 0.5),
                    "margin": (0.01, 0.10)}
@@ -74,8 +78,9 @@ def test_builtin_methods_have_records_over_the_standard_domain(records):
 def test_every_builtin_method_has_a_current_record(records):
     flat = [r for recs in records.values() for r in recs]
     by_registered = {r.method.registered_name for r in flat}
-    assert set(registry.names("fixed")) <= by_registered
+    assert set(registry.names("fixed")) - WITHDRAWN <= by_registered
     assert set(registry.names("sequential")) <= by_registered
+    assert not WITHDRAWN & by_registered  # a withdrawn record back in the directory: update the README
     for rec in flat:
         kind = registry.get(rec.method.registered_name).kind
         assert rec.method.kind == kind
@@ -168,29 +173,3 @@ def test_a_fixed_method_is_covered_at_every_standard_design_with_30_or_more_clus
     cluster_t = _standard(records, "cluster_t")
     assert not any(covers(cluster_t, p).covered for p in rho_half)
 
-
-SLOW_ON_STANDARD = ["bayes_paired", "cluster_bootstrap", "cluster_bootstrap_bca"]
-
-
-def _counts_by_scenario(rec) -> dict:
-    s, sizes = rec.scenarios, rec.policy.domain.cluster_sizes
-    return {(s.clusters[i], sizes[s.size[i]].trials, round(s.rho[i], 12), round(s.margin[i], 12), s.noise[i],
-             round(s.baseline[i], 12), round(s.discordance[i], 12)): (s.n_reps[i], s.n_pass[i], s.n_inconclusive[i])
-            for i in range(len(s))}
-
-
-def test_slow_methods_full_standard_records_agree_with_their_coarse_records(records):
-    """Issue 15: the slow three ran the full standard grid (all 420 cells).  Both policies use
-    the same seed and sampler and every replication is a pure function of (seed, scenario,
-    index), so each grid scenario of standard-coarse that the standard run took to the same
-    replication count carries the same counts in both records: two separate runs, on
-    different days and grids, agree bit for bit where they overlap."""
-    coarse_sha = named_policy("standard-coarse").sha256
-    for name in SLOW_ON_STANDARD:
-        full = _standard(records, name)
-        assert len(full.cells) == 420, name
-        coarse = next(r for r in records[name] if r.policy_sha256 == coarse_sha)
-        a, b = _counts_by_scenario(full), _counts_by_scenario(coarse)
-        same = [p for p in a.keys() & b.keys() if a[p][0] == b[p][0]]
-        assert len(same) >= 500, (name, len(same))  # most of standard-coarse's 756 grid scenarios
-        assert [p for p in same if a[p] != b[p]] == [], name

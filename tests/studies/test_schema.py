@@ -110,6 +110,19 @@ def test_sizing(tmp_path):
         check("sizing", ds.load())
 
 
+def test_robustness(tmp_path):
+    from studies.datasets import open_dataset, save_dataset
+    from studies.qualify import default_laws, robustness
+    laws = default_laws(20, 2, 0.05, families=("direction",))[:2]
+    rep = robustness(["cluster_t"], 20, 2, 0.05, laws=laws, replications=200, seed=1)
+    check("robustness", open_dataset(save_dataset(rep.dataset(), tmp_path / "r.nc")))
+
+
+def test_judge():
+    from studies import JudgeStudySpec, run_judge_study
+    check("judge", run_judge_study(JudgeStudySpec(clusters=6, trials=2, calibration_items=(50,), replications=40)))
+
+
 def test_shipped_bench_json():
     class Obj:   # the bench JSON holds its attrs at the top level
         def __init__(self, d):
