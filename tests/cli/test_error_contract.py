@@ -159,6 +159,7 @@ CASES = [
      "not an Ed25519 private key"),
     (["compare", "{text}", "{text}", "--manifest", "{text}"], "--manifest", "invalid manifest"),
     (["calibrate", "--search-reps", "0"], "--search-reps", ">= 1"),
+    (["judge-study", "--judge", "bad"], "--judge", "NAME=Se_b,Sp_b,Se_c,Sp_c"),
     (["evidence", "init", "--out", "{text}"], "--out", "never overwritten"),
     (["evidence", "run", "--manifest", "{text}", "--trials", "{text}", "--out", "{dir}/p.json"], "--manifest",
      "invalid manifest"),
