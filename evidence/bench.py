@@ -68,6 +68,7 @@ def reference_pairs(path: Path, manifest):
     if base.keys() != cand.keys():
         raise ValueError("missing pairs")
     tables: dict[str, list[int]] = {}
+    per_case: dict[str, list] = {}  # case -> [cluster, cells, baseline passes, candidate passes, trials]
     failed = 0
     for key, b in base.items():
         c = cand[key]
@@ -76,10 +77,22 @@ def reference_pairs(path: Path, manifest):
         failed += bool(c["failed_checks"])
         cell = (0 if b["passed"] else 2) + (0 if c["passed"] else 1)
         tables.setdefault(b["cluster_id"], [0, 0, 0, 0])[cell] += 1
+        entry = per_case.setdefault(key[0], [b["cluster_id"], [0, 0, 0, 0], 0, 0, 0])
+        entry[1][cell] += 1
+        entry[2] += b["passed"]
+        entry[3] += c["passed"]
+        entry[4] += 1
+    row = {name: i for i, name in enumerate(tables)}
+    cases = list(per_case.values())
     return PairedExperiment(tables=np.array(list(tables.values()), dtype=np.int64),
                             cluster_names=np.array(list(tables), dtype=object), pairs=len(base),
-                            cases=len({k[0] for k in base}), candidate_failed_trials=failed, failed_examples=(),
-                            provenance_counts={"absent": 0, "synthetic": 2 * len(base), "measured": 0})
+                            cases=len(per_case), candidate_failed_trials=failed, failed_examples=(),
+                            provenance_counts={"absent": 0, "synthetic": 2 * len(base), "measured": 0},
+                            case_names=np.array(list(per_case), dtype=object),
+                            case_cluster=np.array([row[e[0]] for e in cases], dtype=np.int64),
+                            case_cells=np.array([e[1] for e in cases], dtype=np.int64),
+                            case_passes=np.array([[e[2], e[3]] for e in cases], dtype=np.int64),
+                            case_trials=np.array([e[4] for e in cases], dtype=np.int64))
 
 
 def _receipt(manifest, experiment, comparison, digest: str):
@@ -109,7 +122,7 @@ def _stages(kind: str, path: str, manifest_json: str, packet_dir: str, queue) ->
     """One path in a fresh process; reports stage times and peak RSS."""
     from .comparison import compare
     from .experiment import pair_trials
-    from .hashing import file_hash
+    from simlab.hashing import file_hash
     from .manifest import Manifest
     from .trials import read_trial_file, read_trials
 
@@ -132,11 +145,11 @@ def _stages(kind: str, path: str, manifest_json: str, packet_dir: str, queue) ->
     clock.lap("receipt")
     if kind == "simlab":
         from .packet import run_experiment, trial_artifacts
-        from .replay import replay
+        from .replay import replay_packet
         packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(path), out=Path(packet_dir) / "p.json",
                                 now=NOW, overwrite=True)
         clock.lap("run (written packet, not in total)")
-        out = replay(packet, base=packet_dir)
+        out = replay_packet(packet, base=packet_dir)
         assert out["ok"], out["reasons"]
     else:  # the reference's replay: everything again from the raw file
         e2 = reference_pairs(Path(path), manifest)
@@ -163,7 +176,14 @@ def _measure(kind: str, path: Path, manifest, packet_dir: Path) -> dict:
     queue = ctx.Queue()
     proc = ctx.Process(target=_stages, args=(kind, str(path), manifest.model_dump_json(), str(packet_dir), queue))
     proc.start()
-    result = queue.get(timeout=1800)
+    from queue import Empty
+    while True:  # a child that dies reports nothing: notice it instead of waiting forever
+        try:
+            result = queue.get(timeout=2)
+            break
+        except Empty:
+            if not proc.is_alive():
+                raise RuntimeError(f"the {kind} benchmark process failed (exit code {proc.exitcode})") from None
     proc.join()
     return result
 

@@ -1,7 +1,7 @@
 """The fast path of trial ingest: pyarrow's multithreaded JSON / CSV readers with an
 explicit schema (an unknown field fails the read: ``unexpected_field_behavior="error"``)
 and vectorised checks over the chunked columns (the table is never copied whole).  Any
-problem returns None, and ``evidence.trials`` re-reads the file line by line to name every
+problem returns None, and the caller (``evidence.trials``) re-reads the file line by line to name every
 bad line and field."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .trials import ARMS, FIELDS, PROVENANCE, TrialColumns
+from .trial_schema import ARMS, PROVENANCE, TrialColumns, csv_header_problem
 
 
 def _arrow_schema():
@@ -17,32 +17,61 @@ def _arrow_schema():
     return pa.schema([("case_id", pa.string()), ("trial_index", pa.int64()), ("cluster_id", pa.string()),
                       ("arm", pa.string()), ("passed", pa.bool_()), ("failed_checks", pa.list_(pa.string())),
                       ("latency_ms", pa.float64()), ("cost", pa.float64()), ("cost_provenance", pa.string()),
-                      ("manifest_sha256", pa.string())])
+                      ("manifest_sha256", pa.string()), ("timestamp", pa.string()), ("slice", pa.string())])
+
+
+def _csv_header(source) -> list[str] | None:
+    """The CSV's header row (read with the csv module, as the slow path reads it)."""
+    import csv
+
+    if isinstance(source, (str, Path)):
+        with open(source, "rb") as f:
+            first = f.readline()
+    else:
+        first = bytes(source[: (bytes(source[:1 << 16]).find(b"\n") + 1) or 1 << 16])
+    try:
+        return next(csv.reader([first.decode("utf-8").rstrip("\r\n")]), None)
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_csv(src, header: list[str]):
+    """The CSV through pyarrow: only an empty cell is null (``nan`` stays a number, so it is
+    refused as non-finite, exactly like JSONL's NaN); the header was checked already."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    types = {f.name: (pa.string() if f.name == "failed_checks" else f.type) for f in _arrow_schema()}
+    table = pcsv.read_csv(src, read_options=pcsv.ReadOptions(block_size=1 << 24),
+                          convert_options=pcsv.ConvertOptions(
+                              column_types={h: types[h] for h in header}, null_values=[""],
+                              strings_can_be_null=True, true_values=["true", "True", "1"],
+                              false_values=["false", "False", "0"]))
+    checks = table.column("failed_checks")
+    lists = pc.if_else(pc.is_null(checks), pa.scalar([], pa.list_(pa.string())), pc.split_pattern(checks, ";"))
+    table = table.set_column(table.schema.get_field_index("failed_checks"), "failed_checks", lists)
+    for name in ("timestamp", "slice"):
+        if name not in header:
+            table = table.append_column(name, pa.nulls(table.num_rows, pa.string()))
+    return table
 
 
 def read_arrow(source, fmt: str):
     """The whole file (a path, or bytes) through pyarrow, or None when anything is off (then
     the slow path reports)."""
     import pyarrow as pa
-    import pyarrow.csv as pcsv
     import pyarrow.json as pj
 
-    schema = _arrow_schema()
     src = str(source) if isinstance(source, (str, Path)) else pa.BufferReader(pa.py_buffer(source))
     try:
         if fmt == "jsonl":
-            opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+            opts = pj.ParseOptions(explicit_schema=_arrow_schema(), unexpected_field_behavior="error")
             return pj.read_json(src, parse_options=opts, read_options=pj.ReadOptions(block_size=1 << 24))
-        csv_schema = pa.schema([(f.name, pa.string() if f.name == "failed_checks" else f.type) for f in schema])
-        table = pcsv.read_csv(src, read_options=pcsv.ReadOptions(block_size=1 << 24),
-                              convert_options=pcsv.ConvertOptions(
-                                  column_types=csv_schema, strings_can_be_null=False, include_columns=list(FIELDS),
-                                  true_values=["true", "True", "1"], false_values=["false", "False", "0"]))
-        import pyarrow.compute as pc
-        checks = table.column("failed_checks")
-        lists = pc.if_else(pc.equal(checks, ""), pa.scalar([], pa.list_(pa.string())),
-                           pc.split_pattern(checks, ";"))
-        return table.set_column(FIELDS.index("failed_checks"), "failed_checks", lists)
+        header = _csv_header(source)
+        if header is None or csv_header_problem(header):  # unknown / repeated / missing columns
+            return None
+        return _read_csv(src, header)
     except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError):
         return None
 
@@ -58,11 +87,13 @@ def _codes(column) -> tuple[np.ndarray, np.ndarray]:
 def _strings_ok(table) -> bool:
     import pyarrow.compute as pc
     for name in ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks",
-                 "cost_provenance", "manifest_sha256"):
+                 "cost_provenance", "manifest_sha256"):  # a null manifest hash: the slow path decides
         if table.column(name).null_count:
             return False
     flat = pc.list_flatten(table.column("failed_checks"))
-    for col in (table.column("case_id"), table.column("cluster_id"), flat):
+    slices = table.column("slice")
+    slices = slices.drop_null() if slices.null_count else slices
+    for col in (table.column("case_id"), table.column("cluster_id"), flat, slices):
         if len(col) and col.null_count:
             return False
         if len(col):
@@ -101,6 +132,27 @@ def _numbers(table) -> dict | None:
     return out
 
 
+def _timestamps(table) -> np.ndarray | None:
+    """POSIX seconds of each row's ``timestamp`` (NaN where absent), or None when one is not
+    ISO 8601 with a zone (the slow path names it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column("timestamp")
+    if col.null_count == len(col):
+        return np.full(len(col), np.nan)
+    present = col.drop_null()
+    zoned = pc.match_substring_regex(present, r"^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$")
+    if not pc.all(zoned).as_py():
+        return None
+    try:
+        stamps = pc.cast(col, pa.timestamp("us", tz="UTC"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    micro = pc.cast(stamps, pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64)  # nulls -> NaN
+    return micro / 1e6
+
+
 def columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | None:
     """Vectorised checks; None when any row is bad (the slow path then names them all)."""
     import re
@@ -111,6 +163,9 @@ def columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | No
         return None
     numbers = _numbers(table)
     if numbers is None:
+        return None
+    stamps = _timestamps(table)
+    if stamps is None:
         return None
     hash_col = table.column("manifest_sha256")
     manifest_hashes = {h["values"]: int(h["counts"]) for h in pc.value_counts(hash_col).to_pylist()}
@@ -124,4 +179,6 @@ def columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | No
         source=source, case=case, case_names=case_names, cluster=cluster, cluster_names=cluster_names,
         manifest_hashes=manifest_hashes, first_row_of_hash=first_row,
         lines=np.arange(first_line, first_line + table.num_rows, dtype=np.int64),
-        failed_names=lambda row: checks[row].as_py(), **numbers)
+        failed_names=lambda row: checks[row].as_py(), timestamps=stamps,
+        slice_names=(np.asarray(table.column("slice").to_pylist(), dtype=object)
+                     if table.column("slice").null_count < table.num_rows else None), **numbers)

@@ -1,7 +1,10 @@
 """The statistical comparison: the registered method's single-analysis entry on tables
 rebuilt from the raw trials -- the same kernel the qualification ran (``analyze`` runs the
 batch kernel with R = 1) -- plus the ICC bound the qualification's ``rho_max`` is checked
-against.  Nothing here accepts a caller-supplied result."""
+against, each arm's pass^k / pass@k with cluster-level intervals, and the protected slices
+under their multiplicity rule.  A method whose ``unit`` is ``case_all_trials`` (the pass^k
+comparison) analyses per-cluster tables of cases by "all k trials passed"; every other
+method the trial-pair tables.  Nothing here accepts a caller-supplied result."""
 from __future__ import annotations
 
 import math
@@ -10,9 +13,11 @@ from typing import Any
 import numpy as np
 
 from .experiment import PairedExperiment
-from .hashing import content_hash
+from simlab.hashing import content_hash
 from .icc import icc_upper_bound
 from .manifest import Manifest
+from .reliability import reliability
+from .slices import slice_comparisons
 
 STATUSES = ("pass", "fail", "inconclusive")
 _SEQUENTIAL = {"promote": "pass", "stop_for_harm": "fail", "no_promotion": "fail", "continue": "inconclusive"}
@@ -46,6 +51,17 @@ def run_fixed(method, tables: np.ndarray, margin: float, confidence: float):
     return method.analyze(tables, margin, alpha=one_sided_alpha(confidence))
 
 
+def unit_of(method) -> str:
+    return getattr(method, "unit", "trial_pair")
+
+
+def analysis_tables(method, experiment: PairedExperiment, cases: np.ndarray | None = None) -> np.ndarray:
+    """The per-cluster tables the method analyses (of some cases, or all)."""
+    if unit_of(method) == "case_all_trials":
+        return experiment.case_tables(cases)
+    return experiment.trial_tables(cases)
+
+
 def _num(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
@@ -55,7 +71,8 @@ def _num(x: Any) -> Any:
 def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
     """Comparison summary (JSON-ready, content-hashable) recomputed from the paired tables."""
     method = registered_method(manifest)
-    tables = experiment.tables
+    tables = analysis_tables(method, experiment)
+    alpha = one_sided_alpha(manifest.confidence)
     if method.kind == "sequential":
         from methods.sequential.base import LookSchedule
 
@@ -69,15 +86,23 @@ def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
         detail = result.as_dict()
         status = "fail" if result.status == "stop_for_harm" else result.status
         lower, upper, estimate = detail["lower"], detail["upper"], detail["estimate"]
-    icc = icc_upper_bound(tables, level=1.0 - one_sided_alpha(manifest.confidence))
-    return {
+    icc = icc_upper_bound(tables, level=1.0 - alpha)
+    out = {
         "method": method.identity.as_dict(), "kind": method.kind, "estimand": method.estimand.value,
+        "unit": unit_of(method),
         "status": status, "estimate": _num(estimate), "lower": _num(lower), "upper": _num(upper),
         "margin": manifest.margin, "confidence": manifest.confidence, "clusters": experiment.clusters,
         "pairs": experiment.pairs, "cases": experiment.cases,
         "trials_per_cluster": sorted({int(x) for x in experiment.trials_per_cluster()})[:50],
+        "units_per_cluster": sorted({int(x) for x in tables.sum(axis=1)})[:50],
         "tables_sha256": content_hash(tables.tolist()), "icc": icc.as_dict(), "detail": _clean(detail),
+        "reliability": _clean(reliability(experiment.case_passes, experiment.case_trials, experiment.case_cluster,
+                                          experiment.clusters, alpha)),
     }
+    if manifest.protected_slices is not None:
+        out["slices"] = _clean(slice_comparisons(method, experiment, manifest,
+                                                 lambda mask: analysis_tables(method, experiment, mask), alpha))
+    return out
 
 
 def _clean(value: Any) -> Any:

@@ -21,14 +21,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from simlab.hashing import address
-
-from .hashing import read_json, with_self_hash
+from simlab.hashing import address, with_self_hash
+from .jsonfiles import read_json
 from .ledger import append, verify
-from .packet import run_experiment, trial_artifacts
-from .replay import replay
-from .resolve import resolve
-from .synthetic import demo_manifest, write_trials
+from .packet import population_artifact, run_experiment, trial_artifacts
+from .replay import replay_packet
+from .resolve import resolve_receipt
+from .synthetic import demo_manifest, with_population, write_population, write_trials
 
 METHOD = "binomial_loss"
 
@@ -58,12 +57,13 @@ def _qualification(out: Path) -> tuple[Path, str, dict]:
 def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, clusters: int, cases: int, reps: int,
               **kw) -> dict:
     draw = {k: kw.pop(k) for k in ("candidate_failed", "cost_provenance") if k in kw}
-    manifest = demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps,
-                             created=now - dt.timedelta(minutes=5), **kw)
+    manifest = with_population(demo_manifest(experiment_id=f"demo-{name}", method=METHOD, repetitions=reps,
+                                             created=now - dt.timedelta(minutes=5), **kw), clusters, cases)
     trials = write_trials(out / f"{name}.jsonl", manifest, clusters=clusters, cases_per_cluster=cases,
                           baseline=0.9, discordance=0.01, seed=20261130, **draw)
-    return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=out / f"{name}.packet.json",
-                          qualification_dir=qdir, trusted=trusted, now=now)
+    cases_file = write_population(out / f"{name}.population.jsonl", clusters, cases)
+    return run_experiment(manifest=manifest, artifacts=trial_artifacts(trials) + [population_artifact(cases_file)],
+                          out=out / f"{name}.packet.json", qualification_dir=qdir, trusted=trusted, now=now)
 
 
 def run_demo(out: str | Path | None = None) -> dict:
@@ -87,16 +87,16 @@ def run_demo(out: str | Path | None = None) -> dict:
              "lower": p["receipt"]["comparison"]["lower"], "why": p["receipt"]["reasons"][0]}
             for k, p in packets.items()]
     good = packets["measured_signed"]
-    replayed = replay(good, base=out, qualification_dir=qdir, trusted=trusted)
+    replayed = replay_packet(good, base=out, qualification_dir=qdir, trusted=trusted)
     forged = copy.deepcopy(good)
     forged["receipt"]["comparison"]["lower"] = 0.0
     forged["receipt"] = with_self_hash(forged["receipt"], "receipt_sha256")
-    rejected = replay(forged, base=out, qualification_dir=qdir, trusted=trusted)
+    rejected = replay_packet(forged, base=out, qualification_dir=qdir, trusted=trusted)
     ledger = out / "ledger.sqlite"
     for p in packets.values():
         append(ledger, p["receipt"], now=now)
     expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))
-    later = resolve(good["receipt"], expiry + dt.timedelta(days=1))
+    later = resolve_receipt(good["receipt"], expiry + dt.timedelta(days=1), replayed=replayed["ok"])
     (out / "demo.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
     return {"folder": str(out), "method": METHOD, "rows": rows,
             "replay": {"ok": replayed["ok"], "action": replayed["action"]},

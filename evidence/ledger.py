@@ -7,6 +7,15 @@ payload (hash mismatch), a deleted entry (gap in seq or broken link) or a reorde
 (broken link).  Triggers refuse UPDATE and DELETE through SQLite; the chain is what
 detects edits made around them (e.g. by rewriting the file).
 
+A chain that verifies is only self-consistent: deleting the last entries, or rebuilding the
+whole chain without an entry, gives another self-consistent chain.  So ``verify`` also
+checks a **retained head** -- the hash of the last entry, kept outside the writer's reach
+(as ``replay --anchor`` keeps a receipt hash): that entry must still be in the chain, at its
+sequence number.  ``sign_head`` signs a head statement ``{seq, entry_sha256, signed_at}``
+with an Ed25519 key; ``verify_signed_head`` accepts it only from a trusted key, so a head
+cannot be forged for a rebuilt chain.  What a retained head cannot show: entries appended
+after it, or a rollback to exactly that head -- keep the newest one.
+
 Concurrency: an append is one ``BEGIN IMMEDIATE`` transaction (read the head, insert the
 next entry), so concurrent writers -- threads or processes -- serialise on SQLite's write
 lock and none is lost; WAL mode and a busy timeout let them wait instead of failing."""
@@ -17,7 +26,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from .hashing import canonical_bytes, content_hash
+from simlab.hashing import canonical_bytes, content_hash
 
 GENESIS = "sha256:" + "0" * 64
 _SCHEMA = """
@@ -71,8 +80,9 @@ def append(path: str | Path, receipt: dict, now: dt.datetime | None = None) -> d
     return {"seq": seq, "entry_sha256": entry, "payload_sha256": payload_hash}
 
 
-def verify(path: str | Path) -> dict:
-    """Walk the chain: ``{"ok", "entries", "head", "problems"}`` (every break is listed)."""
+def verify(path: str | Path, head: str | None = None, head_seq: int | None = None) -> dict:
+    """Walk the chain: ``{"ok", "entries", "head", "problems"}`` (every break is listed);
+    with a retained ``head`` (and its ``head_seq``), that entry must be in the chain."""
     if not Path(path).is_file():
         raise ValueError(f"no ledger at {path}")
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -100,7 +110,57 @@ def verify(path: str | Path) -> dict:
         if _entry_hash(seq, stated_prev, payload_hash, appended_at) != entry:
             problems.append(f"entry {seq}: entry hash does not match its fields (edited)")
         prev, expected_seq = entry, seq + 1
-    return {"ok": not problems, "entries": len(rows), "head": prev if rows else None, "problems": problems}
+    out = {"ok": not problems, "entries": len(rows), "head": prev if rows else None, "problems": problems}
+    if head is not None:
+        at = next((seq for seq, *_, entry in rows if entry == head), None)
+        if at is None:
+            problems.append(f"retained head {head} is not in the chain: entries were deleted (truncated) or the chain "
+                            "was rebuilt since that head was kept")
+        elif head_seq is not None and at != head_seq:
+            problems.append(f"retained head {head} is entry {at}, not entry {head_seq} as retained (rebuilt chain)")
+        out["retained_head"] = {"entry_sha256": head, "seq": at, "entries_after": None if at is None else
+                                sum(1 for r in rows if r[0] > at)}
+        out["ok"] = not problems
+    return out
+
+
+HEAD_KIND = "simlab.ledger.head"
+
+
+def head_statement(path: str | Path, now: dt.datetime | None = None) -> dict:
+    """The ledger's current head as a statement to sign (the chain must verify)."""
+    state = verify(path)
+    if not state["ok"]:
+        raise ValueError(f"{path}: the chain does not verify; a broken chain's head is not signed: "
+                         + "; ".join(state["problems"][:3]))
+    if not state["entries"]:
+        raise ValueError(f"{path}: the ledger is empty")
+    signed_at = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    return {"kind": HEAD_KIND, "seq": state["entries"], "entry_sha256": state["head"],
+            "signed_at": signed_at.isoformat().replace("+00:00", "Z")}
+
+
+def sign_head(path: str | Path, key, now: dt.datetime | None = None) -> dict:
+    """``{"statement", "signature"}``: the head statement signed with an Ed25519 private key."""
+    from simlab import signing
+
+    statement = head_statement(path, now)
+    return {"statement": statement, "signature": signing.sign(statement, key).model_dump()}
+
+
+def verify_signed_head(envelope: dict, trusted: dict) -> dict:
+    """The head statement of a signed head plus ``signed_by``, when a trusted key signed it
+    (SignatureError otherwise)."""
+    from simlab import signing
+
+    statement = envelope.get("statement") if isinstance(envelope, dict) else None
+    if not isinstance(statement, dict) or statement.get("kind") != HEAD_KIND:
+        raise signing.SignatureError("not a signed ledger head")
+    try:
+        key = signing.verify(statement, envelope.get("signature"), trusted)
+    except ValueError as exc:  # a malformed signature object
+        raise signing.SignatureError(str(exc).splitlines()[0]) from None
+    return {**statement, "signed_by": key}
 
 
 def entries(path: str | Path) -> list[dict]:

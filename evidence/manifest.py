@@ -5,7 +5,16 @@ nuisance bound ``rho_max``, population, the qualification record the decision wi
 on and the validity window are decision inputs, never post-run arguments (evidence-spine
 chapter, "Manifest before measurement").  Its identity is the sha256 of its RFC 8785
 canonical JSON; every trial record carries that hash.  Measured evidence needs a pinned
-(40-hex git) code revision; non-finite numbers and unknown fields are refused."""
+(40-hex git) code revision; non-finite numbers and unknown fields are refused.
+
+Plan before data (DESIGN.md): ``created_at`` must precede every log and trial it governs;
+``arms`` registers, per arm, the model, task and task arguments the logs must record, and
+``dataset`` the dataset identity; ``population_hash`` is the identity of the case list
+(``evidence.population``: case ids and clusters) that must be present, no more, no fewer.
+``protected_slices`` registers slices (a metadata field and its values) that must each be
+non-inferior too, under a multiplicity rule (Holm, or fixed-sequence gatekeeping).  The
+optional blocks are left out of the canonical JSON when absent, so a manifest that does
+not use them keeps its identity."""
 from __future__ import annotations
 
 import datetime as dt
@@ -18,7 +27,7 @@ from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, Valida
 
 from simlab.models import FrozenModel
 
-from .hashing import SHA256_PATTERN, content_hash
+from simlab.hashing import SHA256_PATTERN, content_hash
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=False)]
@@ -40,6 +49,44 @@ class SequentialPolicy(FrozenModel):
             if not self.looks or list(self.looks) != sorted(set(self.looks)) or self.looks[0] < 1:
                 raise ValueError("group_sequential looks must be strictly increasing positive cluster counts")
         return self
+
+
+Scalar = str | int | float | bool | None
+
+
+class ArmIdentity(FrozenModel):
+    """What one arm's logs must record: ``eval.model``, ``eval.task`` and the registered
+    ``eval.task_args`` (each key given here must be in the log with this value)."""
+    model_config = ConfigDict(strict=True)
+    model: Name
+    task: Name | None = None
+    task_args: dict[Name, Scalar] = {}
+
+
+class DatasetIdentity(FrozenModel):
+    """The dataset both arms ran (Inspect's ``eval.dataset``: name, location, sample count)."""
+    model_config = ConfigDict(strict=True)
+    name: Name | None = None
+    location: Name | None = None
+    samples: int | None = Field(default=None, ge=1)
+
+
+class ProtectedSlices(FrozenModel):
+    """Slices that must each be non-inferior: the field (Inspect sample metadata; the trial
+    rows' ``slice`` column), its protected values (in gatekeeping order) and the rule."""
+    model_config = ConfigDict(strict=True)
+    field: Name
+    values: tuple[Name, ...] = Field(min_length=1)
+    rule: Literal["holm", "fixed_sequence"]
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        if len(set(self.values)) != len(self.values):
+            raise ValueError("protected_slices.values lists a value twice")
+        return self
+
+
+OPTIONAL_BLOCKS = ("arms", "dataset", "protected_slices")
 
 
 class Manifest(FrozenModel):
@@ -72,6 +119,9 @@ class Manifest(FrozenModel):
     invalidation_rules: tuple[Name, ...] = ()
     required_tests: tuple[Name, ...] = ()
     required_prerequisites: tuple[Name, ...] = ()
+    arms: dict[Literal["baseline", "candidate"], ArmIdentity] | None = None
+    dataset: DatasetIdentity | None = None
+    protected_slices: ProtectedSlices | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -92,6 +142,12 @@ class Manifest(FrozenModel):
             values = getattr(self, group)
             if len(set(values)) != len(values):
                 raise ValueError(f"{group} lists a name twice")
+        if self.arms is not None:
+            if set(self.arms) != {"baseline", "candidate"}:
+                raise ValueError("arms must register both 'baseline' and 'candidate'")
+            if self.arms["candidate"].model != self.model_id:
+                raise ValueError(f"model_id {self.model_id!r} must be the candidate arm's model "
+                                 f"{self.arms['candidate'].model!r}")
         return self
 
     @property
@@ -99,7 +155,8 @@ class Manifest(FrozenModel):
         return bool(_REVISION.match(self.code_revision))
 
     def canonical(self) -> dict:
-        return self.model_dump(mode="json")
+        absent = {k for k in OPTIONAL_BLOCKS if getattr(self, k) is None}
+        return self.model_dump(mode="json", exclude=absent)
 
     @property
     def sha256(self) -> str:
@@ -143,4 +200,7 @@ def template(now: dt.datetime | None = None) -> dict:
         "input_hashes": {"dataset": "sha256:" + "0" * 64},
         "invalidation_rules": ["model_or_prompt_change", "tool_or_evaluator_change", "dataset_or_policy_change"],
         "required_tests": [], "required_prerequisites": [],
+        "arms": {"baseline": {"model": "provider/baseline-model@version", "task": "my_task", "task_args": {}},
+                 "candidate": {"model": "provider/model@version", "task": "my_task", "task_args": {}}},
+        "dataset": {"name": "cases-v1", "location": None, "samples": None},
     }

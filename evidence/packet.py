@@ -1,70 +1,166 @@
 """Run the evidence path and write the experiment packet.
 
 A packet holds the manifest, references to the raw artifacts (path + sha256 of their
-exact bytes: a trial file, or two Inspect AI logs and the adapter mapping), the test and
+exact bytes: a trial file; one trial file per arm; two Inspect AI logs or two
+lm-evaluation-harness samples files and the adapter mapping; the registered population's
+case list), whether the plan was declared registered after measurement, the test and
 prerequisite receipts, and the receipt recomputed from all of them.  ``replay`` rebuilds
-the receipt from the same inputs and must arrive at the same bytes."""
+the receipt from the same inputs and must arrive at the same bytes.
+
+Order of the checks: the population file and the output location come first (no log is
+read for a run that cannot be written), then the logs (identity, times, samples), the
+pairs, the population membership, the comparison and the qualification."""
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .comparison import compare
-from .coverage import check_qualification, default_directory
-from .experiment import pair_trials
-from .hashing import file_hash
+import numpy as np
+
+from .errors import EvidenceError
+from .jsonfiles import write_json
 from .manifest import Manifest
-from .receipt import PrerequisiteReceipt, TestReceipt, build_receipt
-from .trials import TrialColumns, read_trial_file, trial_format
+from .population import Population, check_membership, read_population
+from .provenance import check_logs, measurement
+from .trial_schema import TrialColumns
+from .trials import concat_columns, read_trial_file, trial_format
+
+if TYPE_CHECKING:  # the comparison's modules are imported when the trials have been read
+    from .receipt import PrerequisiteReceipt, TestReceipt
 
 PACKET_KIND = "simlab.evidence.packet"
+PAIRED_ROLES = {"inspect": ("inspect_baseline", "inspect_candidate"), "lm-eval": ("lmeval_baseline", "lmeval_candidate"),
+                "trials": ("trials_baseline", "trials_candidate")}
 
 
 def trial_artifacts(path: str | Path) -> list[dict]:
     return [{"role": "trials", "format": trial_format(path), "path": str(path)}]
 
 
+def paired_artifacts(kind: str, baseline: str | Path, candidate: str | Path) -> list[dict]:
+    """One input per arm: ``kind`` inspect, lm-eval or trials (JSONL / CSV)."""
+    b, c = PAIRED_ROLES[kind]
+    fmt = (lambda p: trial_format(p)) if kind == "trials" else (lambda p: kind)
+    return [{"role": b, "format": fmt(baseline), "path": str(baseline)},
+            {"role": c, "format": fmt(candidate), "path": str(candidate)}]
+
+
 def inspect_artifacts(baseline: str | Path, candidate: str | Path) -> list[dict]:
-    return [{"role": "inspect_baseline", "format": "inspect", "path": str(baseline)},
-            {"role": "inspect_candidate", "format": "inspect", "path": str(candidate)}]
+    return paired_artifacts("inspect", baseline, candidate)
 
 
-def load_trials(artifacts: list[dict], adapter: dict | None, base: Path) -> tuple[TrialColumns, dict[str, str]]:
-    """Read the raw artifacts into validated columns; returns them and each file's sha256."""
-    paths = {a["role"]: (base / a["path"]) for a in artifacts}
+def population_artifact(path: str | Path) -> dict:
+    return {"role": "population", "format": Path(path).suffix.lstrip(".") or "jsonl", "path": str(path)}
+
+
+def _trial_file_info(path: Path, digest: str, arm: str) -> dict:
+    return {"file": path.name, "sha256": digest, "format": trial_format(path), "role": f"trials_{arm}", "arm": arm,
+            "records_identity": False}
+
+
+def _per_arm_trials(b: Path, c: Path) -> tuple[TrialColumns, dict[str, str], list[dict]]:
+    """Two trial files, one per arm: each file's rows must all be of its arm."""
+    read = [read_trial_file(b), read_trial_file(c)]
+    if read[0][1] == read[1][1]:
+        raise EvidenceError(f"{b.name} (baseline) and {c.name} (candidate) are the same file (identical bytes): one "
+                            "run given as both arms")
+    out, hashes, infos = [], {}, []
+    for (path, arm), (cols, digest) in zip(((b, "baseline"), (c, "candidate")), read):
+        wrong = int(np.count_nonzero(cols.candidate != (arm == "candidate")))
+        if wrong:
+            other = "candidate" if arm == "baseline" else "baseline"
+            swapped = " (swapped arms?)" if wrong == len(cols) else ""
+            raise EvidenceError(f"{path.name} was given as the {arm} but {wrong} of its {len(cols)} trials say arm "
+                                f"{other!r}{swapped}; baseline file {b.name}, candidate file {c.name}")
+        out.append(cols)
+        hashes[f"trials_{arm}"] = digest
+        infos.append(_trial_file_info(path, digest, arm))
+    return concat_columns(out[0], out[1], f"trials {b.name}, {c.name}"), hashes, infos
+
+
+def load_trials(artifacts: list[dict], adapter: dict | None, base: Path,
+                checks=None) -> tuple[TrialColumns, dict[str, str], list[dict]]:
+    """Read the raw trial artifacts into validated columns; returns them, each file's sha256
+    and each log's identity and times (none for a single trial file).  ``checks(infos)``
+    judges two logs' identities before their samples."""
+    paths = {a["role"]: (base / a["path"]) for a in artifacts if a["role"] != "population"}
     for role, p in paths.items():
         if not p.is_file():
-            raise ValueError(f"artifact {role}: no file at {p}")
-    roles = sorted(paths)
-    if roles == ["trials"]:
+            raise EvidenceError(f"artifact {role}: no file at {p}")
+    roles = tuple(sorted(paths))
+    if roles == ("trials",):
         cols, digest = read_trial_file(paths["trials"])
-        return cols, {"trials": digest}
-    hashes = {role: file_hash(p) for role, p in paths.items()}
-    if roles == ["inspect_baseline", "inspect_candidate"]:
+        return cols, {"trials": digest}, []
+    kind = next((k for k, r in PAIRED_ROLES.items() if roles == r), None)
+    if kind is None:
+        raise EvidenceError(f"unknown artifact roles {list(roles)}: expected trials, or a baseline and a candidate "
+                            "input of one kind (inspect, lm-eval, trials)")
+    b, c = (paths[r] for r in PAIRED_ROLES[kind])
+    if b.resolve() == c.resolve():
+        raise EvidenceError(f"{b} was given as both the baseline and the candidate")
+    if kind == "trials":
+        return _per_arm_trials(b, c)
+    mapping = adapter or {}
+    if mapping.get("name") != kind:
+        raise EvidenceError(f"{kind} artifacts need the {kind} adapter mapping (cluster field, score)")
+    if kind == "inspect":
         from .adapters.inspect import read_inspect_pair
-        if not adapter or adapter.get("name") != "inspect":
-            raise ValueError("Inspect artifacts need the inspect adapter mapping (cluster field, score)")
-        cols = read_inspect_pair(paths["inspect_baseline"], paths["inspect_candidate"],
-                                 cluster_field=adapter["cluster_field"], score=adapter["score"])
-        return cols, hashes
-    raise ValueError(f"unknown artifact roles {roles}: expected trials, or inspect_baseline + inspect_candidate")
+        cols, infos = read_inspect_pair(b, c, cluster_field=mapping["cluster_field"], score=mapping.get("score"),
+                                        slice_field=mapping.get("slice_field"), check_logs=checks)
+    else:
+        from .adapters.lmeval import read_lmeval_pair
+        cols, infos = read_lmeval_pair(b, c, cluster_field=mapping["cluster_field"], score=mapping.get("score"),
+                                       slice_field=mapping.get("slice_field"), filter_name=mapping.get("filter"),
+                                       check_logs=checks)
+    return cols, {i["role"]: i["sha256"] for i in infos}, infos
+
+
+def load_population(artifacts: list[dict], base: Path, manifest: Manifest) -> Population | None:
+    """The registered case list, when given: its identity must be the manifest's population_hash."""
+    art = next((a for a in artifacts if a["role"] == "population"), None)
+    if art is None:
+        return None
+    population = read_population(base / art["path"])
+    if population.sha256 != manifest.population_hash:
+        raise EvidenceError(f"{art['path']}: this case list's identity is {population.sha256}, but the manifest "
+                            f"registers population_hash {manifest.population_hash}: not the registered population",
+                            option="population")
+    return population
 
 
 def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None, base: Path,
              tests: tuple[TestReceipt, ...], prerequisites: tuple[PrerequisiteReceipt, ...],
-             qualification_dir: Path | None, trusted: dict | None, issued_at: dt.datetime) -> dict:
-    """The receipt, recomputed from the raw artifacts (errors in the evidence raise ValueError)."""
-    cols, hashes = load_trials(artifacts, adapter, base)
-    experiment = pair_trials(cols, manifest)
+             qualification_dir: Path | None, trusted: dict | None, issued_at: dt.datetime,
+             registered_after: bool = False) -> dict:
+    """The receipt, recomputed from the raw artifacts (errors in the evidence raise ValueError).
+    The statistics' modules are imported only once the inputs have been read: a refused input
+    exits without them."""
+    population = load_population(artifacts, base, manifest)
+    cols, hashes, logs = load_trials(artifacts, adapter, base,
+                                     checks=lambda infos: check_logs(manifest, infos, registered_after))
+    record, findings = measurement(manifest, cols, logs, registered_after, cols.source)
+    from .comparison import compare
+    from .coverage import check_qualification, default_directory
+    from .experiment import pair_trials
+    from .receipt import build_receipt
+
+    experiment = pair_trials(cols, manifest, registered_after=registered_after)
+    pop = None
+    if population is not None:
+        check_membership(population, experiment.case_names, experiment.cluster_names[experiment.case_cluster],
+                         experiment.case_slice, cols.source)
+        hashes["population"] = population.file_sha256
+        pop = {"sha256": population.sha256, "cases": population.cases, "checked": True}
     comparison = compare(experiment, manifest)
     qdir = Path(qualification_dir) if qualification_dir else default_directory()
-    qualification = check_qualification(manifest, experiment, directory=qdir, now=issued_at, trusted=trusted)
+    qualification = check_qualification(manifest, experiment, directory=qdir, now=issued_at, trusted=trusted,
+                                        slices=comparison.get("slices"))
     return build_receipt(manifest=manifest, experiment=experiment, comparison=comparison,
-                         qualification=qualification, tests=tests,
-                         prerequisites=prerequisites, raw_artifacts=hashes, issued_at=issued_at)
+                         qualification=qualification, tests=tests, prerequisites=prerequisites, raw_artifacts=hashes,
+                         issued_at=issued_at, measurement=record, measurement_findings=findings, population=pop)
 
 
 def _relative(path: str | Path, to: Path) -> str:
@@ -75,36 +171,56 @@ def _relative(path: str | Path, to: Path) -> str:
         return str(p)
 
 
+def prepare_output(out: str | Path, overwrite: bool = False) -> Path:
+    """The packet's folder, created when missing (a file in the way is named as the problem)."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise EvidenceError(f"{out} exists; a packet is never overwritten (choose a new path)", option="out")
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise EvidenceError(f"cannot write the packet {out}: {folder} is not a folder", option="out") from None
+    return folder
+
+
 def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path, adapter: dict | None = None,
                    tests: tuple[TestReceipt, ...] = (), prerequisites: tuple[PrerequisiteReceipt, ...] = (),
                    qualification_dir: str | Path | None = None, trusted: dict | None = None,
-                   now: dt.datetime | None = None, overwrite: bool = False) -> dict:
-    """Evaluate and write the packet to ``out`` (an existing packet is never overwritten)."""
+                   now: dt.datetime | None = None, overwrite: bool = False,
+                   registered_after: bool = False) -> dict:
+    """Evaluate and write the packet to ``out`` (an existing packet is never overwritten;
+    a missing folder is created first, so the artifact paths are relative to a real one)."""
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise ValueError(f"{out} exists; a packet is never overwritten (choose a new path)")
+    base = prepare_output(out, overwrite)
+    for a in artifacts:
+        if not Path(a["path"]).is_file():
+            raise EvidenceError(f"artifact {a['role']}: no file at {a['path']}")
     issued_at = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
-    base = out.parent if str(out.parent) else Path(".")
     rel = [{**a, "path": _relative(a["path"], base)} for a in artifacts]
     receipt = evaluate(manifest=manifest, artifacts=rel, adapter=adapter, base=base, tests=tests,
                        prerequisites=prerequisites, qualification_dir=qualification_dir, trusted=trusted,
-                       issued_at=issued_at)
+                       issued_at=issued_at, registered_after=registered_after)
     for a in rel:
         a["sha256"] = receipt["components"]["raw_artifacts"][a["role"]]
     packet = {"schema_version": "1", "kind": PACKET_KIND, "manifest": manifest.canonical(), "artifacts": rel,
-              "adapter": adapter, "tests": [t.model_dump(mode="json") for t in tests],
+              "adapter": adapter, "registered_after_measurement": bool(registered_after),
+              "tests": [t.model_dump(mode="json") for t in tests],
               "prerequisites": [p.model_dump(mode="json") for p in prerequisites], "receipt": receipt}
     write_json(out, packet, overwrite=overwrite)
     return packet
 
 
-def write_json(path: str | Path, payload: Any, overwrite: bool = False) -> None:
-    """Write JSON; an existing file is refused unless ``overwrite`` (evidence is never replaced)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(payload, indent=1, allow_nan=False) + "\n"
-    try:
-        with open(path, "w" if overwrite else "x") as f:
-            f.write(text)
-    except FileExistsError:
-        raise ValueError(f"{path} exists; it is never overwritten (choose a new path)") from None
+def detect_kind(path: str | Path) -> str:
+    """The kind of one arm's input from its name: an Inspect log (``.eval``, ``.json``), an
+    lm-evaluation-harness samples file (``samples_*.jsonl``) or a trial file (``.jsonl``/``.csv``)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in (".eval", ".json"):
+        return "inspect"
+    if suffix in (".jsonl", ".ndjson") and p.name.startswith("samples_"):
+        return "lm-eval"
+    if suffix in (".jsonl", ".ndjson", ".csv"):
+        return "trials"
+    raise EvidenceError(f"{p}: cannot tell the input kind from the name (.eval/.json Inspect log, samples_*.jsonl "
+                        "lm-evaluation-harness output, .jsonl/.csv trial records)", option="format")

@@ -10,10 +10,14 @@ authority ceiling"), the most restrictive wins:
 - a failed deterministic test, or one run at another code revision -> buildable, block;
 - contradictory evidence (fabricated cost provenance), any candidate trial with a failed
   check, or a statistical fail -> evidence_ready, block;
-- fewer independent clusters than registered, an inconclusive comparison, or an ICC upper
-  bound above ``rho_max`` -> evidence_ready, hold;
-- a pass without a covering, verified, trusted-signed qualification, or with synthetic
-  evidence or an unpinned revision -> evidence_ready, lab_pass (authority lab_only);
+- a protected slice whose test failed under the multiplicity rule -> evidence_ready, block;
+- fewer independent clusters than registered, an inconclusive comparison, an ICC upper
+  bound above ``rho_max``, or a protected slice inconclusive / not tested / without trials
+  -> evidence_ready, hold;
+- a pass without a covering, verified, trusted-signed qualification, with synthetic
+  evidence or an unpinned revision, a plan registered after measurement, logs whose
+  identities the manifest does not register, or a population membership that was not
+  checked against the registered case list -> evidence_ready, lab_pass (authority lab_only);
 - a pass with all of them -> qualified, canary_eligible (authority canary): the ceiling.
 
 A receipt is bound to every component by hash and is valid from ``issued_at`` to the
@@ -29,8 +33,9 @@ from simlab.models import FrozenModel
 
 from .coverage import QualificationCheck
 from .experiment import PairedExperiment
-from .hashing import content_hash, with_self_hash
+from simlab.hashing import content_hash, with_self_hash
 from .manifest import Manifest, Name
+from .slices import slice_findings
 
 ACTIONS = ("block", "hold", "lab_pass", "canary_eligible")  # weakest first
 AUTHORITY = {"block": "none", "hold": "none", "lab_pass": "lab_only", "canary_eligible": "canary"}
@@ -129,11 +134,14 @@ def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str,
     if icc["applicable"] and (icc["upper"] is None or icc["upper"] > manifest.rho_max):
         out.append(("evidence_ready", "hold", f"observed ICC upper bound {_fmt(icc['upper'])} exceeds the registered "
                                               f"rho_max {manifest.rho_max:g} ({icc['note']})"))
-    return out
+    return out + slice_findings(comparison.get("slices"))
 
 
-def _authority_gaps(manifest, qualification: QualificationCheck) -> list[str]:
+def _authority_gaps(manifest, qualification: QualificationCheck, population: dict | None) -> list[str]:
     gaps = []
+    if population is None or not population.get("checked"):
+        gaps.append("population membership not checked: no registered case list was given (the manifest's "
+                    "population_hash binds the cases and clusters that must be present)")
     if not qualification.covered:
         gaps.extend(f"unqualified: {r}" for r in qualification.reasons)
     elif not qualification.signed_by:
@@ -148,15 +156,18 @@ def _authority_gaps(manifest, qualification: QualificationCheck) -> list[str]:
 def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, comparison: dict,
                   qualification: QualificationCheck, tests: tuple[TestReceipt, ...] = (),
                   prerequisites: tuple[PrerequisiteReceipt, ...] = (), raw_artifacts: dict[str, str],
-                  issued_at: dt.datetime) -> dict:
-    """The receipt (JSON-ready, with its own ``receipt_sha256``)."""
-    findings = _prerequisite_findings(manifest, tests, prerequisites)
+                  issued_at: dt.datetime, measurement: dict | None = None,
+                  measurement_findings: list[tuple[str, str, str]] = (), population: dict | None = None) -> dict:
+    """The receipt (JSON-ready, with its own ``receipt_sha256``).  ``measurement`` (log
+    identities and times, from ``evidence.provenance``) and its findings, and ``population``
+    (whether the cases were checked against the registered list) restrict it further."""
+    findings = _prerequisite_findings(manifest, tests, prerequisites) + list(measurement_findings)
     if issued_at > manifest.valid_until:
         findings.append(("expired", "block", f"manifest expired at {iso(manifest.valid_until)}"))
     if issued_at < manifest.created_at:
         findings.append(("expired", "block", "receipt would predate the manifest (chronology)"))
     findings += _evidence_findings(manifest, experiment, comparison)
-    gaps = _authority_gaps(manifest, qualification)
+    gaps = _authority_gaps(manifest, qualification, population)
     if gaps:
         findings += [("evidence_ready", "lab_pass", g) for g in gaps]
     outcome = min((_RANK.index((s, a)) for s, a, _ in findings), default=len(_RANK) - 1)
@@ -187,5 +198,7 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
                      "minimum_independent_clusters": manifest.minimum_independent_clusters,
                      "cost_provenance": experiment.provenance_counts},
         "qualification": qualification.as_dict(),
+        "measurement": measurement,
+        "population": population,
     }
     return with_self_hash(body, "receipt_sha256")

@@ -12,7 +12,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from .hashing import self_hash_ok
+from simlab.hashing import self_hash_ok
 from .manifest import Manifest
 from .packet import PACKET_KIND, evaluate
 from .receipt import PrerequisiteReceipt, TestReceipt
@@ -22,6 +22,8 @@ _FIELD_REASONS = {
     "hard_failures": "forged hard-failure count: stored candidate failed-check count differs from the raw trials",
     "evidence": "forged evidence summary (clusters, pairs or provenance) differs from the raw trials",
     "qualification": "qualification check differs from the recomputed one",
+    "measurement": "forged measurement record (log identities or times) differs from the raw logs",
+    "population": "forged population check differs from the recomputed one",
 }
 
 
@@ -63,7 +65,7 @@ def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
     return reasons
 
 
-def replay(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
+def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
            trusted: dict | None = None, artifact_paths: dict[str, str] | None = None,
            anchor: str | None = None) -> dict:
     """Recompute ``packet``'s receipt from its raw artifacts; accept only an identical receipt.
@@ -99,9 +101,12 @@ def replay(packet: dict, *, base: str | Path, qualification_dir: str | Path | No
         issued_at = dt.datetime.fromisoformat(str(stored.get("issued_at")).replace("Z", "+00:00"))
         if issued_at.tzinfo is None:
             raise ValueError("issued_at has no time zone")
+        registered_after = packet.get("registered_after_measurement", False)
+        if not isinstance(registered_after, bool):
+            raise ValueError("registered_after_measurement must be true or false")
         fresh = evaluate(manifest=manifest, artifacts=artifacts, adapter=packet.get("adapter"), base=Path(base),
                          tests=tests, prerequisites=pres, qualification_dir=qualification_dir, trusted=trusted,
-                         issued_at=issued_at)
+                         issued_at=issued_at, registered_after=registered_after)
     except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         return _blocked(reasons + [f"raw evidence does not replay: {msg}"])

@@ -6,12 +6,21 @@ record, method source, population, inputs, tests, prerequisites) and a validity 
 current component the caller supplies -- and the registered method's current source --
 hashes as bound; otherwise ``expired``, ``block``, authority ``none`` with the reasons.  It
 is a pure function of its inputs: resolving again with the same inputs gives the same
-answer (idempotent)."""
+answer (idempotent).
+
+A receipt's content hash only shows it is self-consistent: anyone can edit a receipt and
+re-seal it.  So a receipt that is neither signed by a trusted key (``signature``) nor
+recomputed from its raw artifacts (``replayed``: :func:`resolve_packet` replays the packet
+first) authorises ``lab_only`` at most, and the answer says why."""
 from __future__ import annotations
 
 import datetime as dt
 
-from .hashing import self_hash_ok
+from simlab.hashing import self_hash_ok
+from .receipt import AUTHORITY, action_strength
+
+UNAUTHENTICATED = ("receipt not authenticated: neither signed by a trusted key nor recomputed from its raw "
+                   "artifacts (a re-sealed receipt is self-consistent too); authority capped at lab_only")
 
 
 def bound_components(receipt: dict) -> dict[str, str]:
@@ -43,12 +52,14 @@ def _parse_time(text: str) -> dt.datetime:
     return t
 
 
-def resolve(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = None,
-            check_method: bool = True, signature: dict | None = None) -> dict:
+def resolve_receipt(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = None,
+            check_method: bool = True, signature: dict | None = None, replayed: bool = False) -> dict:
     """``{"state", "action", "authority", "reasons", ...}`` of ``receipt`` at ``as_of``.
 
     ``signature``: the outcome of checking the receipt's signature against a trusted key
-    set (``evidence.signatures.file_signature``); when given, an unverified signature blocks."""
+    set (``evidence.signatures.file_signature``); when given, an unverified signature blocks.
+    ``replayed``: the receipt was just recomputed from its raw artifacts.  With neither, the
+    answer is capped at ``lab_pass`` (authority ``lab_only``)."""
     if as_of.tzinfo is None:
         raise ValueError("as_of needs a time zone")
     reasons = []
@@ -80,5 +91,27 @@ def resolve(receipt: dict, as_of: dt.datetime, current: dict[str, str] | None = 
            "as_of": as_of.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")}
     if reasons:
         return {**out, "state": "expired", "action": "block", "authority": "none", "reasons": reasons}
-    return {**out, "state": receipt.get("state"), "action": receipt.get("action"),
+    action = receipt.get("action")
+    authenticated = replayed or bool(signature and signature.get("signed_by"))
+    if not authenticated and action in AUTHORITY and action_strength(action) > action_strength("lab_pass"):
+        return {**out, "state": "evidence_ready", "action": "lab_pass", "authority": "lab_only",
+                "reasons": [UNAUTHENTICATED] + list(receipt.get("reasons", []))}
+    return {**out, "state": receipt.get("state"), "action": action,
             "authority": receipt.get("authority"), "reasons": list(receipt.get("reasons", []))}
+
+
+def resolve_packet(packet: dict, as_of: dt.datetime, current: dict[str, str] | None = None, *, base,
+                   qualification_dir=None, trusted: dict | None = None, anchor: str | None = None) -> dict:
+    """Replay ``packet`` (recompute its receipt from the raw artifacts), then resolve the
+    recomputed receipt; a packet that does not replay resolves to block with the reasons."""
+    from .replay import replay_packet
+
+    replayed = replay_packet(packet, base=base, qualification_dir=qualification_dir, trusted=trusted, anchor=anchor)
+    if not replayed["ok"]:
+        stored = packet.get("receipt") if isinstance(packet, dict) else None
+        return {"experiment_id": (stored or {}).get("experiment_id"),
+                "receipt_sha256": (stored or {}).get("receipt_sha256"),
+                "as_of": as_of.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z"),
+                "state": replayed["state"], "action": "block", "authority": "none",
+                "reasons": ["packet does not replay: " + r for r in replayed["reasons"]]}
+    return resolve_receipt(replayed["receipt"], as_of, current, replayed=True)

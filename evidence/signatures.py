@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from simlab import signing
 
-from .hashing import content_hash, read_json
+from simlab.hashing import content_hash
+from .jsonfiles import read_json
 
 ATTESTATION = "simlab.evidence.attestation"
 

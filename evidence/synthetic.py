@@ -27,11 +27,12 @@ def demo_manifest(*, experiment_id: str = "demo-agent-rc1-vs-baseline", method: 
     created = created or dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
     data = template(created)
     extra.setdefault("estimand", registry.get(method).estimand.value)  # the method's own estimand
+    extra.setdefault("population_hash", "sha256:" + "1" * 64)
     data.update(experiment_id=experiment_id, statistical_method=method, repetitions=repetitions,
                 minimum_independent_clusters=minimum_clusters, margin=margin, rho_max=rho_max,
                 measurement_kind=measurement_kind, qualification_sha256=qualification_sha256,
                 code_revision=code_revision or ("a" * 40 if measurement_kind == "measured" else "working-tree-unpinned"),
-                population_hash="sha256:" + "1" * 64, **extra)
+                **extra)
     return Manifest.parse(data)
 
 
@@ -79,9 +80,31 @@ def write_trials(path: str | Path, manifest: Manifest, *, clusters: int, cases_p
                         checks, failed_left = '["refund_over_limit"]', failed_left - 1
                     lines.append(f'{{"case_id":"case-{k:05d}-{j:02d}","trial_index":{t},"cluster_id":"customer-{k:05d}",'
                                  f'"arm":"{arm}","passed":{"true" if passed else "false"},"failed_checks":{checks},'
-                                 f'"latency_ms":{100 + 7 * t + k % 13},"cost":{cost},'
+                                 f'"latency_ms":{100 + 7 * t + k % 13 + 3 * (arm == "candidate")},"cost":{cost},'
                                  f'"cost_provenance":"{cost_provenance}","manifest_sha256":"{h}"}}')
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def population_of(clusters: int, cases_per_cluster: int = 1) -> dict[str, str]:
+    """The case list ``write_trials`` writes: case id -> cluster id."""
+    return {f"case-{k:05d}-{j:02d}": f"customer-{k:05d}" for k in range(clusters) for j in range(cases_per_cluster)}
+
+
+def write_population(path: str | Path, clusters: int, cases_per_cluster: int = 1) -> Path:
+    """The registered case list of a synthetic experiment, as JSONL (``evidence.population``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f'{{"case_id":"{c}","cluster_id":"{k}"}}\n'
+                            for c, k in population_of(clusters, cases_per_cluster).items()))
+    return path
+
+
+def with_population(manifest: Manifest, clusters: int, cases_per_cluster: int = 1) -> Manifest:
+    """``manifest`` registering the synthetic experiment's population."""
+    from .population import identity
+
+    h = identity(population_of(clusters, cases_per_cluster))
+    return manifest if manifest.population_hash == h else Manifest.parse({**manifest.canonical(), "population_hash": h})

@@ -2,11 +2,16 @@
 
 One row per executed trial: case id, trial index, cluster id (the independent unit, e.g.
 the customer), arm, passed, failed checks, latency, cost with its provenance, and the
-manifest hash the trial ran under.  Strict: unknown or missing fields, wrong types,
-non-finite numbers, and a missing label (a missing label is never a pass or a fail) are
-errors; every bad row is reported with its line number and field; nothing is dropped.
+manifest hash the trial ran under (``null`` only for trials measured before the manifest
+existed: the registered-after-measurement route, capped at lab_only).  Optional columns:
+``timestamp`` (ISO 8601 with a zone: when the trial ran; the manifest must predate it) and
+``slice`` (the case's value of the manifest's protected-slice field).  Strict: unknown,
+repeated or missing fields, wrong types, non-finite numbers (``nan`` in a CSV is a number,
+not "not recorded": leave the cell empty), and a missing label (never a pass or a fail) are
+errors; every bad row is kept, and the message names each root cause once with a few
+lines as examples; nothing is dropped.  JSONL and CSV are equally strict.
 
-Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
+The row and column schema is ``evidence.trial_schema``.  Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
 explicit schema (``unexpected_field_behavior="error"``: an unknown field fails the read)
 and vectorised checks.  Whenever the fast path sees any problem -- or the file has blank lines, so rows
 and lines could disagree -- the file is re-read line by line with the pydantic row model,
@@ -16,23 +21,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import numpy as np
-from pydantic import ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 from typing_extensions import Annotated
 
 from simlab.models import FrozenModel
 
+from .errors import EvidenceErrors, Problem
 from .manifest import Sha256
+from .trial_schema import PROVENANCE, TrialColumns, csv_header_problem
 
-ARMS = ("baseline", "candidate")
-PROVENANCE = ("absent", "synthetic", "measured")
-FIELDS = ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks", "latency_ms",
-          "cost", "cost_provenance", "manifest_sha256")
-MAX_REPORTED = 50  # errors spelled out in the exception message; all are kept on the exception
+MAX_REPORTED = 50  # keys spelled out per kind of pairing problem (all are counted)
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 
 
@@ -48,7 +50,9 @@ class TrialRecord(FrozenModel):
     latency_ms: float | None = Field(default=None, ge=0.0)
     cost: float | None = Field(default=None, ge=0.0)
     cost_provenance: Literal["absent", "synthetic", "measured"]
-    manifest_sha256: Sha256
+    manifest_sha256: Sha256 | None  # required; null = measured before the manifest existed
+    timestamp: AwareDatetime | None = Field(default=None, strict=False)
+    slice: _Id | None = None
 
     @model_validator(mode="after")
     def _provenance(self):
@@ -57,84 +61,49 @@ class TrialRecord(FrozenModel):
         return self
 
 
-class EvidenceErrors(ValueError):
-    """Every problem found in one input (``errors``); the message spells out the first ones."""
-    title = ""
-
-    def __init__(self, source: str, errors: list[str]):
-        self.source, self.errors = source, errors
-        shown = "; ".join(errors[:MAX_REPORTED])
-        more = f"; ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
-        title = self.title.format(n=len(errors))
-        super().__init__(f"{source}: {title}{shown}{more}")
-
-
 class TrialsError(EvidenceErrors):
-    """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``."""
-    title = "{n} bad trial row(s): "
-
-
-@dataclass(frozen=True)
-class TrialColumns:
-    """Validated trials as arrays (row i came from line ``lines[i]`` of ``source``)."""
-    source: str
-    case: np.ndarray          # int32 codes into case_names
-    case_names: np.ndarray    # object array of str
-    trial: np.ndarray         # int64
-    cluster: np.ndarray       # int32 codes into cluster_names
-    cluster_names: np.ndarray
-    candidate: np.ndarray     # bool: arm == candidate
-    passed: np.ndarray        # bool
-    n_failed: np.ndarray      # int32 failed checks per trial
-    latency: np.ndarray       # float64, NaN = not recorded
-    cost: np.ndarray          # float64, NaN = absent
-    provenance: np.ndarray    # int8 index into PROVENANCE
-    manifest_hashes: dict[str, int]  # manifest hash -> row count
-    first_row_of_hash: dict[str, int]
-    lines: np.ndarray         # int64 line number of each row
-    failed_names: Any = field(repr=False, default=None)  # row -> tuple of failed check names (lazy)
-
-    def __len__(self) -> int:
-        return len(self.trial)
-
-    def failed_checks_of(self, row: int) -> tuple[str, ...]:
-        return tuple(self.failed_names(row)) if self.failed_names else ()
+    """Bad trial rows: ``errors`` lists every one as ``line N, field F: why``; the message
+    gives each root cause once."""
+    title = "{n} problem(s) in the trial rows, {causes} root cause(s): "
 
 
 # ---------------------------------------------------------------- row validation (slow path)
 
 
-def _pydantic_errors(exc: ValidationError, where: str) -> list[str]:
+MISSING_LABEL = "field passed: missing label (a missing label is never a pass or a fail)"
+
+
+def _pydantic_errors(exc: ValidationError, where: str) -> list[Problem]:
     out = []
     for e in exc.errors():
         loc = ".".join(str(p) for p in e["loc"])
         if e["type"] == "missing" and loc == "passed":
-            out.append(f"{where}, field passed: missing label (a missing label is never a pass or a fail)")
+            out.append(Problem(where, MISSING_LABEL))
         elif e["type"] == "missing":
-            out.append(f"{where}, field {loc}: required field is missing")
+            out.append(Problem(where, f"field {loc}: required field is missing"))
         elif e["type"] == "extra_forbidden":
-            out.append(f"{where}, field {loc}: unknown field")
+            out.append(Problem(where, f"field {loc}: unknown field"))
         elif loc:
-            out.append(f"{where}, field {loc}: {e['msg']}")
+            out.append(Problem(where, f"field {loc}: {e['msg']}"))
         else:
-            out.append(f"{where}: {e['msg'].removeprefix('Value error, ')}")
+            out.append(Problem(where, e["msg"].removeprefix("Value error, ")))
     return out
 
 
 def validate_rows(rows: Iterable[tuple[int | str, Any]], source: str, label: str = "line") -> list[TrialRecord]:
     """Validate ``(line number or place, parsed row or exception)`` pairs; raise one
-    TrialsError with all errors."""
+    TrialsError with all problems."""
     records, errors = [], []
     for number, row in rows:
         where = f"{label} {number}" if label else str(number)
         if isinstance(row, Exception):
-            errors.append(f"{where}: {row}")
+            errors.append(Problem(where, str(row)))
             continue
         if not isinstance(row, dict):
-            errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")
+            errors.append(Problem(where, f"expected a JSON object, got {type(row).__name__}"))
             continue
         if row.get("passed", 0) is None:
-            errors.append(f"{where}, field passed: missing label (a missing label is never a pass or a fail)")
+            errors.append(Problem(where, MISSING_LABEL))
             row = {k: v for k, v in row.items() if k != "passed"}
             try:
                 TrialRecord.model_validate({**row, "passed": False})
@@ -164,6 +133,7 @@ def _json_lines(data: bytes) -> Iterable[tuple[int, Any]]:
 
 
 def _csv_value(name: str, text: str) -> Any:
+    """A CSV cell as the JSON value it stands for (an empty cell is null, as in JSONL)."""
     if name == "trial_index":
         return int(text) if text.strip().lstrip("-").isdigit() else text
     if name == "passed":
@@ -174,9 +144,11 @@ def _csv_value(name: str, text: str) -> Any:
         if text == "":
             return None
         try:
-            return float(text)
+            return float(text)  # "nan" / "inf" become non-finite floats: refused like JSONL's NaN
         except ValueError:
             return text
+    if name in ("manifest_sha256", "timestamp", "slice") and text == "":
+        return None
     return text
 
 
@@ -185,10 +157,9 @@ def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:
     header = next(reader, None)
     if header is None:
         return
-    missing = [f for f in FIELDS if f not in header]
-    unknown = [h for h in header if h not in FIELDS]
-    if missing or unknown:
-        yield 1, ValueError(f"header: missing column(s) {missing}, unknown column(s) {unknown}")
+    problem = csv_header_problem(header)
+    if problem:
+        yield 1, ValueError(problem)
         return
     for number, values in enumerate(reader, start=2):
         if len(values) != len(header):
@@ -205,16 +176,19 @@ def _codes_by_first_appearance(values: list[str]) -> tuple[np.ndarray, np.ndarra
     return np.asarray(list(index), dtype=object), codes
 
 
-def columns_from_records(records: list[TrialRecord], source: str, lines: Iterable[int] | None = None) -> TrialColumns:
-    """Columns from validated row models (slow path and adapters)."""
+def columns_from_records(records: list[TrialRecord], source: str, lines: Iterable[int] | None = None,
+                         locate=None) -> TrialColumns:
+    """Columns from validated row models (slow path and adapters; ``locate`` names a row's place)."""
     case_names, case = _codes_by_first_appearance([r.case_id for r in records])
     cluster_names, cluster = _codes_by_first_appearance([r.cluster_id for r in records])
-    hashes: dict[str, int] = {}
-    first: dict[str, int] = {}
+    hashes: dict[str | None, int] = {}
+    first: dict[str | None, int] = {}
     for i, r in enumerate(records):
         hashes[r.manifest_sha256] = hashes.get(r.manifest_sha256, 0) + 1
         first.setdefault(r.manifest_sha256, i)
     nan = float("nan")
+    stamps = [nan if r.timestamp is None else r.timestamp.timestamp() for r in records]
+    slices = [r.slice for r in records]
     return TrialColumns(
         source=source, case=case, case_names=case_names,
         trial=np.asarray([r.trial_index for r in records], dtype=np.int64),
@@ -227,7 +201,18 @@ def columns_from_records(records: list[TrialRecord], source: str, lines: Iterabl
         provenance=np.asarray([PROVENANCE.index(r.cost_provenance) for r in records], dtype=np.int8),
         manifest_hashes=hashes, first_row_of_hash=first if len(hashes) > 1 else {},
         lines=np.asarray(list(lines) if lines is not None else range(1, len(records) + 1), dtype=np.int64),
-        failed_names=lambda row: list(records[row].failed_checks))
+        failed_names=lambda row: list(records[row].failed_checks),
+        timestamps=np.asarray(stamps, dtype=np.float64),
+        slice_names=np.asarray(slices, dtype=object) if any(v is not None for v in slices) else None,
+        locate=locate)
+
+
+def columns_from_places(rows: list[tuple[str, dict]], source: str) -> TrialColumns:
+    """Rows named by their place in a log (``(place, row dict)``, e.g. a sample id and epoch):
+    validated, and located by that place in every later message."""
+    places = [where for where, _ in rows]
+    records = validate_rows(rows, source, label="")
+    return columns_from_records(records, source, lines=range(1, len(records) + 1), locate=lambda row: places[row])
 
 
 def trial_format(path: str | Path) -> str:
@@ -269,7 +254,7 @@ def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumn
     rows = list(_json_lines(data) if fmt == "jsonl" else _csv_rows(data))
     records = validate_rows(rows, source)
     if not records:
-        raise TrialsError(source, ["file holds no trial rows"])
+        raise TrialsError(source, [Problem("", "file holds no trial rows")])
     return columns_from_records(records, source, lines=[n for n, _ in rows])
 
 
@@ -311,3 +296,40 @@ def read_trial_file(path: str | Path) -> tuple[TrialColumns, str]:
 def read_trials(path: str | Path) -> TrialColumns:
     """Read and validate a trial file (see :func:`read_trial_file`)."""
     return read_trial_file(path)[0]
+
+
+def _merged_codes(a_names, a_codes, b_names, b_codes) -> tuple[np.ndarray, np.ndarray]:
+    index = {n: i for i, n in enumerate(a_names)}
+    for n in b_names:
+        index.setdefault(n, len(index))
+    remap = np.asarray([index[n] for n in b_names], dtype=np.int32)
+    codes = np.concatenate([a_codes, remap[b_codes] if len(b_names) else b_codes.astype(np.int32)])
+    return np.asarray(list(index), dtype=object), codes
+
+
+def concat_columns(a: TrialColumns, b: TrialColumns, source: str) -> TrialColumns:
+    """Two validated trial files as one (rows of ``a`` first; places name their file)."""
+    case_names, case = _merged_codes(a.case_names, a.case, b.case_names, b.case)
+    cluster_names, cluster = _merged_codes(a.cluster_names, a.cluster, b.cluster_names, b.cluster)
+    hashes = dict(a.manifest_hashes)
+    first = {h: a.first_row_of_hash.get(h, 0) for h in a.manifest_hashes}
+    for h, n in b.manifest_hashes.items():
+        first.setdefault(h, len(a) + b.first_row_of_hash.get(h, 0))
+        hashes[h] = hashes.get(h, 0) + n
+    n_a = len(a)
+    stamps = [c.timestamps if c.timestamps is not None else np.full(len(c), np.nan) for c in (a, b)]
+    slices = None
+    if a.slice_names is not None or b.slice_names is not None:
+        slices = np.concatenate([c.slice_names if c.slice_names is not None else np.full(len(c), None, object)
+                                 for c in (a, b)])
+    name_a, name_b = Path(a.source).name, Path(b.source).name
+    return TrialColumns(
+        source=source, case=case, case_names=case_names, cluster=cluster, cluster_names=cluster_names,
+        trial=np.concatenate([a.trial, b.trial]), candidate=np.concatenate([a.candidate, b.candidate]),
+        passed=np.concatenate([a.passed, b.passed]), n_failed=np.concatenate([a.n_failed, b.n_failed]),
+        latency=np.concatenate([a.latency, b.latency]), cost=np.concatenate([a.cost, b.cost]),
+        provenance=np.concatenate([a.provenance, b.provenance]), manifest_hashes=hashes,
+        first_row_of_hash=first if len(hashes) > 1 else {}, lines=np.concatenate([a.lines, b.lines]),
+        failed_names=lambda row: a.failed_checks_of(row) if row < n_a else b.failed_checks_of(row - n_a),
+        timestamps=np.concatenate(stamps), slice_names=slices,
+        locate=lambda row: f"{name_a} {a.where(row)}" if row < n_a else f"{name_b} {b.where(row - n_a)}")

@@ -1,22 +1,113 @@
-"""Inspect AI evaluation logs -> trial records, through Inspect's own reader.
+"""Inspect AI evaluation logs -> trial records, read straight from Inspect's log format.
 
-Two logs (baseline and candidate), read with ``inspect_ai.log.read_eval_log``: sample id
--> case id, epoch -> trial index, the sample-metadata field ``cluster_field`` -> cluster
-id, the score ``score`` -> passed (``C``/``I``, true/false or 1/0; anything else, or a
-missing score, is an error naming the sample and epoch: a missing label is never a pass or
-a fail).  A scorer may add ``failed_checks`` (a list of names) to its score metadata.
-Latency is the sample's ``total_time``; Inspect records no cost, so cost is absent.  Each
-log must carry the manifest hash in its eval metadata (``inspect eval ... --metadata
-simlab_manifest_sha256=sha256:...``), binding the run to the registered manifest.
+A log is what ``inspect eval`` writes: a ``.eval`` file (a zip holding ``header.json`` -- the
+``EvalLog`` without samples: ``version``, ``status``, ``eval`` (the ``EvalSpec``: ``created``,
+``task``, ``task_args``, ``model``, ``dataset``, ``metadata``, ``config.epochs``), ``results``,
+``stats``, ``invalidated`` -- and one ``samples/<id>_epoch_<n>.json`` per ``EvalSample``: ``id``,
+``epoch``, ``scores``, ``metadata``, ``error``, ``started_at``, ``total_time``, ``uuid``), or a
+``.json`` file holding the whole ``EvalLog``.  The schema is Inspect's
+(``inspect_ai.log._log``, version 2); the models below validate the fields the evidence
+path uses and ignore the rest.  Zip entries are zstandard-compressed by current Inspect:
+``zipfile_zstd`` (installed with ``inspect-ai``) adds that codec on Python < 3.14.  Reading
+the format directly keeps the route fast: importing ``inspect_ai`` alone takes longer than
+the whole analysis (the test suite checks this reader against ``inspect_ai.log.read_eval_log``
+on logs ``inspect eval`` wrote).
 
-Optional dependency: ``pip install 'simlab[inspect]'``."""
+Mapping: sample id -> case id, epoch -> trial index, the sample-metadata field
+``cluster_field`` -> cluster id (and ``slice_field`` -> slice), the score ``score`` -> passed
+(``C``/``I``, true/false, 1/0; Inspect's ``N``, no answer, is a fail, as its
+``value_to_float`` scores it), the sample's ``started_at`` -> timestamp, ``total_time`` ->
+latency.  A scorer may add ``failed_checks`` (names) to its score metadata.  Inspect records
+no cost.  Every problem is named by file, sample id and epoch and grouped by root cause:
+a scorer the log does not have (listing those it has), a metadata field no sample has,
+errored, unscored or invalidated samples, partial credit.  Logs that did not complete
+(``started`` / ``cancelled`` / ``error``) or were invalidated are refused.  Each log must
+carry the manifest hash in its eval metadata (``inspect eval ... --metadata
+simlab_manifest_sha256=sha256:...``) unless analysed as registered after measurement; it
+may say which arm it is (``--metadata simlab_arm=baseline``)."""
 from __future__ import annotations
 
+import json
+import sys
+import zipfile
 from pathlib import Path
+from typing import Any, Literal
 
-from ..trials import TrialColumns, columns_from_records, validate_rows
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import EvidenceError, Problem, SampleErrors
+from simlab.hashing import file_hash
+from ..trial_schema import TrialColumns
+from ..trials import columns_from_places
 
 MANIFEST_KEY = "simlab_manifest_sha256"
+ARM_KEY = "simlab_arm"
+_ZSTD = 93  # zip compression method id of zstandard
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Dataset(_Model):
+    name: str | None = None
+    location: str | None = None
+    samples: int | None = None
+    sample_ids: list[str | int] | None = None
+
+
+class _Config(_Model):
+    epochs: int | None = None
+
+
+class _Spec(_Model):
+    eval_id: str = ""
+    run_id: str = ""
+    created: str
+    task: str
+    task_version: int | str = 0
+    task_args: dict[str, Any] = {}
+    dataset: _Dataset
+    model: str
+    metadata: dict[str, Any] | None = None
+    config: _Config = _Config()
+    revision: dict[str, Any] | None = None
+
+
+class _Error(_Model):
+    message: str = ""
+
+
+class _Stats(_Model):
+    started_at: str = ""
+    completed_at: str = ""
+
+
+class _Header(_Model):
+    version: int = 2
+    status: Literal["started", "success", "cancelled", "error"]
+    eval: _Spec
+    stats: _Stats = _Stats()
+    error: _Error | None = None
+    invalidated: bool = False
+    log_updates: list[Any] | None = None
+
+
+class _Score(_Model):
+    value: Any = None
+    metadata: dict[str, Any] | None = None
+
+
+class _Sample(_Model):
+    id: int | str
+    epoch: int
+    scores: dict[str, _Score] | None = None
+    metadata: dict[str, Any] = {}
+    error: _Error | None = None
+    started_at: str | None = None
+    total_time: float | None = None
+    uuid: str | None = None
+    invalidation: Any = None
 
 
 def _label(value) -> bool | None:
@@ -24,58 +115,177 @@ def _label(value) -> bool | None:
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
         return bool(value)
-    if isinstance(value, str) and value in ("C", "I"):
+    if isinstance(value, str) and value in ("C", "I", "N"):
         return value == "C"
     return None
 
 
-def log_rows(path: str | Path, arm: str, cluster_field: str, score: str) -> list[tuple[str, object]]:
-    """``(where, row dict or error)`` for every sample of one log."""
-    try:
-        from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise ValueError("reading Inspect logs needs the optional extra: pip install 'simlab[inspect]'") from None
-    try:
-        log = read_eval_log(str(path))
-    except Exception as exc:  # the reader raises its own exception types for a bad file
-        raise ValueError(f"{path}: not a readable Inspect log ({type(exc).__name__}: {exc})") from None
-    if log.status != "success":
-        raise ValueError(f"{path}: the eval did not complete (status {log.status!r}); partial logs are not evidence")
-    manifest_hash = (log.eval.metadata or {}).get(MANIFEST_KEY)
-    if not isinstance(manifest_hash, str):
-        raise ValueError(f"{path}: eval metadata has no {MANIFEST_KEY} (run inspect eval with "
-                         f"--metadata {MANIFEST_KEY}=<manifest hash>)")
-    rows: list[tuple[str, object]] = []
-    for sample in log.samples or []:
-        where = f"{Path(path).name} sample {sample.id!r} epoch {sample.epoch}"
-        s = (sample.scores or {}).get(score)
-        passed = _label(s.value) if s is not None else None
-        if s is not None and passed is None:
-            rows.append((where, ValueError(f"field passed: score {score!r} value {s.value!r} is not C/I, "
-                                           "true/false or 1/0")))
-            continue
-        cluster = (sample.metadata or {}).get(cluster_field)
-        checks = ((s.metadata or {}).get("failed_checks", []) if s is not None else [])
-        row = {"case_id": str(sample.id), "trial_index": sample.epoch,
-               "cluster_id": cluster if cluster is None else str(cluster), "arm": arm,
-               "failed_checks": checks, "latency_ms": None if sample.total_time is None else
-               float(sample.total_time) * 1000.0, "cost": None, "cost_provenance": "absent",
-               "manifest_sha256": manifest_hash}
-        if passed is not None:
-            row["passed"] = passed
-        if sample.error is not None:
-            rows.append((where, ValueError(f"sample errored ({sample.error.message}); no label")))
-            continue
-        rows.append((where, row))
-    if not rows:
-        raise ValueError(f"{path}: the log holds no samples")
-    return rows
+def _zip(path: Path) -> zipfile.ZipFile:
+    z = zipfile.ZipFile(path)
+    if sys.version_info < (3, 14) and any(i.compress_type == _ZSTD for i in z.infolist()):
+        try:
+            import zipfile_zstd  # noqa: F401  (adds the zstandard codec to zipfile)
+        except ImportError:
+            raise EvidenceError(f"{path}: zstandard-compressed Inspect log; reading it needs zipfile-zstd "
+                                "(installed with the inspect extra: pip install 'simlab[inspect]')") from None
+    return z
 
 
-def read_inspect_pair(baseline: str | Path, candidate: str | Path, *, cluster_field: str,
-                      score: str) -> TrialColumns:
-    """Both logs as one validated set of trial columns."""
-    rows = log_rows(baseline, "baseline", cluster_field, score) + log_rows(candidate, "candidate", cluster_field, score)
+def _read(path: Path) -> tuple[_Header, list[bytes | dict]]:
+    """The header and the raw samples of one log (``.eval`` zip or ``.json``)."""
+    try:
+        if path.suffix == ".json":
+            data = json.loads(path.read_bytes())
+            samples = data.pop("samples", None) or []
+            return _Header.model_validate(data), samples
+        with _zip(path) as z:
+            names = z.namelist()
+            if "header.json" not in names:
+                status = "started" if any(n.startswith("_journal/") for n in names) else "unknown"
+                return _Header.model_validate({"status": status, "eval": json.loads(
+                    z.read("_journal/start.json")).get("eval")}) if status == "started" else None, []
+            header = _Header.model_validate_json(z.read("header.json"))
+            if header.status != "success":
+                return header, []
+            return header, [z.read(n) for n in names if n.startswith("samples/") and n.endswith(".json")]
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, ValidationError):
+            exc = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise EvidenceError(f"{path}: not a readable Inspect log ({exc})") from None
+
+
+def log_info(path: Path, header: _Header, samples: list[_Sample]) -> dict:
+    """The log's identity and times, as the packet records them."""
+    e = header.eval
+    times = sorted(s.started_at for s in samples if s.started_at)
+    return {"file": path.name, "sha256": file_hash(path), "format": path.suffix.lstrip("."),
+            "status": header.status, "eval_id": e.eval_id, "run_id": e.run_id, "created": e.created,
+            "started_at": header.stats.started_at or None, "completed_at": header.stats.completed_at or None,
+            "first_sample_started": times[0] if times else None, "last_sample_started": times[-1] if times else None,
+            "task": e.task, "task_version": e.task_version, "task_args": e.task_args, "model": e.model,
+            "dataset": {"name": e.dataset.name, "location": e.dataset.location, "samples": e.dataset.samples},
+            "epochs": e.config.epochs, "samples": len(samples), "revision": e.revision,
+            "manifest_sha256": (e.metadata or {}).get(MANIFEST_KEY), "arm_label": (e.metadata or {}).get(ARM_KEY),
+            "edited": len(header.log_updates or []),
+            "sample_uuids": sorted(s.uuid for s in samples if s.uuid)}
+
+
+def read_log(path: str | Path) -> tuple[_Header, list[_Sample]]:
+    """One complete log: refused when it did not finish, was invalidated or holds no samples."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvidenceError(f"no Inspect log at {path}")
+    header, raw = _read(path)
+    if header is None:
+        raise EvidenceError(f"{path}: not an Inspect log (no header.json)")
+    if header.status != "success":
+        why = f": {header.error.message.splitlines()[0]}" if header.error and header.error.message else ""
+        raise EvidenceError(f"{path}: the eval did not complete (status {header.status!r}{why}); a partial, "
+                            "cancelled or failed run is not evidence")
+    if header.invalidated:
+        raise EvidenceError(f"{path}: the log is marked invalidated")
+    try:
+        samples = [_Sample.model_validate(s) if isinstance(s, dict) else _Sample.model_validate_json(s) for s in raw]
+    except ValidationError as exc:
+        raise EvidenceError(f"{path}: a sample does not follow Inspect's schema ({exc.errors()[0]['msg']})") from None
+    if not samples:
+        raise EvidenceError(f"{path}: the log holds no samples")
+    samples.sort(key=lambda s: (s.epoch, str(s.id)))
+    return header, samples
+
+
+def _scorers(samples: list[_Sample]) -> list[str]:
+    return sorted({name for s in samples for name in (s.scores or {})})
+
+
+def _fields(samples: list[_Sample]) -> list[str]:
+    return sorted({k for s in samples for k in s.metadata})
+
+
+def choose_score(samples: list[_Sample], score: str | None, name: str) -> str:
+    """The scorer to read: the one named, or the log's only one (else an error listing them)."""
+    scorers = _scorers(samples)
+    if score is None:
+        if len(scorers) == 1:
+            return scorers[0]
+        raise EvidenceError(f"{name}: the log has {len(scorers)} scorers ({', '.join(map(repr, scorers)) or 'none'}); "
+                            "choose the one whose value is the pass/fail label", option="score")
+    if score not in scorers:
+        raise EvidenceError(f"{name}: the log has no scorer {score!r}; it has "
+                            f"{', '.join(map(repr, scorers)) or 'no scores at all'}", option="score")
+    return score
+
+
+def _metadata_value(sample: _Sample, field: str, name: str, what: str, problems: list[Problem], where: str):
+    value = sample.metadata.get(field)
+    if value is None:
+        problems.append(Problem(where, f"no {what} field {field!r} in the sample metadata"))
+        return None
+    if isinstance(value, (dict, list)):
+        problems.append(Problem(where, f"{what} field {field!r} is not a single value"))
+        return None
+    return str(value)
+
+
+def log_rows(path: Path, samples: list[_Sample], arm: str, *, cluster_field: str, score: str,
+             slice_field: str | None, manifest_hash: str | None) -> tuple[list, list[Problem]]:
+    """``(where, row dict)`` for every good sample of one log and the problems of the others."""
+    name = path.name
+    for field, what in ((cluster_field, "cluster"), (slice_field, "slice")):
+        if field is not None and not any(field in s.metadata for s in samples):
+            raise EvidenceError(f"{name}: no sample has the {what} field {field!r} in its metadata; the samples' "
+                                f"metadata fields are {', '.join(map(repr, _fields(samples))) or 'none'}",
+                                option=f"{what}_field")
+    rows, problems = [], []
+    for s in samples:
+        where = f"{name} sample {s.id!r} epoch {s.epoch}"
+        if s.error is not None:
+            problems.append(Problem(where, "errored samples (an error is not a label)"))
+            continue
+        if s.invalidation is not None:
+            problems.append(Problem(where, "invalidated samples"))
+            continue
+        sc = (s.scores or {}).get(score)
+        if sc is None:
+            problems.append(Problem(where, f"unscored samples (no {score!r} score: a missing label is never a pass "
+                                           "or a fail)"))
+            continue
+        passed = _label(sc.value)
+        if passed is None:
+            problems.append(Problem(f"{where} (value {sc.value!r})", f"score {score!r} is not a pass/fail label "
+                                    "(C/I, true/false, 1/0): partial credit or a numeric grade cannot be paired"))
+            continue
+        cluster = _metadata_value(s, cluster_field, name, "cluster", problems, where)
+        slice_value = _metadata_value(s, slice_field, name, "slice", problems, where) if slice_field else None
+        if cluster is None or (slice_field and slice_value is None):
+            continue
+        rows.append((where, {"case_id": str(s.id), "trial_index": s.epoch, "cluster_id": cluster, "arm": arm,
+                             "passed": passed, "failed_checks": (sc.metadata or {}).get("failed_checks", []),
+                             "latency_ms": None if s.total_time is None else float(s.total_time) * 1000.0,
+                             "cost": None, "cost_provenance": "absent", "manifest_sha256": manifest_hash,
+                             "timestamp": s.started_at, "slice": slice_value}))
+    return rows, problems
+
+
+def read_inspect_pair(baseline: str | Path, candidate: str | Path, *, cluster_field: str, score: str | None,
+                      slice_field: str | None = None, check_logs=None) -> tuple[TrialColumns, list[dict]]:
+    """Both logs as one validated set of trial columns, and each log's identity and times.
+    ``check_logs(infos)`` runs on the two logs' identities before any sample is judged: the
+    wrong log is a root cause that comes before its samples' problems."""
+    logs = [(Path(baseline), "baseline", *read_log(baseline)), (Path(candidate), "candidate", *read_log(candidate))]
+    infos = [{**log_info(path, header, samples), "role": f"inspect_{arm}", "arm": arm}
+             for path, arm, header, samples in logs]
+    if check_logs is not None:
+        check_logs(infos)
+    rows, problems = [], []
+    for (path, arm, header, samples), info in zip(logs, infos):
+        chosen = choose_score(samples, score, path.name)
+        r, p = log_rows(path, samples, arm, cluster_field=cluster_field, score=chosen, slice_field=slice_field,
+                        manifest_hash=info["manifest_sha256"])
+        rows += r
+        problems += p
+        info["score"] = chosen
     source = f"Inspect logs {Path(baseline).name}, {Path(candidate).name}"
-    records = validate_rows(rows, source, label="")
-    return columns_from_records(records, source, lines=range(1, len(records) + 1))
+    if problems:
+        raise SampleErrors(source, problems)
+    return columns_from_places(rows, source), infos

@@ -50,7 +50,7 @@ def _render(p: dict) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> None:
-    from evidence.demo import render_demo, run_demo as evidence_demo
+    from evidence import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
     from studies import study_demo
 

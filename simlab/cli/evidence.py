@@ -1,12 +1,15 @@
 """``simlab evidence``: manifest -> raw trials -> paired comparison -> receipt -> ledger.
 
-``init`` writes a manifest template; ``run`` evaluates trials (JSONL/CSV, or two Inspect
-AI logs) and writes a packet; ``replay`` recomputes a packet from its raw records;
-``resolve`` checks a receipt's authority at a time against current components;
-``verify-ledger`` walks the hash chain; ``keygen`` / ``sign`` / ``verify`` handle Ed25519
-signatures; ``demo`` runs the whole path on a built-in synthetic experiment.  Exit codes:
-0 ok, 1 a decision that blocks or holds (or a broken ledger / failed verification), 2 bad
-input.  ``simlab bench evidence`` times the path on 1,000,000 trials per arm."""
+``init`` writes a manifest template; ``hash`` prints the identity of a manifest (what
+trials and logs must carry) or of a population file; ``run`` evaluates trials (JSONL/CSV,
+two Inspect AI logs, or two lm-evaluation-harness samples files) and writes a packet;
+``replay`` recomputes a packet from its raw records; ``resolve`` checks a receipt's
+authority at a time against current components; ``verify-ledger`` walks the hash chain
+(against a retained or signed head), ``sign-head`` signs the ledger's head; ``keygen`` /
+``sign`` / ``verify`` handle Ed25519 signatures; ``demo`` runs the whole path on a built-in
+synthetic experiment.  Exit codes: 0 ok, 1 a decision that blocks or holds (or a broken
+ledger / failed verification), 2 bad input.  ``simlab bench evidence`` times the path on
+1,000,000 trials per arm, ``simlab bench evidence-inspect`` the Inspect route."""
 from __future__ import annotations
 
 import datetime as dt
@@ -17,28 +20,8 @@ from simlab.cli._args import add_json as _add_json
 from simlab.cli._args import positive_int
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
 from simlab.cli._output import emit as _emit
-
-
-def _time(text: str | None, flag: str) -> dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"{flag}: not an ISO 8601 time: {text!r}", flag) from None
-    if t.tzinfo is None:
-        raise UsageError(f"{flag}: {text!r} needs a time zone, e.g. 2026-12-01T12:00:00Z", flag)
-    return t
-
-
-def _trusted(paths: list[str] | None) -> dict | None:
-    from simlab import signing
-    if not paths:
-        return None
-    try:
-        return signing.trusted_keys(paths)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--trusted: {exc}", "--trusted") from None
+from simlab.cli._evidence_run import (add_run_options, adapter_of, common_artifacts, component_receipts,
+                                      load_manifest_arg, parse_time, report_ledger, run_evidence, trusted_keys)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -49,24 +32,6 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
             raise UsageError(f"{flag}: expected NAME=VALUE, got {item!r}", flag)
         out[name] = value
     return out
-
-
-def _components(paths: list[str] | None):
-    from evidence.hashing import read_json
-    from evidence.receipt import PrerequisiteReceipt, TestReceipt
-    tests, pres = [], []
-    for path in paths or []:
-        data = read_json(path)
-        for item in data if isinstance(data, list) else [data]:
-            kind = item.get("kind") if isinstance(item, dict) else None
-            model = {"test": TestReceipt, "prerequisite": PrerequisiteReceipt}.get(kind)
-            if model is None:
-                raise UsageError(f"--component {path}: each entry needs kind 'test' or 'prerequisite'", "--component")
-            try:
-                (tests if kind == "test" else pres).append(model.model_validate_json(json.dumps(item)))
-            except ValueError as exc:  # pydantic ValidationError: name the file
-                raise UsageError(f"--component {path}: {exc}".splitlines()[0], "--component") from None
-    return tuple(tests), tuple(pres)
 
 
 def _decision_code(action: str) -> int:
@@ -94,8 +59,7 @@ def render_receipt(r: dict) -> None:
 
 
 def run_init(args) -> int:
-    from evidence.manifest import Manifest, template
-    from evidence.packet import write_json
+    from evidence import Manifest, template, write_json
     data = template()
     try:
         write_json(args.out, data)
@@ -103,44 +67,73 @@ def run_init(args) -> int:
         raise UsageError(str(exc), "--out") from None
     _emit(args, {"manifest": str(args.out), "sha256": Manifest.parse(data).sha256},
           lambda p: print(f"wrote manifest template {p['manifest']} ({p['sha256']}); fill in every field, "
-                          "pin the qualification record's hash, then `simlab evidence run`"))
+                          "pin the qualification record's hash, print the edited manifest's identity with "
+                          "`simlab evidence hash`, then measure and `simlab evidence run` / `simlab compare`"))
     return 0
 
 
+def _ledger_line(p: dict) -> None:
+    if "ledger" in p:
+        print(f"  ledger entry {p['ledger']['seq']}: head {p['ledger']['entry_sha256']} (retain it elsewhere: "
+              "`simlab evidence verify-ledger --head ...`)")
+
+
 def run_run(args) -> int:
-    from evidence.ledger import append
-    from evidence.manifest import load_manifest
-    from evidence.packet import inspect_artifacts, run_experiment, trial_artifacts
-    if bool(args.trials) == bool(args.inspect):
-        raise UsageError("give exactly one of --trials FILE or --inspect BASELINE CANDIDATE", "--trials")
-    try:
-        manifest = load_manifest(args.manifest)
-    except ValueError as exc:
-        raise UsageError(str(exc), "--manifest") from None
-    now, trusted = _time(args.now, "--now"), _trusted(args.trusted)
-    adapter = None
-    if args.inspect:
-        if not args.cluster_field or not args.score:
-            raise UsageError("--inspect needs --cluster-field (sample metadata) and --score (scorer name)",
-                             "--cluster-field")
-        artifacts = inspect_artifacts(*args.inspect)
-        adapter = {"name": "inspect", "cluster_field": args.cluster_field, "score": args.score}
+    from evidence import paired_artifacts, trial_artifacts
+    if bool(args.trials) + bool(args.inspect) + bool(args.lm_eval) != 1:
+        raise UsageError("give exactly one of --trials FILE, --inspect BASELINE CANDIDATE or --lm-eval BASELINE "
+                         "CANDIDATE", "--trials")
+    manifest = load_manifest_arg(args.manifest)
+    now, trusted = parse_time(args.now, "--now"), trusted_keys(args.trusted)
+    if args.trials:
+        kind, artifacts = "trials", trial_artifacts(args.trials)
     else:
-        artifacts = trial_artifacts(args.trials)
-    tests, pres = _components(args.component)
-    packet = run_experiment(manifest=manifest, artifacts=artifacts, out=args.out,
-                            adapter=adapter, tests=tests, prerequisites=pres,
-                            qualification_dir=args.qualification_dir, trusted=trusted, now=now)
-    receipt = packet["receipt"]
-    payload = {"packet": str(args.out), "receipt": receipt}
-    if args.ledger:
-        payload["ledger"] = append(args.ledger, receipt)
-    _emit(args, payload, lambda p: (render_receipt(p["receipt"]), print(f"  packet {p['packet']}")))
-    return _decision_code(receipt["action"])
+        kind = "inspect" if args.inspect else "lm-eval"
+        artifacts = paired_artifacts(kind, *(args.inspect or args.lm_eval))
+    adapter = adapter_of(kind, args, manifest)
+    tests, pres = component_receipts(args.component)
+    packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
+                          adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
+                          trusted=trusted, now=now, registered_after=args.registered_after_measurement)
+    payload = {"packet": str(args.out), "receipt": packet["receipt"]}
+    report_ledger(args, payload)
+    _emit(args, payload, lambda p: (render_receipt(p["receipt"]), print(f"  packet {p['packet']}"), _ledger_line(p)))
+    return _decision_code(packet["receipt"]["action"])
+
+
+def run_hash(args) -> int:
+    from evidence import Manifest, MANIFEST_KEY, read_json, read_population
+    path = Path(args.file)
+    if not path.is_file():
+        raise UsageError(f"no file at {path} (a manifest.json or a population file)", "file")
+    try:
+        data = read_json(path) if path.suffix.lower() == ".json" else None
+    except ValueError as exc:
+        raise UsageError(str(exc), "file") from None
+    if isinstance(data, dict) and "experiment_id" in data:
+        try:
+            sha = Manifest.parse(data, source=str(path)).sha256
+        except ValueError as exc:
+            raise UsageError(str(exc), "file") from None
+        payload = {"file": str(path), "kind": "manifest", "sha256": sha,
+                   "inspect_metadata": f"--metadata {MANIFEST_KEY}={sha}"}
+        render = (lambda p: print(f"{p['sha256']}\n  manifest identity of {p['file']}: every trial row's "
+                                  f"manifest_sha256; for Inspect: inspect eval ... {p['inspect_metadata']}"))
+    else:
+        try:
+            population = read_population(path)
+        except ValueError as exc:  # the file given here, not a --population option
+            raise UsageError(f"{exc} (a population file lists case_id, cluster_id per case)", "file") from None
+        payload = {"file": str(path), "kind": "population", "sha256": population.sha256, "cases": population.cases,
+                   "clusters": len(set(population.clusters.values()))}
+        render = (lambda p: print(f"{p['sha256']}\n  population identity of {p['file']} ({p['cases']} cases, "
+                                  f"{p['clusters']} clusters): the manifest's population_hash"))
+    _emit(args, payload, render)
+    return 0
 
 
 def _read(path: str, field: str):
-    from evidence.hashing import read_json
+    from evidence import read_json
     try:
         return read_json(path)
     except ValueError as exc:
@@ -148,10 +141,10 @@ def _read(path: str, field: str):
 
 
 def run_replay(args) -> int:
-    from evidence.replay import replay
+    from evidence import replay_packet
     packet = _read(args.packet, "packet")
-    result = replay(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
-                    trusted=_trusted(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
+    result = replay_packet(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
+                    trusted=trusted_keys(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
                     anchor=args.anchor)
 
     def render(p):
@@ -164,9 +157,9 @@ def run_replay(args) -> int:
 
 
 def run_resolve(args) -> int:
-    from evidence.hashing import file_hash
-    from evidence.resolve import resolve
-    as_of = _time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
+    from simlab.hashing import file_hash
+    from evidence import resolve_receipt, resolve_packet
+    as_of = parse_time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
     data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
     if not isinstance(receipt, dict) or "receipt_sha256" not in receipt:
@@ -174,11 +167,19 @@ def run_resolve(args) -> int:
     current = _pairs(args.current, "--current")
     for name, path in _pairs(args.current_file, "--current-file").items():
         current[name] = file_hash(path)
-    signature = None
-    if args.trusted:
-        from evidence.signatures import file_signature
-        signature = file_signature(args.receipt, _trusted(args.trusted))
-    result = resolve(receipt, as_of, current, signature=signature)
+    if args.replay:
+        if receipt is data:
+            raise UsageError(f"--replay needs a packet (with its raw artifacts), {args.receipt} is a bare receipt",
+                             "--replay")
+        result = resolve_packet(data, as_of, current, base=Path(args.receipt).parent,
+                                qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
+                                anchor=args.anchor)
+    else:
+        signature = None
+        if args.trusted:
+            from evidence import file_signature
+            signature = file_signature(args.receipt, trusted_keys(args.trusted))
+        result = resolve_receipt(receipt, as_of, current, signature=signature)
 
     def render(p):
         print(f"as of {p['as_of']}: {p['state']} -> {p['action']} (authority {p['authority']})")
@@ -189,12 +190,55 @@ def run_resolve(args) -> int:
 
 
 def run_verify_ledger(args) -> int:
-    from evidence.ledger import verify
-    result = verify(args.ledger)
-    _emit(args, result, lambda p: print(
-        f"ledger {'intact' if p['ok'] else 'BROKEN'}: {p['entries']} entries, head {p['head']}"
-        + "".join(f"\n  - {x}" for x in p["problems"])))
+    from evidence import ledger
+    from simlab import signing
+    head, seq, signed = args.head, None, None
+    if args.signed_head:
+        if not args.trusted:
+            raise UsageError("--signed-head needs --trusted keys to check who signed the head", "--trusted")
+        try:
+            signed = ledger.verify_signed_head(_read(args.signed_head, "--signed-head"), trusted_keys(args.trusted))
+        except signing.SignatureError as exc:
+            result = {"ok": False, "entries": None, "head": None, "problems": [f"signed head not accepted: {exc}"]}
+            _emit(args, result, lambda p: print(f"ledger NOT verified: {p['problems'][0]}"))
+            return EXIT_BLOCKED
+        if head is not None and head != signed["entry_sha256"]:
+            raise UsageError("--head and --signed-head name different heads", "--head")
+        head, seq = signed["entry_sha256"], signed["seq"]
+    result = ledger.verify(args.ledger, head=head, head_seq=seq)
+    if signed:
+        result["signed_head"] = signed
+
+    def render(p):
+        print(f"ledger {'intact' if p['ok'] else 'BROKEN'}: {p['entries']} entries, head {p['head']}"
+              + "".join(f"\n  - {x}" for x in p["problems"]))
+        kept = p.get("retained_head")
+        if kept and kept["seq"] is not None:
+            by = f", signed by {p['signed_head']['signed_by']}" if p.get("signed_head") else ""
+            print(f"  retained head found at entry {kept['seq']}{by}; {kept['entries_after']} entries after it")
+        elif not kept:
+            print("  no retained head given: a truncated or rebuilt chain also verifies (--head / --signed-head)")
+    _emit(args, result, render)
     return 0 if result["ok"] else EXIT_BLOCKED
+
+
+def run_sign_head(args) -> int:
+    from evidence import ledger
+    from evidence import write_json
+    from simlab import signing
+    try:
+        key = signing.load_private_key(args.key)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
+    envelope = ledger.sign_head(args.ledger, key, now=parse_time(args.now, "--now"))
+    try:
+        write_json(args.out, envelope)
+    except ValueError as exc:
+        raise UsageError(str(exc), "--out") from None
+    _emit(args, {"signed_head": str(args.out), **envelope["statement"], "signed_by": envelope["signature"]["key_id"]},
+          lambda p: print(f"signed head of {args.ledger}: entry {p['seq']} {p['entry_sha256']} by {p['signed_by']} "
+                          f"-> {p['signed_head']} (keep it where the ledger's writers cannot)"))
+    return 0
 
 
 def run_keygen(args) -> int:
@@ -211,7 +255,7 @@ def run_keygen(args) -> int:
 
 
 def run_sign(args) -> int:
-    from evidence.signatures import sign_file
+    from evidence import sign_file
     from simlab import signing
     try:
         key = signing.load_private_key(args.key)
@@ -223,9 +267,9 @@ def run_sign(args) -> int:
 
 
 def run_verify(args) -> int:
-    from evidence.signatures import verify_file
+    from evidence import verify_file
     from simlab import signing
-    trusted = _trusted(args.trusted) or {}
+    trusted = trusted_keys(args.trusted) or {}
     sig = args.signature or f"{args.file}.sig"
     try:
         result = {"ok": True, "signed_by": verify_file(args.file, trusted, args.signature)}
@@ -240,15 +284,23 @@ def run_verify(args) -> int:
 
 
 def run_demo(args) -> int:
-    from evidence.demo import render_demo, run_demo as demo
+    from evidence import render_demo, run_demo as demo
     _emit(args, demo(args.out), render_demo)
     return 0
 
 
 def run_bench(args) -> int:
-    from evidence.bench import bench_evidence, render_bench
+    from evidence import bench_evidence, render_bench
     _emit(args, bench_evidence(trials_per_arm=args.trials, clusters=args.clusters,
                                reference_trials=args.reference_trials), render_bench)
+    return 0
+
+
+def run_bench_inspect(args) -> int:
+    from evidence import bench_evidence_inspect, render_bench_inspect
+    from simlab.cli._output import log_to_stderr
+    _emit(args, bench_evidence_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs,
+                                       repeats=args.repeats, progress=log_to_stderr(args)), render_bench_inspect)
     return 0
 
 
@@ -261,27 +313,28 @@ def register(sub, bench_sub) -> None:
     _add_json(p)
     p.set_defaults(func=run_init)
 
+    p = es.add_parser("hash", help="print the identity of a manifest (what trials and logs carry) or population file")
+    p.add_argument("file", help="manifest.json, or a population file (JSONL/CSV/JSON of case_id, cluster_id)")
+    _add_json(p)
+    p.set_defaults(func=run_hash)
+
     p = es.add_parser("run", help="evaluate raw trials against a manifest and write a packet (exit 1 on block/hold)")
-    p.add_argument("--manifest", required=True, help="release manifest JSON (written by `simlab evidence init`)")
     p.add_argument("--trials", help="trial records, .jsonl or .csv (both arms)")
-    p.add_argument("--inspect", nargs=2, metavar=("BASELINE", "CANDIDATE"), help="two Inspect AI .eval logs")
-    p.add_argument("--cluster-field", help="Inspect: sample metadata field naming the cluster")
-    p.add_argument("--score", help="Inspect: scorer whose value (C/I, 1/0, true/false) is passed")
-    p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
-    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
-    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
-    p.add_argument("--ledger", help="append the receipt to this SQLite ledger")
-    p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")
-    p.add_argument("--out", required=True, help="packet path (never overwritten)")
+    p.add_argument("--inspect", nargs=2, metavar=("BASELINE", "CANDIDATE"), help="two Inspect AI logs (.eval / .json)")
+    p.add_argument("--lm-eval", nargs=2, metavar=("BASELINE", "CANDIDATE"),
+                   help="two lm-evaluation-harness --log_samples files (samples_<task>_<date>.jsonl)")
+    add_run_options(p)
+    p.add_argument("--out", required=True, help="packet path (never overwritten; a missing folder is created)")
     _add_json(p)
     p.set_defaults(func=run_run)
 
     p = es.add_parser("replay", help="recompute a packet from its raw records (exit 1 unless it replays to a pass)")
-    p.add_argument("packet", help="evidence packet JSON (written by `simlab evidence run`)")
+    p.add_argument("packet", help="the packet JSON `evidence run` / `compare` wrote (its raw files beside it)")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
     p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
-    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
+    p.add_argument("--trusted", action="append", help="trusted public key file or directory the qualification "
+                                                      "record is checked with (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_replay)
 
@@ -290,32 +343,48 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--as-of", help="ISO 8601 time with zone (default: now)")
     p.add_argument("--current", action="append", help="NAME=sha256:... current component hash (repeatable)")
     p.add_argument("--current-file", action="append", help="NAME=PATH: hash this file as the current NAME")
-    p.add_argument("--trusted", action="append", help="require RECEIPT.sig by one of these keys (repeatable)")
+    p.add_argument("--trusted", action="append", help="require RECEIPT.sig by one of these keys (repeatable); with "
+                                                      "--replay: the keys the qualification record is checked with")
+    p.add_argument("--replay", action="store_true", help="recompute the packet from its raw artifacts first (without "
+                                                         "it or a trusted signature: lab_only at most)")
+    p.add_argument("--qualification-dir", help="with --replay: where the pinned qualification record lives")
+    p.add_argument("--anchor", help="with --replay: receipt sha256 retained out of band")
     _add_json(p)
     p.set_defaults(func=run_resolve)
 
     p = es.add_parser("verify-ledger", help="walk the ledger's hash chain (exit 1 when broken)")
-    p.add_argument("ledger", help="SQLite ledger file")
+    p.add_argument("ledger", help="the SQLite ledger file")
+    p.add_argument("--head", help="entry sha256 of the head retained elsewhere: it must still be in the chain")
+    p.add_argument("--signed-head", help="a head signed with `sign-head` (needs --trusted)")
+    p.add_argument("--trusted", action="append", help="keys a signed head must be signed by (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_verify_ledger)
 
+    p = es.add_parser("sign-head", help="sign the ledger's current head (keep the file outside the writers' reach)")
+    p.add_argument("ledger", help="the SQLite ledger file")
+    p.add_argument("--key", required=True, help="private key (PEM)")
+    p.add_argument("--out", required=True, help="signed head JSON (never overwritten)")
+    p.add_argument("--now", help="signing time (ISO 8601 with zone; default: now)")
+    _add_json(p)
+    p.set_defaults(func=run_sign_head)
+
     p = es.add_parser("keygen", help="create an Ed25519 key pair")
     p.add_argument("--out", required=True, help="directory for NAME.key / NAME.pub")
-    p.add_argument("--name", default="simlab", help="key file stem: NAME.key, NAME.pub (default %(default)s)")
+    p.add_argument("--name", default="simlab", help="key file stem: NAME.key / NAME.pub (default %(default)s)")
     _add_json(p)
     p.set_defaults(func=run_keygen)
 
     p = es.add_parser("sign", help="sign a receipt, packet or qualification record (writes FILE.sig)")
-    p.add_argument("file", help="receipt, packet or qualification record to sign")
+    p.add_argument("file", help="the JSON file to sign")
     p.add_argument("--key", required=True, help="private key (PEM)")
     p.add_argument("--out", help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_sign)
 
     p = es.add_parser("verify", help="verify FILE.sig against trusted keys (exit 1 when not verified)")
-    p.add_argument("file", help="signed file (its signature is FILE.sig unless --signature)")
-    p.add_argument("--trusted", action="append", required=True,
-                   help="trusted public key file or directory (repeatable)")
+    p.add_argument("file", help="the signed JSON file")
+    p.add_argument("--trusted", action="append", required=True, help="trusted public key file or directory "
+                                                                     "(repeatable)")
     p.add_argument("--signature", help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_verify)
@@ -332,3 +401,12 @@ def register(sub, bench_sub) -> None:
                    help="trials per arm for the reference (default: the same)")
     _add_json(p)
     p.set_defaults(func=run_bench)
+
+    p = bench_sub.add_parser("evidence-inspect", help="the Inspect route on logs `inspect eval` writes: compare and an "
+                                                      "error exit, wall time in fresh processes, vs Inspect's reader")
+    p.add_argument("--customers", type=positive_int, default=40, help="clusters (default %(default)s)")
+    p.add_argument("--cases", type=positive_int, default=3, help="cases per customer (default %(default)s)")
+    p.add_argument("--epochs", type=positive_int, default=3, help="epochs per case (default %(default)s)")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed runs of each command (default %(default)s)")
+    _add_json(p)
+    p.set_defaults(func=run_bench_inspect)

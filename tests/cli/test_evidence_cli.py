@@ -99,7 +99,8 @@ def test_bad_trials_exit_2_naming_line_and_field(tmp_path, capsys, experiment):
                "--json"])
     err = json.loads(capsys.readouterr().out)["error"]
     assert rc == 2
-    assert "line 3, field passed: missing label" in (err["message"] if isinstance(err, dict) else err)
+    message = err["message"] if isinstance(err, dict) else err
+    assert "field passed: missing label (a missing label is never a pass or a fail) (line 3)" in message
 
 
 def test_keygen_sign_verify(tmp_path, capsys):

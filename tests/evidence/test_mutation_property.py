@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evidence.hashing import file_hash, with_self_hash
+from simlab.hashing import file_hash, with_self_hash
 from evidence.receipt import action_strength
-from evidence.replay import replay
+from evidence.replay import replay_packet
 
 RECEIPT_EDITS = [
     ("comparison", "lower", 0.5), ("comparison", "status", "pass"), ("comparison", "estimate", 0.2),
@@ -99,7 +99,7 @@ def _check(world, folder: Path, packet: dict, m) -> None:
         shutil.copytree(folder, work)
         mutated = copy.deepcopy(packet)
         _apply(mutated, work, m)
-        out = replay(mutated, base=work, qualification_dir=world.qdir, trusted=world.trusted)
+        out = replay_packet(mutated, base=work, qualification_dir=world.qdir, trusted=world.trusted)
     assert action_strength(out["action"]) <= original, (m, out["reasons"])
 
 
@@ -133,5 +133,5 @@ def test_mutations_are_actually_rejected(world, lab):
     mutated = copy.deepcopy(packet)
     mutated["manifest"]["measurement_kind"] = "measured"
     mutated["manifest"]["code_revision"] = "b" * 40
-    out = replay(mutated, base=folder, qualification_dir=world.qdir, trusted=world.trusted)
+    out = replay_packet(mutated, base=folder, qualification_dir=world.qdir, trusted=world.trusted)
     assert out["action"] == "block" and any(r.startswith("manifest changed after execution") for r in out["reasons"])

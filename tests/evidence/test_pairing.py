@@ -69,8 +69,8 @@ def test_missing_pair_names_the_key():
     i = next(i for i, r in enumerate(rows) if r["arm"] == "candidate" and r["case_id"] == "case4" and r["trial_index"] == 1)
     del rows[i]
     errs = pair_errors(rows)
-    assert len(errs) == 1 and errs[0].startswith("missing pair: (case 'case4', trial 1) has a baseline trial (line ")
-    assert errs[0].endswith("but no candidate trial")
+    assert len(errs) == 1 and errs[0].startswith("(case 'case4', trial 1) at line ")
+    assert errs[0].endswith(": missing pair: a baseline trial with no candidate trial")
 
 
 def test_duplicated_pair_names_the_key_and_lines():
@@ -78,7 +78,7 @@ def test_duplicated_pair_names_the_key_and_lines():
     rows.append(dict(rows[0]))
     errs = pair_errors(rows)
     r = rows[0]
-    assert errs == [f"duplicated {r['arm']} trial (case {r['case_id']!r}, trial {r['trial_index']}) at lines 1 and 49"]
+    assert errs == [f"(case {r['case_id']!r}, trial {r['trial_index']}) at line 1 and line 49: duplicated {r['arm']} trial"]
 
 
 def test_cluster_mismatched_pair_names_the_key():
@@ -86,8 +86,8 @@ def test_cluster_mismatched_pair_names_the_key():
     i = next(i for i, r in enumerate(rows) if r["arm"] == "candidate" and r["case_id"] == "case2" and r["trial_index"] == 0)
     rows[i]["cluster_id"] = "cust-elsewhere"
     errs = pair_errors(rows)
-    assert errs[0].startswith("cluster mismatch: (case 'case2', trial 0) is in cluster 'cust2' for the baseline")
-    assert "'cust-elsewhere' for the candidate" in errs[0]
+    assert errs[0].startswith("(case 'case2', trial 0): 'cust2' for the baseline (line ")
+    assert "'cust-elsewhere' for the candidate" in errs[0] and errs[0].endswith(": cluster mismatch between the arms")
 
 
 def test_case_split_over_clusters_is_an_error():
@@ -95,12 +95,13 @@ def test_case_split_over_clusters_is_an_error():
     for r in rows:
         if r["case_id"] == "case3" and r["trial_index"] == 1:
             r["cluster_id"] = "cust-other"
-    assert any(e.startswith("case 'case3' appears in clusters") for e in pair_errors(rows))
+    assert any(e.startswith("case 'case3' ('cust3' and 'cust-other', at line ") and e.endswith(": a case in two clusters")
+               for e in pair_errors(rows))
 
 
 def test_wrong_number_of_repetitions_is_an_error():
     rows = [r for r in experiment_rows() if not (r["case_id"] == "case7" and r["trial_index"] == 1)]
-    assert pair_errors(rows) == ["case 'case7' has 1 paired trial(s); the manifest registers 2 repetitions"]
+    assert pair_errors(rows) == ["case 'case7' (1): paired trials per case differ from the manifest's 2 repetitions"]
 
 
 def test_trial_run_under_another_manifest_is_an_error():
@@ -108,7 +109,7 @@ def test_trial_run_under_another_manifest_is_an_error():
     other = demo_manifest(repetitions=2, prompt_version="prompt-v2").sha256
     rows[5]["manifest_sha256"] = other
     errs = pair_errors(rows)
-    assert errs == [f"line 6 and 0 more trial(s) ran under manifest {other}, not {M.sha256} "
+    assert errs == [f"1 trial(s), first at line 6: ran under manifest {other}, not {M.sha256} "
                     "(manifest changed after execution?)"]
 
 

@@ -9,8 +9,8 @@ import pytest
 from evidence.receipt import PrerequisiteReceipt, TestReceipt, action_strength
 
 from evidence.manifest import Manifest
-from evidence.packet import run_experiment, trial_artifacts
-from evidence.synthetic import write_trials
+from evidence.packet import population_artifact, run_experiment, trial_artifacts
+from evidence.synthetic import with_population, write_population, write_trials
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"  # the world's pinned revision (conftest)
 
@@ -41,7 +41,9 @@ def test_receipt_binds_every_component(good, world):
     c = packet["receipt"]["components"]
     assert c["manifest"] == Manifest.parse(packet["manifest"]).sha256
     assert c["qualification"] == world.pin
-    assert set(c["raw_artifacts"]) == {"trials"} and c["raw_artifacts"]["trials"].startswith("sha256:")
+    assert set(c["raw_artifacts"]) == {"trials", "population"}
+    assert all(h.startswith("sha256:") for h in c["raw_artifacts"].values())
+    assert packet["receipt"]["population"] == {"sha256": c["population"], "cases": 300, "checked": True}
     assert c["comparison"].startswith("sha256:") and c["method"]["source_sha256"]
     assert packet["receipt"]["receipt_sha256"].startswith("sha256:")
 
@@ -256,10 +258,11 @@ def test_pinned_certificate_covers_an_off_grid_design(world, tmp_path):
     qdir = tmp_path / "q"
     path = write_certificate(cert, qdir)
     later = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
-    manifest = world.manifest(qualification_sha256=cert.certificate_sha256)
+    manifest = with_population(world.manifest(qualification_sha256=cert.certificate_sha256), 250)
     trials = write_trials(tmp_path / "t.jsonl", manifest, clusters=250, baseline=0.9, discordance=0.01, seed=7,
                           cost_provenance="measured")
-    packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(trials), out=tmp_path / "p.json",
+    cases = population_artifact(write_population(tmp_path / "cases.jsonl", 250))
+    packet = run_experiment(manifest=manifest, artifacts=trial_artifacts(trials) + [cases], out=tmp_path / "p.json",
                             qualification_dir=qdir, trusted=world.trusted, now=later)
     r = packet["receipt"]
     assert r["qualification"]["record_file"] == path.name and r["qualification"]["covered"]

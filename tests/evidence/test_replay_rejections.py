@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from evidence.hashing import content_hash, file_hash, with_self_hash
-from evidence.replay import replay
-from evidence.resolve import resolve
+from simlab.hashing import content_hash, file_hash, with_self_hash
+from evidence.replay import replay_packet
+from evidence.resolve import resolve_receipt
 
 
 def _copy(good, tmp_path):
@@ -21,7 +21,7 @@ def _copy(good, tmp_path):
 
 
 def _replay(world, folder, packet, **kw):
-    return replay(packet, base=folder, qualification_dir=world.qdir, trusted=world.trusted, **kw)
+    return replay_packet(packet, base=folder, qualification_dir=world.qdir, trusted=world.trusted, **kw)
 
 
 def _lines(folder):
@@ -78,18 +78,31 @@ def test_duplicated_pair_is_rejected_naming_the_key(world, good, tmp_path):
     out = _replay(world, folder, packet)
     dup = json.loads(lines[0])
     assert out["action"] == "block"
-    assert any(f"duplicated baseline trial (case {dup['case_id']!r}, trial 0)" in r for r in out["reasons"])
+    assert any(f"duplicated baseline trial ((case {dup['case_id']!r}, trial 0) at line 1 and line " in r
+               for r in out["reasons"])
 
 
-def test_omitted_failure_row_is_rejected(world, tmp_path):
-    folder = tmp_path / "f"
-    packet = world.run(folder, draw={"candidate_failed": 1})
+def _omit_the_failing_case(world, folder, **kw):
+    """A blocked packet whose failing case is then dropped from the trials (both arms), the
+    artifact hash resealed; returns the packet and its replay."""
+    packet = world.run(folder, draw={"candidate_failed": 1}, **kw)
     assert packet["receipt"]["action"] == "block"
-    lines = _lines(folder)
-    keep = [ln for ln in lines if json.loads(ln)["case_id"] != "case-00000-00"]  # the failing case, both arms
+    keep = [ln for ln in _lines(folder) if json.loads(ln)["case_id"] != "case-00000-00"]
     _write(folder, keep)
     _reseal_artifact(folder, packet)
-    out = _replay(world, folder, packet)
+    return packet, _replay(world, folder, packet)
+
+
+def test_omitted_failure_row_is_refused_against_the_population(world, tmp_path):
+    _, out = _omit_the_failing_case(world, tmp_path / "f")
+    assert out["action"] == "block" and not out["ok"]
+    assert any("registered cases missing from the trials (1 cases; 1 whole clusters) (case 'case-00000-00' "
+               "(cluster 'customer-00000'))" in r for r in out["reasons"]), out["reasons"]
+
+
+def test_omitted_failure_row_without_a_population_needs_the_anchor(world, tmp_path):
+    folder = tmp_path / "f"
+    packet, out = _omit_the_failing_case(world, folder, population=False)
     assert out["action"] == "block" and not out["ok"]
     assert any(r.startswith("forged raw hashes") for r in out["reasons"])
     assert any(r.startswith("forged hard-failure count") for r in out["reasons"])
@@ -97,8 +110,8 @@ def test_omitted_failure_row_is_rejected(world, tmp_path):
     rewritten = copy.deepcopy(out["receipt"])
     packet["receipt"] = rewritten
     assert _replay(world, folder, packet)["ok"]  # a self-consistent rewrite, without an anchor ...
-    anchored = _replay(world, folder, packet, anchor=world.run(tmp_path / "g", draw={"candidate_failed": 1})
-                       ["receipt"]["receipt_sha256"])
+    anchored = _replay(world, folder, packet, anchor=world.run(tmp_path / "g", draw={"candidate_failed": 1},
+                                                               population=False)["receipt"]["receipt_sha256"])
     assert not anchored["ok"] and "is not the anchored receipt" in anchored["reasons"][0]
 
 
@@ -169,7 +182,7 @@ def test_replayed_qualification_record_replaced_is_rejected(world, good, tmp_pat
     record["valid_until"] = "2099-01-01T00:00:00Z"
     record["record_sha256"] = content_hash({k: v for k, v in record.items() if k != "record_sha256"})[7:]
     (qdir / world.record.name).write_text(json.dumps(record))
-    out = replay(packet, base=folder, qualification_dir=qdir, trusted=world.trusted)
+    out = replay_packet(packet, base=folder, qualification_dir=qdir, trusted=world.trusted)
     assert out["action"] == "block"
     assert any(r.startswith("stored action 'canary_eligible' differs") for r in out["reasons"])
     assert "not found" in " ".join(out["receipt"]["reasons"])  # the pinned hash no longer exists
@@ -179,8 +192,8 @@ def test_expired_receipt_resolves_expired(good):
     _, packet = good
     r = packet["receipt"]
     end = dt.datetime.fromisoformat(r["valid_until"].replace("Z", "+00:00"))
-    inside = resolve(r, end - dt.timedelta(seconds=1))
-    after = resolve(r, end + dt.timedelta(seconds=1))
+    inside = resolve_receipt(r, end - dt.timedelta(seconds=1), replayed=True)
+    after = resolve_receipt(r, end + dt.timedelta(seconds=1), replayed=True)
     assert inside["action"] == "canary_eligible"
     assert (after["state"], after["action"], after["authority"]) == ("expired", "block", "none")
     assert after["reasons"][0].startswith(f"expired: valid until {r['valid_until']}")
@@ -190,11 +203,11 @@ def test_component_drift_resolves_expired(good):
     _, packet = good
     r = packet["receipt"]
     t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00")) + dt.timedelta(hours=1)
-    same = resolve(r, t, {"inputs.dataset": r["components"]["inputs"]["dataset"],
-                          "population": r["components"]["population"]})
+    same = resolve_receipt(r, t, {"inputs.dataset": r["components"]["inputs"]["dataset"],
+                          "population": r["components"]["population"]}, replayed=True)
     assert same["action"] == "canary_eligible"
     for name in ("inputs.dataset", "population", "qualification"):
-        out = resolve(r, t, {name: "sha256:" + "e" * 64})
+        out = resolve_receipt(r, t, {name: "sha256:" + "e" * 64})
         assert out["action"] == "block" and out["state"] == "expired"
         assert out["reasons"] == [f"drift: {name} is now sha256:{'e' * 64}, the receipt bound "
                                   f"{resolve_bound(r, name)}"]
@@ -209,10 +222,11 @@ def test_resolve_is_idempotent(good):
     _, packet = good
     r = packet["receipt"]
     t = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
-    first = resolve(r, t, {"population": "sha256:" + "e" * 64})
-    assert first == resolve(r, t, {"population": "sha256:" + "e" * 64})
+    first = resolve_receipt(r, t, {"population": "sha256:" + "e" * 64})
+    assert first == resolve_receipt(r, t, {"population": "sha256:" + "e" * 64})
     ok_t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00"))
-    assert resolve(r, ok_t) == resolve(r, ok_t)
+    assert resolve_receipt(r, ok_t) == resolve_receipt(r, ok_t)
+    assert resolve_receipt(r, ok_t, replayed=True) == resolve_receipt(r, ok_t, replayed=True)
 
 
 def test_method_source_drift_resolves_expired(good):
@@ -221,7 +235,7 @@ def test_method_source_drift_resolves_expired(good):
     r["components"]["method"]["source_sha256"] = "0" * 64
     r = with_self_hash(r, "receipt_sha256")
     t = dt.datetime.fromisoformat(r["issued_at"].replace("Z", "+00:00"))
-    out = resolve(r, t)
+    out = resolve_receipt(r, t)
     assert out["action"] == "block" and out["reasons"][0].startswith("drift: method source is now")
 
 

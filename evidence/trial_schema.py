@@ -1,0 +1,61 @@
+"""The trial schema shared by both read paths: the columns a trial row has, the arms and cost
+provenances, the CSV header rule, and :class:`TrialColumns` (validated trials as arrays).
+``evidence.trials`` (the line-by-line path and the entry points) and ``evidence.columnar``
+(the pyarrow fast path) both build on it, so neither imports the other's module for it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+ARMS = ("baseline", "candidate")
+PROVENANCE = ("absent", "synthetic", "measured")
+FIELDS = ("case_id", "trial_index", "cluster_id", "arm", "passed", "failed_checks", "latency_ms",
+          "cost", "cost_provenance", "manifest_sha256")
+OPTIONAL_FIELDS = ("timestamp", "slice")
+
+
+@dataclass(frozen=True)
+class TrialColumns:
+    """Validated trials as arrays (row i came from line ``lines[i]`` of ``source``)."""
+    source: str
+    case: np.ndarray          # int32 codes into case_names
+    case_names: np.ndarray    # object array of str
+    trial: np.ndarray         # int64
+    cluster: np.ndarray       # int32 codes into cluster_names
+    cluster_names: np.ndarray
+    candidate: np.ndarray     # bool: arm == candidate
+    passed: np.ndarray        # bool
+    n_failed: np.ndarray      # int32 failed checks per trial
+    latency: np.ndarray       # float64, NaN = not recorded
+    cost: np.ndarray          # float64, NaN = absent
+    provenance: np.ndarray    # int8 index into PROVENANCE
+    manifest_hashes: dict[str | None, int]  # manifest hash (None: not bound) -> row count
+    first_row_of_hash: dict[str | None, int]
+    lines: np.ndarray         # int64 line number of each row
+    failed_names: Any = field(repr=False, default=None)  # row -> tuple of failed check names (lazy)
+    timestamps: np.ndarray | None = None  # float64 POSIX seconds of each trial, NaN = not given
+    slice_names: np.ndarray | None = None  # object array: each row's slice value (None = not given)
+    locate: Any = field(repr=False, default=None)  # row -> place ("line N"; Inspect: sample and epoch)
+
+    def __len__(self) -> int:
+        return len(self.trial)
+
+    def where(self, row: int) -> str:
+        """The row's place as its input names it (a line, or a log's sample id and epoch)."""
+        return self.locate(int(row)) if self.locate else f"line {int(self.lines[int(row)])}"
+
+    def failed_checks_of(self, row: int) -> tuple[str, ...]:
+        return tuple(self.failed_names(row)) if self.failed_names else ()
+
+
+def csv_header_problem(header: list[str]) -> str | None:
+    """Why a CSV header is not the trial schema (missing, unknown or repeated columns), or None."""
+    missing = [f for f in FIELDS if f not in header]
+    unknown = [h for h in header if h not in FIELDS + OPTIONAL_FIELDS]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if missing or unknown or repeated:
+        return (f"header: missing column(s) {missing}, unknown column(s) {unknown}, repeated column(s) "
+                f"{repeated} (the columns are {', '.join(FIELDS)}, optionally {', '.join(OPTIONAL_FIELDS)})")
+    return None

@@ -1,0 +1,112 @@
+"""``simlab compare BASE CAND``: the evidence path for the common case, as a CI gate.
+
+Two inputs, one per arm -- Inspect AI logs, lm-evaluation-harness ``--log_samples`` files or
+JSONL/CSV trial records (the kind is told from the names, or ``--format``) -- paired by case
+and epoch, clustered by ``--cluster-field``, compared by the manifest's registered method
+under the same manifest rules and authority ceilings as ``simlab evidence run`` (it is that
+command's library call).  Prints the verdict, the paired difference with the method's
+interval, each arm's pass rate, pass^k and pass@k; writes the packet (``--out``), a Markdown
+summary for a pull-request comment (``--markdown``) and JUnit XML (``--junit``).
+
+Exit codes (the project's contract): 0 pass (``lab_pass`` / ``canary_eligible``), 1 fail or
+inconclusive (``block`` / ``hold``: a decision that blocks the release; the verdict line,
+``--json`` and the JUnit failure type say which), 2 bad input or refused evidence."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from simlab.cli._args import add_json
+from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError, emit
+
+
+def _write(path: str | None, text: str, flag: str) -> None:
+    if not path:
+        return
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write ({exc.strerror or exc})", flag) from None
+
+
+def default_out() -> str:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return str(Path("simlab-evidence") / f"compare-{stamp}.packet.json")
+
+
+def run_compare(args) -> int:
+    from evidence import EvidenceError, detect_kind, headline, junit, markdown, paired_artifacts, summary
+    from simlab.cli._evidence_run import (adapter_of, common_artifacts, component_receipts, load_manifest_arg,
+                                          parse_time, refused, report_ledger, run_evidence, trusted_keys)
+
+    manifest = load_manifest_arg(args.manifest)
+    try:
+        kinds = {args.format} if args.format else {detect_kind(args.baseline), detect_kind(args.candidate)}
+    except EvidenceError as exc:
+        raise refused(exc) from None
+    if len(kinds) != 1:
+        raise UsageError(f"{args.baseline} and {args.candidate} are different kinds of input ({', '.join(sorted(kinds))})",
+                         "--format")
+    kind = kinds.pop()
+    out = args.out or default_out()
+    tests, pres = component_receipts(args.component)
+    packet = run_evidence(manifest=manifest, artifacts=common_artifacts(paired_artifacts(kind, args.baseline,
+                                                                                         args.candidate), args),
+                          out=out, adapter=adapter_of(kind, args, manifest), tests=tests, prerequisites=pres,
+                          qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
+                          now=parse_time(args.now, "--now"), registered_after=args.registered_after_measurement)
+    s = summary(packet, out)
+    _write(args.markdown, markdown(s), "--markdown")
+    _write(args.junit, junit(s), "--junit")
+    payload = {**s, "receipt": packet["receipt"]}
+    report_ledger(args, payload)
+
+    def render(p):
+        print(headline(p))
+        arms = p["arms"]
+        for arm in ("baseline", "candidate"):
+            a = arms[arm]
+            parts = [f"pass rate {_fmt(a['pass_rate'])}"]
+            if p["k"] > 1:
+                parts += [f"pass^{p['k']} {_fmt(a['pass_hat_k'])}", f"pass@{p['k']} {_fmt(a['pass_at_k'])}"]
+            print(f"  {arm:<9} " + ", ".join(parts))
+        print(f"  interval [{_num(p['lower'])}, {_num(p['upper'])}] ({100 * p['confidence']:g}%)")
+        for sl in (p["slices"] or {}).get("slices", []):
+            print(f"  slice {p['slices']['field']}={sl['value']}: {sl['decision']} ({sl['clusters']} clusters)")
+        for reason in p["reasons"]:
+            print(f"  - {reason}")
+        for other in p["other_findings"]:
+            print(f"  (also) {other}")
+        print(f"  packet {p['packet']}; receipt {p['receipt_sha256']}")
+    emit(args, payload, render)
+    return EXIT_OK if s["verdict"] == "pass" else EXIT_BLOCKED
+
+
+def _num(x) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _fmt(d) -> str:
+    if not d:
+        return "-"
+    if d.get("lower") is None:
+        return _num(d.get("estimate"))
+    return f"{_num(d['estimate'])} [{_num(d['lower'])}, {_num(d['upper'])}]"
+
+
+def register(sub, bench_sub) -> None:
+    from simlab.cli._evidence_run import add_run_options
+
+    p = sub.add_parser("compare", help="paired comparison of two logs through the evidence path, for CI "
+                                       "(exit 0 pass, 1 fail or inconclusive, 2 bad input)")
+    p.add_argument("baseline", help="baseline input: Inspect log (.eval/.json), lm-eval samples_*.jsonl, or trials")
+    p.add_argument("candidate", help="candidate input, of the same kind")
+    p.add_argument("--format", choices=("inspect", "lm-eval", "trials"), help="input kind (default: from the names)")
+    add_run_options(p)
+    p.add_argument("--out", help="packet path (never overwritten; default simlab-evidence/compare-<time>.packet.json)")
+    p.add_argument("--markdown", help="write a Markdown summary (a pull-request comment) here")
+    p.add_argument("--junit", help="write JUnit XML here (one test case per decision and protected slice)")
+    add_json(p)
+    p.set_defaults(func=run_compare)
