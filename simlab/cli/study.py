@@ -74,7 +74,7 @@ NOT_A_DATASET = {
 
 def read_dataset(path: str, field: str):
     """The dataset at ``path``, or a one-line refusal that says what the file is instead."""
-    from studies.datasets import file_kind
+    from studies import file_kind
 
     kind = file_kind(path)
     if kind != "netcdf":  # refused before the netCDF stack is imported (an input error answers at once)
@@ -92,7 +92,7 @@ def refuse_foreign_file(path, flag: str, force: bool) -> None:
     """Refuse to replace a file simlab did not write (a user's file named by mistake) unless ``force``."""
     from pathlib import Path
 
-    from studies.datasets import written_by_simlab
+    from studies import written_by_simlab
 
     if not force and Path(path).is_file() and not written_by_simlab(path):
         raise UsageError(f"{flag} {path} exists and is not a dataset simlab wrote; refusing to overwrite it "
