@@ -135,7 +135,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
               rho: float | None = None, methods: list[str] | None = None, top: int = 3,
               directory: str | Path | None = None, certify_dir: str | Path | None = None, seed: int = 20261129,
               power_reps: int = 4000, size_reps: int = 8000, certify_missing: bool = True,
-              calibrate: tuple[str, ...] | None = CALIBRATE, calibrate_missing: bool = True,
+              calibrate: tuple[str, ...] | None = None, calibrate_missing: bool = True,
               max_seconds: float = 60.0, n_jobs: int = 1,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The recommendation payload (see the module docstring)."""
@@ -168,8 +168,9 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         discordance = max(2.0 * abs(difference), margin, 0.1)
     alt = PairedScenario.from_rates(baseline, difference, discordance, clusters=clusters,
                                     cluster_size=FixedSize(trials=trials), rho=rho)
+    # rho_max 0 registers independent trials: rho is known, as the evidence path's design point says
     point = DesignPoint(clusters=clusters, cluster_size=FixedSize(trials=trials), margin=margin, rho_max=rho_max,
-                        confidence=1.0 - 2.0 * alpha)
+                        rho=0.0 if rho_max == 0.0 else None, confidence=1.0 - 2.0 * alpha)
     floor = distribution_free_floor(margin, alpha)
     names = methods or registry.names("fixed")
     skipped: list[dict[str, str]] = []
@@ -217,9 +218,11 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             r.update(row_of(m, cov, made="certified now"))
     # calibrated methods: the certified method objects by label (a label carries no options)
     calibrated: dict[str, Any] = {}
-    for base in calibrate or ():
-        if base not in registry.names("fixed") or (methods is not None and base not in methods):
-            continue  # a caller who names the methods gets those methods' calibrations only
+    # by default the score tests of CALIBRATE, or of them those a caller who names the methods named
+    bases = calibrate if calibrate is not None else tuple(b for b in CALIBRATE if methods is None or b in methods)
+    for base in bases:
+        if base not in registry.names("fixed"):
+            raise ValueError(f"calibrate: {base!r} is not a registered fixed-sample method")
         stored = _calibrated_certificate(base, point, certify_dir)
         if stored is None and (not calibrate_missing or over_budget()):
             why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"
