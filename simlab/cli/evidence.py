@@ -94,7 +94,8 @@ def run_run(args) -> int:
     tests, pres = component_receipts(args.component)
     packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
                           adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
-                          trusted=trusted, now=now, registered_after=args.registered_after_measurement)
+                          trusted=trusted, now=now, registered_after=args.registered_after_measurement,
+                          ledger=args.ledger)
     payload = {"packet": str(args.out), "receipt": packet["receipt"]}
     report_ledger(args, payload)
     _emit(args, payload, lambda p: (render_receipt(p["receipt"]), print(f"  packet {p['packet']}"), _ledger_line(p)))
@@ -145,7 +146,7 @@ def run_replay(args) -> int:
     packet = _read(args.packet, "packet")
     result = replay_packet(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
                     trusted=trusted_keys(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
-                    anchor=args.anchor)
+                    anchor=args.anchor, ledger=args.ledger)
 
     def render(p):
         verdict = "replayed: identical receipt" if p["ok"] else "REJECTED"
@@ -332,6 +333,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("packet", help="the packet JSON `evidence run` / `compare` wrote (its raw files beside it)")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
+    p.add_argument("--ledger", help="a sealed holdout's use the packet states must be in this ledger (no new use)")
     p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", action="append", help="trusted public key file or directory the qualification "
                                                       "record is checked with (repeatable)")
