@@ -40,7 +40,8 @@ Demonstrations and benchmarks
 Internally: ``trial_schema`` (the row and column schema) below ``columnar`` (the pyarrow
 fast path) and ``trials`` (strict ingest); ``adapters`` (Inspect logs read from their format,
 lm-evaluation-harness samples); ``provenance`` (chronology, per-arm identities, pairing
-mistakes); ``experiment`` (pairing); ``comparison``, ``icc``, ``reliability`` (pass^k /
+mistakes); ``experiment`` (pairing); ``judge`` (the registered judge and its calibration set);
+``comparison``, ``icc``, ``reliability`` (pass^k /
 pass@k), ``slices`` (protected slices); ``coverage`` (the pinned qualification record,
 certificate or theorem record); ``receipt`` (the rules); ``packet``; ``errors``;
 ``synthetic``.  Imports point down: ``simlab`` and ``methods`` only.

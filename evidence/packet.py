@@ -241,6 +241,7 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
             raise EvidenceError(f"artifact {a['role']}: no file at {a['path']}")
     issued_at = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     rel = [{**a, "path": _relative(a["path"], base)} for a in artifacts]
+    load_calibration(rel, base, manifest)  # a wrong or missing calibration is refused before a holdout use is taken
     use = _take_holdout_use(manifest, ledger, issued_at)
     receipt = evaluate(manifest=manifest, artifacts=rel, adapter=adapter, base=base, tests=tests,
                        prerequisites=prerequisites, qualification_dir=qualification_dir, trusted=trusted,
@@ -269,7 +270,7 @@ def _take_holdout_use(manifest: Manifest, ledger, issued_at: dt.datetime) -> dic
         return record_use(ledger, holdout_id=h.id, holdout_sha256=h.sha256, max_uses=h.max_uses,
                           experiment_id=manifest.experiment_id, manifest_sha256=manifest.sha256, now=issued_at)
     except HoldoutExhausted as exc:
-        raise EvidenceError(str(exc), option="ledger") from None
+        raise EvidenceError(str(exc), option="holdout") from None
 
 
 def detect_kind(path: str | Path) -> str:

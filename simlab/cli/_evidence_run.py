@@ -66,6 +66,7 @@ OPTION_HINTS = {
                                                  "manifest's judge.calibration_sha256) with --judge-calibration"),
     "ledger": ("--ledger", "a run against a sealed holdout is counted in the ledger given with --ledger"),
     "manifest": ("--manifest", "fix the manifest"),
+    "holdout": ("--manifest", "a sealed holdout's uses are spent: register a fresh holdout in a new manifest"),
     "filter": ("--filter", "choose the lm-evaluation-harness filter with --filter"),
     "format": ("--format", "say which kind of input it is with --format"),
 }

@@ -48,6 +48,15 @@ def render_receipt(r: dict) -> None:
           f"ceiling {r['authority_ceiling']})")
     print(f"  {c['method']['name']}: {c['status']}, estimate {_g(c['estimate'])}, lower {_g(c['lower'])} vs -margin "
           f"{-c['margin']:g}; {c['clusters']} clusters, {c['pairs']} pairs; ICC upper bound {_g(c['icc']['upper'])}")
+    j = c.get("judge")
+    if j:
+        sets = ", ".join(f"{name} Se {_g(se)} Sp {_g(sp)} n {n}" for name, se, sp, n in
+                         zip(j["calibration_sets"], j["sensitivity"], j["specificity"], j["calibration_items"]))
+        print(f"  judge scale (raw): estimate {_g(j['raw_estimate'])} [{_g(j['raw_lower'])}, {_g(j['raw_upper'])}]; "
+              f"calibration {sets}; corrected above")
+    if r.get("holdout"):
+        h = r["holdout"]
+        print(f"  sealed holdout {h['id']}: use {h['use']} of {h['max_uses']} (ledger entry {h['ledger_seq']})")
     for reason in r["reasons"]:
         print(f"  - {reason}")
     for other in r.get("other_findings", []):

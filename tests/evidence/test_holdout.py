@@ -40,7 +40,7 @@ def test_uses_are_counted_and_a_use_beyond_the_maximum_is_refused(tmp_path):
     with pytest.raises(EvidenceError, match=r"holdout\.max_uses: sealed holdout 'refund-holdout-v1' has been used "
                                             r"2 time\(s\), the registered maximum is 2") as exc:
         run(tmp_path, m, "third", book)
-    assert exc.value.option == "ledger"
+    assert exc.value.option == "holdout"
     assert not (tmp_path / "third.json").exists()  # refused before any trial was read or written
     assert [u["experiment_id"] for u in ledger.holdout_uses(book, "refund-holdout-v1")] == [m.experiment_id] * 2
     assert ledger.verify(book)["ok"] and ledger.verify(book)["entries"] == 2
@@ -117,4 +117,20 @@ def test_cli_refuses_a_run_beyond_the_maximum_with_exit_2(tmp_path, capsys):
     assert first["receipt"]["holdout"]["use"] == 1 and first["ledger"]["seq"] == 2  # the use, then the receipt
     assert main(argv + ["--out", str(tmp_path / "p2.json")]) == 2  # ... then a refusal, not a decision
     err = json.loads(capsys.readouterr().out)["error"]
-    assert err["field"] == "--ledger" and "has been used 1 time(s), the registered maximum is 1" in err["message"]
+    assert err["field"] == "--manifest" and "has been used 1 time(s), the registered maximum is 1" in err["message"]
+
+
+def test_a_refused_calibration_takes_no_holdout_use(tmp_path):
+    from evidence.packet import calibration_artifact
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"item_id": "a", "set": "shared", "human_passed": true, "judge_passed": true}\n')
+    m = demo_manifest(method="judge_corrected", rho_max=0.5,
+                      holdout={"id": "h", "sha256": SEALED, "max_uses": 1},
+                      judge={"identity_sha256": SEALED, "calibration_sha256": "sha256:" + "7" * 64,
+                             "calibration_shared": True, "min_calibration": 1})
+    book = tmp_path / "ledger.sqlite"
+    artifacts = trial_artifacts(write_trials(tmp_path / "t.jsonl", m, clusters=40)) + [calibration_artifact(labels)]
+    with pytest.raises(EvidenceError, match=r"judge\.calibration_sha256: labels.jsonl hashes to"):
+        run_experiment(manifest=m, artifacts=artifacts, out=tmp_path / "p.json", now=NOW, ledger=book)
+    assert not book.exists()  # the refusal came before the ledger was opened: no use taken
