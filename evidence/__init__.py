@@ -15,7 +15,8 @@ Plan
 Inputs
     ``trial_artifacts`` (JSONL / CSV trial records), ``paired_artifacts`` (two Inspect AI
     logs, two lm-evaluation-harness samples files or two per-arm trial files),
-    ``population_artifact``, ``detect_kind`` (which kind an input is), ``MANIFEST_KEY`` (the
+    ``population_artifact``, ``calibration_artifact`` (the judge's calibration file),
+    ``detect_kind`` (which kind an input is), ``MANIFEST_KEY`` (the
     Inspect ``--metadata`` key that binds a log to its manifest).
 Decision
     ``run_experiment`` (plan before data, pairing, comparison through the registered
@@ -39,7 +40,8 @@ Demonstrations and benchmarks
 Internally: ``trial_schema`` (the row and column schema) below ``columnar`` (the pyarrow
 fast path) and ``trials`` (strict ingest); ``adapters`` (Inspect logs read from their format,
 lm-evaluation-harness samples); ``provenance`` (chronology, per-arm identities, pairing
-mistakes); ``experiment`` (pairing); ``comparison``, ``icc``, ``reliability`` (pass^k /
+mistakes); ``experiment`` (pairing); ``judge`` (the registered judge and its calibration set);
+``comparison``, ``icc``, ``reliability`` (pass^k /
 pass@k), ``slices`` (protected slices); ``coverage`` (the pinned qualification record,
 certificate or theorem record); ``receipt`` (the rules); ``packet``; ``errors``;
 ``synthetic``.  Imports point down: ``simlab`` and ``methods`` only.
@@ -49,7 +51,8 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["ledger"], submod_attrs={
     "manifest": ["Manifest", "load_manifest", "template"],
     "population": ["read_population"],
-    "packet": ["detect_kind", "paired_artifacts", "population_artifact", "run_experiment", "trial_artifacts"],
+    "packet": ["calibration_artifact", "detect_kind", "paired_artifacts", "population_artifact", "run_experiment",
+               "trial_artifacts"],
     "adapters.inspect": ["MANIFEST_KEY"],
     "receipt": ["PrerequisiteReceipt", "TestReceipt"],
     "errors": ["EvidenceError"],

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import EvidenceError
 from .experiment import PairedExperiment
 from simlab.hashing import content_hash
 from .icc import icc_upper_bound
@@ -24,13 +25,25 @@ _SEQUENTIAL = {"promote": "pass", "stop_for_harm": "fail", "no_promotion": "fail
 
 
 def registered_method(manifest: Manifest):
-    """The manifest's method from the registry; its estimand must be the registered one."""
+    """The manifest's method from the registry; its estimand must be the registered one.  A
+    judge-corrected method needs the manifest's ``judge`` block (and runs with its
+    ``min_calibration``); a registered judge needs a method that reads the calibration."""
     from methods import registry
+    from methods.judged import needs_calibration
 
     try:
         method = registry.get(manifest.statistical_method)
     except KeyError as exc:
         raise ValueError(f"manifest statistical_method: {exc.args[0]}") from None
+    if needs_calibration(method) and manifest.judge is None:
+        raise EvidenceError(f"manifest judge: {method.name} corrects for judge error and needs the registered judge "
+                            "and calibration set (the judge block)", option="manifest")
+    if manifest.judge is not None:
+        if not needs_calibration(method):
+            raise EvidenceError(f"manifest judge: a judge is registered but statistical_method {method.name!r} does "
+                                "not read its calibration (judge-labelled outcomes would be taken as truth); register "
+                                "a judge-corrected method such as judge_corrected", option="manifest")
+        method = method.with_options(min_calibration=manifest.judge.min_calibration)
     if method.estimand.value != manifest.estimand:
         raise ValueError(f"manifest estimand {manifest.estimand!r} differs from {method.name}'s estimand "
                          f"{method.estimand.value!r}: the method does not estimate what was registered")
@@ -46,8 +59,13 @@ def one_sided_alpha(confidence: float) -> float:
     return (1.0 - confidence) / 2.0
 
 
-def run_fixed(method, tables: np.ndarray, margin: float, confidence: float):
-    """The one call into a fixed method's single analysis (level convention lives here)."""
+def run_fixed(method, tables: np.ndarray, margin: float, confidence: float, calibration: np.ndarray | None = None):
+    """The one call into a fixed method's single analysis (level convention lives here);
+    a judge-corrected method gets the registered calibration counts."""
+    from methods.judged import needs_calibration
+
+    if needs_calibration(method):
+        return method.analyze(tables, margin, alpha=one_sided_alpha(confidence), calibration=calibration)
     return method.analyze(tables, margin, alpha=one_sided_alpha(confidence))
 
 
@@ -68,8 +86,13 @@ def _num(x: Any) -> Any:
     return x
 
 
-def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
-    """Comparison summary (JSON-ready, content-hashable) recomputed from the paired tables."""
+_JUDGE_KEYS = ("raw_estimate", "raw_lower", "raw_upper", "reason", "calibration_sets", "sensitivity", "specificity",
+               "calibration_items")
+
+
+def compare(experiment: PairedExperiment, manifest: Manifest, calibration: np.ndarray | None = None) -> dict:
+    """Comparison summary (JSON-ready, content-hashable) recomputed from the paired tables;
+    ``calibration``: the registered judge calibration counts (``evidence.judge``)."""
     method = registered_method(manifest)
     tables = analysis_tables(method, experiment)
     alpha = one_sided_alpha(manifest.confidence)
@@ -82,7 +105,7 @@ def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
         status, lower, estimate = _SEQUENTIAL[result.decision], detail["bound"], detail["estimate"]
         upper = None
     else:
-        result = run_fixed(method, tables, manifest.margin, manifest.confidence)
+        result = run_fixed(method, tables, manifest.margin, manifest.confidence, calibration)
         detail = result.as_dict()
         status = "fail" if result.status == "stop_for_harm" else result.status
         lower, upper, estimate = detail["lower"], detail["upper"], detail["estimate"]
@@ -99,6 +122,10 @@ def compare(experiment: PairedExperiment, manifest: Manifest) -> dict:
         "reliability": _clean(reliability(experiment.case_passes, experiment.case_trials, experiment.case_cluster,
                                           experiment.clusters, alpha)),
     }
+    if manifest.judge is not None:  # the spine asks for all of these beside the corrected estimate
+        out["judge"] = _clean({**{k: detail.get(k) for k in _JUDGE_KEYS}, "min_calibration": manifest.judge.min_calibration,
+                               "calibration_counts": np.asarray(calibration).tolist(),
+                               "candidate_passes_overridden": experiment.candidate_passes_overridden})
     if manifest.protected_slices is not None:
         out["slices"] = _clean(slice_comparisons(method, experiment, manifest,
                                                  lambda mask: analysis_tables(method, experiment, mask), alpha))

@@ -11,7 +11,13 @@ that only one arm has are each named once, with examples, before single missing 
 
 Besides the trial-pair tables the experiment keeps, per case, the passes of each arm (for
 pass^k / pass@k) and the per-cluster tables of *cases* by "all k trials passed" in each arm
-(the tables a pass^k comparison analyses)."""
+(the tables a pass^k comparison analyses).
+
+Judges cannot override deterministic checks (issue 30, item 4): when the manifest registers
+a judge, a candidate trial with a failed check counts as a fail in the tables whatever the
+judge said (``candidate_passes_overridden`` counts them).  Only candidate trials: forcing a
+baseline trial to fail would move the corrected difference towards the candidate.  The
+receipt blocks on any such trial in any case."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,6 +51,7 @@ class PairedExperiment:
     case_trials: np.ndarray = None     # int64 paired trials of each case
     case_slice: np.ndarray | None = None  # object: each case's slice value (None: no slices given)
     case_cells: np.ndarray = None      # int64 (cases, 4): each case's trial pairs by cell
+    candidate_passes_overridden: int = 0  # judge-labelled candidate passes with a failed check, counted as fails
 
     @property
     def clusters(self) -> int:
@@ -194,6 +201,11 @@ def pair_trials(cols: TrialColumns, manifest: Manifest, registered_after: bool =
     if errors:
         raise PairingError(cols.source, errors)
     pb, pc_ = cols.passed[br], cols.passed[cr]
+    overridden = 0
+    if manifest.judge is not None:
+        checked_fail = cols.n_failed[cr] > 0
+        overridden = int(np.count_nonzero(pc_ & checked_fail))
+        pc_ = pc_ & ~checked_fail
     category = (~pb).astype(np.int64) * 2 + (~pc_).astype(np.int64)
     k = len(cols.cluster_names)
     tables = np.bincount(bcl.astype(np.int64) * 4 + category, minlength=4 * k).reshape(k, 4)
@@ -209,4 +221,5 @@ def pair_trials(cols: TrialColumns, manifest: Manifest, registered_after: bool =
                             candidate_failed_trials=int(len(failed)), failed_examples=examples,
                             provenance_counts={p: int(c) for p, c in zip(PROVENANCE, prov)},
                             case_names=cols.case_names, case_cluster=case_cluster, case_passes=case_passes,
-                            case_trials=reps.astype(np.int64), case_slice=case_slice, case_cells=case_cells)
+                            case_trials=reps.astype(np.int64), case_slice=case_slice, case_cells=case_cells,
+                            candidate_passes_overridden=overridden)

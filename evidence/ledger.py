@@ -18,7 +18,12 @@ after it, or a rollback to exactly that head -- keep the newest one.
 
 Concurrency: an append is one ``BEGIN IMMEDIATE`` transaction (read the head, insert the
 next entry), so concurrent writers -- threads or processes -- serialise on SQLite's write
-lock and none is lost; WAL mode and a busy timeout let them wait instead of failing."""
+lock and none is lost; WAL mode and a busy timeout let them wait instead of failing.
+
+Holdout accounting (issue 30, item 5): ``record_use`` appends a ``holdout_use`` entry for
+each evidence run against a sealed holdout, counting and appending in one transaction, and
+refuses a use beyond the registered maximum; ``check_use`` lets replay confirm that a
+packet's stated use is in the chain without taking another."""
 from __future__ import annotations
 
 import datetime as dt
@@ -57,14 +62,17 @@ def _entry_hash(seq: int, prev: str, payload_hash: str, appended_at: str) -> str
     return content_hash({"seq": seq, "prev_sha256": prev, "payload_sha256": payload_hash, "appended_at": appended_at})
 
 
-def append(path: str | Path, receipt: dict, now: dt.datetime | None = None) -> dict:
-    """Append one receipt; returns ``{seq, entry_sha256, payload_sha256}``."""
+def append(path: str | Path, receipt: dict, now: dt.datetime | None = None, admit=None) -> dict:
+    """Append one receipt; returns ``{seq, entry_sha256, payload_sha256}``.  ``admit(con)``,
+    run inside the write transaction, may refuse the append by raising (nothing is written)."""
     payload = canonical_bytes(receipt).decode("utf-8")
     payload_hash = content_hash(receipt)
     appended_at = (now or dt.datetime.now(dt.timezone.utc)).isoformat().replace("+00:00", "Z")
     con = _connect(path)
     try:
         con.execute("BEGIN IMMEDIATE")
+        if admit is not None:
+            admit(con)
         row = con.execute("SELECT seq, entry_sha256 FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
         entry = _entry_hash(seq, prev, payload_hash, appended_at)
@@ -78,6 +86,88 @@ def append(path: str | Path, receipt: dict, now: dt.datetime | None = None) -> d
     finally:
         con.close()
     return {"seq": seq, "entry_sha256": entry, "payload_sha256": payload_hash}
+
+
+USE_KIND = "simlab.evidence.holdout_use"
+
+
+def _uses(rows, holdout_id: str) -> list[dict]:
+    out = []
+    for (payload,) in rows:
+        entry = json.loads(payload)
+        if isinstance(entry, dict) and entry.get("kind") == USE_KIND and entry.get("holdout_id") == holdout_id:
+            out.append(entry)
+    return out
+
+
+def holdout_uses(path: str | Path, holdout_id: str) -> list[dict]:
+    """The recorded uses of sealed holdout ``holdout_id``, oldest first."""
+    return _uses(_read_payloads(path), holdout_id)
+
+
+def _read_payloads(path):
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT payload FROM entries ORDER BY seq").fetchall()
+    finally:
+        con.close()
+
+
+class HoldoutExhausted(ValueError):
+    """A sealed holdout has been used its registered maximum number of times."""
+
+
+def record_use(path: str | Path, *, holdout_id: str, holdout_sha256: str, max_uses: int, experiment_id: str,
+               manifest_sha256: str, now: dt.datetime | None = None) -> dict:
+    """Count one use of a sealed holdout: ``{use, max_uses, seq, entry_sha256}``.  The chain
+    must verify (a broken chain could hide uses), and the count and the append are one write
+    transaction, so concurrent runs cannot both take the last use; beyond ``max_uses`` it
+    raises :class:`HoldoutExhausted` and writes nothing."""
+    if Path(path).is_file():
+        state = verify(path)
+        if not state["ok"]:
+            raise ValueError(f"{path}: the ledger's chain does not verify, so holdout uses cannot be counted: "
+                             + "; ".join(state["problems"][:3]))
+    taken: dict[str, int] = {}
+
+    def admit(con):
+        used = len(_uses(con.execute("SELECT payload FROM entries ORDER BY seq").fetchall(), holdout_id))
+        if used >= max_uses:
+            raise HoldoutExhausted(f"holdout.max_uses: sealed holdout {holdout_id!r} has been used {used} time(s), "
+                                   f"the registered maximum is {max_uses}; refused before reading any trial (a new "
+                                   "look would be another use: register a fresh holdout)")
+        taken["use"] = used + 1
+
+    issued = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    # the use number is decided inside the transaction; the payload names the run, not the number
+    payload = {"kind": USE_KIND, "holdout_id": holdout_id, "holdout_sha256": holdout_sha256, "max_uses": max_uses,
+               "experiment_id": experiment_id, "manifest_sha256": manifest_sha256,
+               "at": issued.isoformat().replace("+00:00", "Z")}
+    entry = append(path, payload, now=now, admit=admit)
+    return {"use": taken["use"], "max_uses": max_uses, "seq": entry["seq"], "entry_sha256": entry["entry_sha256"]}
+
+
+def check_use(path: str | Path, use: dict, holdout_id: str) -> str | None:
+    """Why the recorded ``use`` (from a packet) is not in the ledger as stated, or None."""
+    if not Path(path).is_file():
+        return f"no ledger at {path}"
+    state = verify(path)
+    if not state["ok"]:
+        return "the ledger's chain does not verify: " + "; ".join(state["problems"][:3])
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT seq, entry_sha256, payload FROM entries ORDER BY seq").fetchall()
+    finally:
+        con.close()
+    n = 0
+    for seq, entry, payload in rows:
+        if _uses([(payload,)], holdout_id):
+            n += 1
+            if entry == use.get("entry_sha256"):
+                return None if (seq, n) == (use.get("seq"), use.get("use")) else (
+                    f"ledger entry {entry} is use {n} at entry {seq}, the packet states use {use.get('use')} at entry "
+                    f"{use.get('seq')}")
+    return f"the packet's holdout use (entry {use.get('entry_sha256')}) is not in the ledger {path}"
 
 
 def verify(path: str | Path, head: str | None = None, head_seq: int | None = None) -> dict:
@@ -164,8 +254,4 @@ def verify_signed_head(envelope: dict, trusted: dict) -> dict:
 
 
 def entries(path: str | Path) -> list[dict]:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return [json.loads(p) for (p,) in con.execute("SELECT payload FROM entries ORDER BY seq")]
-    finally:
-        con.close()
+    return [json.loads(p) for (p,) in _read_payloads(path)]

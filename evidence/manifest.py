@@ -12,7 +12,9 @@ Plan before data (DESIGN.md): ``created_at`` must precede every log and trial it
 ``dataset`` the dataset identity; ``population_hash`` is the identity of the case list
 (``evidence.population``: case ids and clusters) that must be present, no more, no fewer.
 ``protected_slices`` registers slices (a metadata field and its values) that must each be
-non-inferior too, under a multiplicity rule (Holm, or fixed-sequence gatekeeping).  The
+non-inferior too, under a multiplicity rule (Holm, or fixed-sequence gatekeeping).
+``judge`` registers the judge and its calibration set when the outcomes are judge labels
+(``evidence.judge``); ``holdout`` a sealed holdout and its maximum number of uses.  The
 optional blocks are left out of the canonical JSON when absent, so a manifest that does
 not use them keeps its identity."""
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, Valida
 from simlab.models import FrozenModel
 
 from simlab.hashing import SHA256_PATTERN, content_hash
+
+from .judge import JudgeRegistration
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=False)]
@@ -86,7 +90,19 @@ class ProtectedSlices(FrozenModel):
         return self
 
 
-OPTIONAL_BLOCKS = ("arms", "dataset", "protected_slices")
+class HoldoutRegistration(FrozenModel):
+    """A sealed holdout set: its id, the sha256 of its sealed contents and how many evidence
+    runs may use it.  Each run against it is counted in the ledger (``evidence.ledger.
+    record_use``); a run beyond ``max_uses`` is refused before any trial is read, since
+    reading the holdout is the use (evidence spine: a repeatedly used sealed set becomes
+    optimisation data)."""
+    model_config = ConfigDict(strict=True)
+    id: Name
+    sha256: Sha256
+    max_uses: int = Field(ge=1, le=1_000_000)
+
+
+OPTIONAL_BLOCKS = ("arms", "dataset", "protected_slices", "judge", "holdout")
 
 
 class Manifest(FrozenModel):
@@ -122,6 +138,8 @@ class Manifest(FrozenModel):
     arms: dict[Literal["baseline", "candidate"], ArmIdentity] | None = None
     dataset: DatasetIdentity | None = None
     protected_slices: ProtectedSlices | None = None
+    judge: JudgeRegistration | None = None
+    holdout: HoldoutRegistration | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -148,6 +166,9 @@ class Manifest(FrozenModel):
             if self.arms["candidate"].model != self.model_id:
                 raise ValueError(f"model_id {self.model_id!r} must be the candidate arm's model "
                                  f"{self.arms['candidate'].model!r}")
+        if self.judge is not None and self.protected_slices is not None:
+            raise ValueError("protected_slices: slice tests of a judge-labelled comparison are not supported (each "
+                             "slice would need its own calibration); register one or the other")
         return self
 
     @property

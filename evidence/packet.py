@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the comparison's modules are imported when the trials have 
     from .receipt import PrerequisiteReceipt, TestReceipt
 
 PACKET_KIND = "simlab.evidence.packet"
+SIDE_ROLES = ("population", "judge_calibration")  # inputs beside the trials
 PAIRED_ROLES = {"inspect": ("inspect_baseline", "inspect_candidate"), "lm-eval": ("lmeval_baseline", "lmeval_candidate"),
                 "trials": ("trials_baseline", "trials_candidate")}
 
@@ -54,6 +55,41 @@ def inspect_artifacts(baseline: str | Path, candidate: str | Path) -> list[dict]
 
 def population_artifact(path: str | Path) -> dict:
     return {"role": "population", "format": Path(path).suffix.lstrip(".") or "jsonl", "path": str(path)}
+
+
+def calibration_artifact(path: str | Path) -> dict:
+    """The judge's calibration file of paired labels (``evidence.judge``)."""
+    return {"role": "judge_calibration", "format": Path(path).suffix.lstrip(".") or "jsonl", "path": str(path)}
+
+
+def load_calibration(artifacts: list[dict], base: Path, manifest: Manifest):
+    """``(counts or None, file sha256 or None)``: the registered judge calibration."""
+    art = next((a for a in artifacts if a["role"] == "judge_calibration"), None)
+    if manifest.judge is None:
+        if art is not None:
+            raise EvidenceError("judge: a judge calibration file was given, but the manifest registers no judge",
+                                option="judge_calibration")
+        return None, None
+    from .judge import registered_calibration
+    return registered_calibration(manifest.judge, base / art["path"] if art else None)
+
+
+def check_holdout_use(manifest: Manifest, use: dict | None) -> dict | None:
+    """The holdout use this run took (from the ledger at run time, from the packet on replay),
+    checked against the registered holdout."""
+    h = manifest.holdout
+    if h is None:
+        if use is not None:
+            raise EvidenceError("holdout: a holdout use is recorded, but the manifest registers no holdout")
+        return None
+    if not isinstance(use, dict) or not isinstance(use.get("use"), int):
+        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r}; the run has no recorded use of "
+                            "it (runs against a holdout are counted in the ledger)", option="ledger")
+    if use.get("max_uses") != h.max_uses or not 1 <= use["use"] <= h.max_uses:
+        raise EvidenceError(f"holdout.max_uses: recorded use {use.get('use')} of at most {use.get('max_uses')} is not "
+                            f"within the registered maximum {h.max_uses}")
+    return {"id": h.id, "sha256": h.sha256, "use": use["use"], "max_uses": h.max_uses, "ledger_seq": use.get("seq"),
+            "ledger_entry": use.get("entry_sha256")}
 
 
 def _trial_file_info(path: Path, digest: str, arm: str) -> dict:
@@ -86,7 +122,7 @@ def load_trials(artifacts: list[dict], adapter: dict | None, base: Path,
     """Read the raw trial artifacts into validated columns; returns them, each file's sha256
     and each log's identity and times (none for a single trial file).  ``checks(infos)``
     judges two logs' identities before their samples."""
-    paths = {a["role"]: (base / a["path"]) for a in artifacts if a["role"] != "population"}
+    paths = {a["role"]: (base / a["path"]) for a in artifacts if a["role"] not in SIDE_ROLES}
     for role, p in paths.items():
         if not p.is_file():
             raise EvidenceError(f"artifact {role}: no file at {p}")
@@ -134,13 +170,17 @@ def load_population(artifacts: list[dict], base: Path, manifest: Manifest) -> Po
 def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None, base: Path,
              tests: tuple[TestReceipt, ...], prerequisites: tuple[PrerequisiteReceipt, ...],
              qualification_dir: Path | None, trusted: dict | None, issued_at: dt.datetime,
-             registered_after: bool = False) -> dict:
+             registered_after: bool = False, holdout_use: dict | None = None) -> dict:
     """The receipt, recomputed from the raw artifacts (errors in the evidence raise ValueError).
     The statistics' modules are imported only once the inputs have been read: a refused input
     exits without them."""
+    holdout = check_holdout_use(manifest, holdout_use)
     population = load_population(artifacts, base, manifest)
+    calibration, calibration_file = load_calibration(artifacts, base, manifest)
     cols, hashes, logs = load_trials(artifacts, adapter, base,
                                      checks=lambda infos: check_logs(manifest, infos, registered_after))
+    if calibration_file is not None:
+        hashes["judge_calibration"] = calibration_file
     record, findings = measurement(manifest, cols, logs, registered_after, cols.source)
     from .comparison import compare
     from .coverage import check_qualification, default_directory
@@ -154,13 +194,14 @@ def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None,
                          experiment.case_slice, cols.source)
         hashes["population"] = population.file_sha256
         pop = {"sha256": population.sha256, "cases": population.cases, "checked": True}
-    comparison = compare(experiment, manifest)
+    comparison = compare(experiment, manifest, calibration)
     qdir = Path(qualification_dir) if qualification_dir else default_directory()
     qualification = check_qualification(manifest, experiment, directory=qdir, now=issued_at, trusted=trusted,
                                         slices=comparison.get("slices"))
     return build_receipt(manifest=manifest, experiment=experiment, comparison=comparison,
                          qualification=qualification, tests=tests, prerequisites=prerequisites, raw_artifacts=hashes,
-                         issued_at=issued_at, measurement=record, measurement_findings=findings, population=pop)
+                         issued_at=issued_at, measurement=record, measurement_findings=findings, population=pop,
+                         holdout=holdout)
 
 
 def _relative(path: str | Path, to: Path) -> str:
@@ -188,9 +229,11 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
                    tests: tuple[TestReceipt, ...] = (), prerequisites: tuple[PrerequisiteReceipt, ...] = (),
                    qualification_dir: str | Path | None = None, trusted: dict | None = None,
                    now: dt.datetime | None = None, overwrite: bool = False,
-                   registered_after: bool = False) -> dict:
+                   registered_after: bool = False, ledger: str | Path | None = None) -> dict:
     """Evaluate and write the packet to ``out`` (an existing packet is never overwritten;
-    a missing folder is created first, so the artifact paths are relative to a real one)."""
+    a missing folder is created first, so the artifact paths are relative to a real one).
+    A manifest registering a sealed holdout needs ``ledger``: the run takes one use there
+    before any trial is read, and is refused when the registered maximum has been used."""
     out = Path(out)
     base = prepare_output(out, overwrite)
     for a in artifacts:
@@ -198,17 +241,36 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
             raise EvidenceError(f"artifact {a['role']}: no file at {a['path']}")
     issued_at = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     rel = [{**a, "path": _relative(a["path"], base)} for a in artifacts]
+    load_calibration(rel, base, manifest)  # a wrong or missing calibration is refused before a holdout use is taken
+    use = _take_holdout_use(manifest, ledger, issued_at)
     receipt = evaluate(manifest=manifest, artifacts=rel, adapter=adapter, base=base, tests=tests,
                        prerequisites=prerequisites, qualification_dir=qualification_dir, trusted=trusted,
-                       issued_at=issued_at, registered_after=registered_after)
+                       issued_at=issued_at, registered_after=registered_after, holdout_use=use)
     for a in rel:
         a["sha256"] = receipt["components"]["raw_artifacts"][a["role"]]
     packet = {"schema_version": "1", "kind": PACKET_KIND, "manifest": manifest.canonical(), "artifacts": rel,
               "adapter": adapter, "registered_after_measurement": bool(registered_after),
               "tests": [t.model_dump(mode="json") for t in tests],
               "prerequisites": [p.model_dump(mode="json") for p in prerequisites], "receipt": receipt}
+    if use is not None:
+        packet["holdout_use"] = use
     write_json(out, packet, overwrite=overwrite)
     return packet
+
+
+def _take_holdout_use(manifest: Manifest, ledger, issued_at: dt.datetime) -> dict | None:
+    h = manifest.holdout
+    if h is None:
+        return None
+    if ledger is None:
+        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r} (at most {h.max_uses} uses); "
+                            "give the ledger that counts its uses", option="ledger")
+    from .ledger import HoldoutExhausted, record_use
+    try:
+        return record_use(ledger, holdout_id=h.id, holdout_sha256=h.sha256, max_uses=h.max_uses,
+                          experiment_id=manifest.experiment_id, manifest_sha256=manifest.sha256, now=issued_at)
+    except HoldoutExhausted as exc:
+        raise EvidenceError(str(exc), option="holdout") from None
 
 
 def detect_kind(path: str | Path) -> str:

@@ -18,7 +18,13 @@ authority ceiling"), the most restrictive wins:
   evidence or an unpinned revision, a plan registered after measurement, logs whose
   identities the manifest does not register, or a population membership that was not
   checked against the registered case list -> evidence_ready, lab_pass (authority lab_only);
+- judge-labelled outcomes (the manifest's ``judge``): a pass is lab_pass at most (the
+  judge's label-noise model is not matched against a qualification record's domain);
 - a pass with all of them -> qualified, canary_eligible (authority canary): the ceiling.
+
+A candidate trial with a failed deterministic check blocks whatever its ``passed`` label
+says -- a judge's pass does not override it (with a judge the tables also count it as a
+fail: ``evidence.experiment``).
 
 A receipt is bound to every component by hash and is valid from ``issued_at`` to the
 earlier of the manifest's and the qualification record's expiry."""
@@ -129,7 +135,8 @@ def _evidence_findings(manifest, experiment, comparison) -> list[tuple[str, str,
                                               f"minimum {manifest.minimum_independent_clusters} ({experiment.pairs} "
                                               "paired trials do not add independent units)"))
     if comparison["status"] == "inconclusive":
-        out.append(("evidence_ready", "hold", "statistical comparison inconclusive"))
+        why = (comparison.get("judge") or {}).get("reason")
+        out.append(("evidence_ready", "hold", "statistical comparison inconclusive" + (f": {why}" if why else "")))
     icc = comparison["icc"]
     if icc["applicable"] and (icc["upper"] is None or icc["upper"] > manifest.rho_max):
         out.append(("evidence_ready", "hold", f"observed ICC upper bound {_fmt(icc['upper'])} exceeds the registered "
@@ -142,6 +149,10 @@ def _authority_gaps(manifest, qualification: QualificationCheck, population: dic
     if population is None or not population.get("checked"):
         gaps.append("population membership not checked: no registered case list was given (the manifest's "
                     "population_hash binds the cases and clusters that must be present)")
+    if manifest.judge is not None:
+        # a record's label-noise model must match the registered judge; the manifest registers no such model yet
+        gaps.append("judge-labelled outcomes: qualification at the registered judge's label-noise model is not "
+                    "checked by the evidence path, so the judge-corrected comparison authorises lab work only")
     if not qualification.covered:
         gaps.extend(f"unqualified: {r}" for r in qualification.reasons)
     elif not qualification.signed_by:
@@ -157,10 +168,12 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
                   qualification: QualificationCheck, tests: tuple[TestReceipt, ...] = (),
                   prerequisites: tuple[PrerequisiteReceipt, ...] = (), raw_artifacts: dict[str, str],
                   issued_at: dt.datetime, measurement: dict | None = None,
-                  measurement_findings: list[tuple[str, str, str]] = (), population: dict | None = None) -> dict:
+                  measurement_findings: list[tuple[str, str, str]] = (), population: dict | None = None,
+                  holdout: dict | None = None) -> dict:
     """The receipt (JSON-ready, with its own ``receipt_sha256``).  ``measurement`` (log
     identities and times, from ``evidence.provenance``) and its findings, and ``population``
-    (whether the cases were checked against the registered list) restrict it further."""
+    (whether the cases were checked against the registered list) restrict it further.
+    ``holdout``: the sealed holdout's use this run took (stated in the receipt)."""
     findings = _prerequisite_findings(manifest, tests, prerequisites) + list(measurement_findings)
     if issued_at > manifest.valid_until:
         findings.append(("expired", "block", f"manifest expired at {iso(manifest.valid_until)}"))
@@ -190,9 +203,14 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
             "method": comparison["method"], "population": manifest.population_hash,
             "inputs": dict(sorted(manifest.input_hashes.items())),
             "tests": {t.name: t.sha256 for t in tests}, "prerequisites": {p.name: p.sha256 for p in prerequisites},
+            **({"judge": {"identity": manifest.judge.identity_sha256,
+                          "calibration": manifest.judge.calibration_hash()}} if manifest.judge else {}),
+            **({"holdout": {manifest.holdout.id: manifest.holdout.sha256}} if manifest.holdout else {}),
         },
         "comparison": comparison,
         "hard_failures": {"candidate_trials_with_failed_checks": experiment.candidate_failed_trials,
+                          **({"judge_passes_overridden": experiment.candidate_passes_overridden}
+                             if manifest.judge else {}),
                           "examples": list(experiment.failed_examples)},
         "evidence": {"clusters": experiment.clusters, "pairs": experiment.pairs, "cases": experiment.cases,
                      "minimum_independent_clusters": manifest.minimum_independent_clusters,
@@ -200,5 +218,6 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
         "qualification": qualification.as_dict(),
         "measurement": measurement,
         "population": population,
+        **({"holdout": holdout} if holdout is not None else {}),
     }
     return with_self_hash(body, "receipt_sha256")

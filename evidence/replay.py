@@ -50,8 +50,8 @@ def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
     if sc.get("raw_artifacts") != fc["raw_artifacts"]:
         reasons.append(f"forged raw hashes: receipt binds {sc.get('raw_artifacts')}, the artifacts hash to "
                        f"{fc['raw_artifacts']}")
-    for key in ("tests", "prerequisites", "method", "population", "inputs", "qualification"):
-        if sc.get(key) != fc[key]:
+    for key in ("tests", "prerequisites", "method", "population", "inputs", "qualification", "judge", "holdout"):
+        if sc.get(key) != fc.get(key):
             reasons.append(f"component {key} differs from the recomputed one")
     for key, why in _FIELD_REASONS.items():
         if stored.get(key) != fresh[key]:
@@ -67,8 +67,12 @@ def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
 
 def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Path | None = None,
            trusted: dict | None = None, artifact_paths: dict[str, str] | None = None,
-           anchor: str | None = None) -> dict:
+           anchor: str | None = None, ledger: str | Path | None = None) -> dict:
     """Recompute ``packet``'s receipt from its raw artifacts; accept only an identical receipt.
+
+    A run against a sealed holdout is replayed with the use it took (the packet's
+    ``holdout_use``); replay takes no new use.  With ``ledger``, that use must be in the
+    ledger's chain as stated.
 
     ``artifact_paths`` (role -> path) lets the operator select the files instead of the
     packet's recorded paths.  ``anchor`` is the receipt hash the operator retained out of
@@ -106,10 +110,16 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
             raise ValueError("registered_after_measurement must be true or false")
         fresh = evaluate(manifest=manifest, artifacts=artifacts, adapter=packet.get("adapter"), base=Path(base),
                          tests=tests, prerequisites=pres, qualification_dir=qualification_dir, trusted=trusted,
-                         issued_at=issued_at, registered_after=registered_after)
+                         issued_at=issued_at, registered_after=registered_after,
+                         holdout_use=packet.get("holdout_use"))
     except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         return _blocked(reasons + [f"raw evidence does not replay: {msg}"])
+    if ledger is not None and manifest.holdout is not None:
+        from .ledger import check_use
+        why = check_use(ledger, packet.get("holdout_use") or {}, manifest.holdout.id)
+        if why:
+            reasons.append(f"holdout use not confirmed by the ledger: {why}")
     for a in artifacts:
         recorded = a.get("sha256")
         if recorded != fresh["components"]["raw_artifacts"].get(a.get("role")):

@@ -28,7 +28,7 @@ def bound_components(receipt: dict) -> dict[str, str]:
     c = receipt.get("components", {})
     flat = {"manifest": c.get("manifest"), "population": c.get("population"), "comparison": c.get("comparison"),
             "qualification": c.get("qualification"), "method": (c.get("method") or {}).get("source_sha256")}
-    for group in ("inputs", "raw_artifacts", "tests", "prerequisites"):
+    for group in ("inputs", "raw_artifacts", "tests", "prerequisites", "judge", "holdout"):
         for name, h in (c.get(group) or {}).items():
             flat[f"{group}.{name}"] = h
     return {k: v for k, v in flat.items() if v is not None}
@@ -39,9 +39,13 @@ def current_method_source(receipt: dict) -> str | None:
     from methods import registry
 
     name = ((receipt.get("components") or {}).get("method") or {}).get("name")
+    judge = (receipt.get("comparison") or {}).get("judge") if isinstance(receipt.get("comparison"), dict) else None
     try:
-        return registry.get(name).identity.source_sha256
-    except (KeyError, TypeError):
+        method = registry.get(name)
+        if isinstance(judge, dict) and "min_calibration" in judge:  # the registered calibration minimum
+            method = method.with_options(min_calibration=judge["min_calibration"])
+        return method.identity.source_sha256
+    except (KeyError, TypeError, ValueError):
         return None
 
 

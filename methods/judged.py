@@ -171,7 +171,7 @@ class JudgeFixedMethod(FixedMethod):
         tables = check_tables(tables)
         R = tables.shape[0]
         cal = check_calibration(calibration, R)
-        consts = self.consts(alpha, tables)
+        consts = self.consts(alpha, margin, tables)
         out = [np.empty(R, np.float64) for _ in range(3)]
         status = np.empty(R, np.int8)
         raw = [np.empty(R, np.float64) for _ in range(3)]

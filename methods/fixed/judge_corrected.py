@@ -205,7 +205,7 @@ def kernel(tables, cal, margin, consts, lower, upper, estimate, status, raw_esti
         reason[r] = OK
 
 
-def judge_consts(method, alpha: float, tables: np.ndarray) -> np.ndarray:
+def judge_consts(method, alpha: float, margin: float, tables: np.ndarray) -> np.ndarray:
     """``[min_clusters, min_calibration, pseudo, t_1, ..., t_K]``: the options, checked, then
     the one-sided critical values ``t_{1 - alpha}`` on 1..K degrees of freedom."""
     from scipy import stats  # heavy: imported when used

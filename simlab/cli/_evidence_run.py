@@ -62,6 +62,11 @@ OPTION_HINTS = {
     "population": ("--population", "give the registered case list with --population (its identity, printed by "
                                    "`simlab evidence hash FILE`, must be the manifest's population_hash)"),
     "out": ("--out", "choose another --out"),
+    "judge_calibration": ("--judge-calibration", "give the registered judge calibration file (its sha256 is the "
+                                                 "manifest's judge.calibration_sha256) with --judge-calibration"),
+    "ledger": ("--ledger", "a run against a sealed holdout is counted in the ledger given with --ledger"),
+    "manifest": ("--manifest", "fix the manifest"),
+    "holdout": ("--manifest", "a sealed holdout's uses are spent: register a fresh holdout in a new manifest"),
     "filter": ("--filter", "choose the lm-evaluation-harness filter with --filter"),
     "format": ("--format", "say which kind of input it is with --format"),
 }
@@ -106,8 +111,9 @@ def adapter_of(kind: str, args, manifest) -> dict | None:
 
 
 def common_artifacts(artifacts: list[dict], args) -> list[dict]:
-    from evidence import population_artifact
-    return artifacts + ([population_artifact(args.population)] if args.population else [])
+    from evidence import calibration_artifact, population_artifact
+    return (artifacts + ([population_artifact(args.population)] if args.population else [])
+            + ([calibration_artifact(args.judge_calibration)] if args.judge_calibration else []))
 
 
 def report_ledger(args, payload: dict) -> None:
@@ -130,5 +136,8 @@ def add_run_options(p) -> None:
     p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
     p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
-    p.add_argument("--ledger", help="append the receipt to this SQLite ledger")
+    p.add_argument("--judge-calibration", help="the judge's calibration file of paired labels (JSONL/CSV of item_id, "
+                                               "set, human_passed, judge_passed) the manifest's judge block pins")
+    p.add_argument("--ledger", help="append the receipt to this SQLite ledger (a run against a registered sealed "
+                                    "holdout also records its use there, and is refused past the maximum)")
     p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")

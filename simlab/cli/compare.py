@@ -56,7 +56,8 @@ def run_compare(args) -> int:
                                                                                          args.candidate), args),
                           out=out, adapter=adapter_of(kind, args, manifest), tests=tests, prerequisites=pres,
                           qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
-                          now=parse_time(args.now, "--now"), registered_after=args.registered_after_measurement)
+                          now=parse_time(args.now, "--now"), registered_after=args.registered_after_measurement,
+                          ledger=args.ledger)
     s = summary(packet, out)
     _write(args.markdown, markdown(s), "--markdown")
     _write(args.junit, junit(s), "--junit")

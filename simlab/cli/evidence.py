@@ -48,6 +48,15 @@ def render_receipt(r: dict) -> None:
           f"ceiling {r['authority_ceiling']})")
     print(f"  {c['method']['name']}: {c['status']}, estimate {_g(c['estimate'])}, lower {_g(c['lower'])} vs -margin "
           f"{-c['margin']:g}; {c['clusters']} clusters, {c['pairs']} pairs; ICC upper bound {_g(c['icc']['upper'])}")
+    j = c.get("judge")
+    if j:
+        sets = ", ".join(f"{name} Se {_g(se)} Sp {_g(sp)} n {n}" for name, se, sp, n in
+                         zip(j["calibration_sets"], j["sensitivity"], j["specificity"], j["calibration_items"]))
+        print(f"  judge scale (raw): estimate {_g(j['raw_estimate'])} [{_g(j['raw_lower'])}, {_g(j['raw_upper'])}]; "
+              f"calibration {sets}; corrected above")
+    if r.get("holdout"):
+        h = r["holdout"]
+        print(f"  sealed holdout {h['id']}: use {h['use']} of {h['max_uses']} (ledger entry {h['ledger_seq']})")
     for reason in r["reasons"]:
         print(f"  - {reason}")
     for other in r.get("other_findings", []):
@@ -94,7 +103,8 @@ def run_run(args) -> int:
     tests, pres = component_receipts(args.component)
     packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
                           adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
-                          trusted=trusted, now=now, registered_after=args.registered_after_measurement)
+                          trusted=trusted, now=now, registered_after=args.registered_after_measurement,
+                          ledger=args.ledger)
     payload = {"packet": str(args.out), "receipt": packet["receipt"]}
     report_ledger(args, payload)
     _emit(args, payload, lambda p: (render_receipt(p["receipt"]), print(f"  packet {p['packet']}"), _ledger_line(p)))
@@ -145,7 +155,7 @@ def run_replay(args) -> int:
     packet = _read(args.packet, "packet")
     result = replay_packet(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
                     trusted=trusted_keys(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
-                    anchor=args.anchor)
+                    anchor=args.anchor, ledger=args.ledger)
 
     def render(p):
         verdict = "replayed: identical receipt" if p["ok"] else "REJECTED"
@@ -332,6 +342,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("packet", help="the packet JSON `evidence run` / `compare` wrote (its raw files beside it)")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
+    p.add_argument("--ledger", help="a sealed holdout's use the packet states must be in this ledger (no new use)")
     p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", action="append", help="trusted public key file or directory the qualification "
                                                       "record is checked with (repeatable)")
