@@ -57,11 +57,10 @@ from studies.datasets import dataset_kind, describe, make_attrs, method_identity
 from studies.engine.chunks import ChunkedRun, replication_check
 from studies.engine.evaluate import ScenarioRows, evaluate
 from studies.engine.measures import NULL_TOL, put_rate, rate
-from studies.engine.study_dataset import to_python
+from studies.engine.study_dataset import run_attrs, to_python
 from studies.engine.spec import GridSpec, ScenarioTemplate, plural_alias, read_spec_file, validate_spec
 
 STUDY_KIND = "sequential"
-MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
 
 
 # ---------------------------------------------------------------- the spec
@@ -392,13 +391,7 @@ def build_sequential_dataset(spec, points, methods, totals, exact_rows, info) ->
         schedule_unit=spec.schedule.unit,
         alpha=float(spec.alpha),
         replications=int(spec.replications),
-        mc_confidence=float(spec.mc_confidence),
-        started=info.started,
-        finished=info.finished,
-        run_seconds=float(info.seconds),
-        run_tasks=int(info.tasks),
-        run_tasks_resumed=int(info.resumed),
-        measures_reference=MORRIS,
+        **run_attrs(info, spec.mc_confidence),
         null_rule="false_promotion_rate where true_value <= -margin (boundary included); power otherwise",
         decisions={"no_promotion": NO_PROMOTION, "promote": PROMOTE, "stop_for_harm": STOP_HARM},
     )

@@ -23,6 +23,14 @@ from studies.exact.fixed import EXACT_MEASURES
 
 MORRIS = "Morris, White & Crowther (2019) Stat Med 38:2074-2102"
 
+def run_attrs(info, mc_confidence: float) -> dict[str, Any]:
+    """The attributes a finished run adds to its dataset: when and how long, how many tasks
+    (and how many were resumed from chunks), and the reference its Monte Carlo measures follow."""
+    return {"mc_confidence": float(mc_confidence), "started": info.started, "finished": info.finished,
+            "run_seconds": float(info.seconds), "run_tasks": int(info.tasks), "run_tasks_resumed": int(info.resumed),
+            "measures_reference": MORRIS}
+
+
 def _coord_values(values) -> np.ndarray:
     if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in values):
         return np.asarray(values)
@@ -69,13 +77,7 @@ def build_study_dataset(spec, points, counts, resolved, refs, exact_rows, info, 
         methods=identities, seed=spec.seed,
         spec_name=spec.name,
         replications=int(spec.n_replications),
-        mc_confidence=float(spec.mc_confidence),
-        started=info.started,
-        finished=info.finished,
-        run_seconds=float(info.seconds),
-        run_tasks=int(info.tasks),
-        run_tasks_resumed=int(info.resumed),
-        measures_reference=MORRIS,
+        **run_attrs(info, spec.mc_confidence),
         null_rule="false_pass_rate where true_value <= -margin (boundary included); power otherwise",
     )
     return describe(xr.Dataset(data, coords=coords, attrs=attrs))
