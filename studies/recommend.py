@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from methods.qualification import (CERT_SUFFIX, THEOREM_SUFFIX, DesignPoint, RecordError, find_coverage,
-                                   load_certificate, load_record, load_theorem_record, records_dir)
+from methods.qualification import (CERT_SUFFIX, THEOREM_SUFFIX, DesignPoint, RecordError, certificate_covers,
+                                   find_coverage, load_certificate, load_record, load_theorem_record, records_dir)
 from simlab.scenario import FixedSize, PairedScenario
 
 from studies.engine.frame import PowerFrame, exact_pass_rate
@@ -212,15 +212,22 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design")
             cert = certify(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, n_jobs=n_jobs)
             path = write_certificate(cert, certify_dir)
-            cov = find_coverage(m.identity.name, point, directory, certificates=[path] if certify_dir != directory
-                                else ())
+            try:
+                cov = find_coverage(m.identity.name, point, directory, certificates=[path] if certify_dir != directory
+                                    else ())
+            except RecordError as exc:  # a stale file of this method in the records directory: the fresh
+                # certificate, of the current code, is the only statement about it
+                cov = certificate_covers(load_certificate(path), point)
+                cov = type(cov)(cov.covered, f"{cov.reason}; other files ignored: {exc}", cov.cells, str(path))
             r.update(row_of(m, cov, made="certified now"))
     # calibrated methods: the certified method objects by label (a label carries no options)
     calibrated: dict[str, Any] = {}
     for base in calibrate or ():
         if base not in registry.names("fixed") or (methods is not None and base not in methods):
             continue  # a caller who names the methods gets those methods' calibrations only
-        stored = _calibrated_certificate(base, point, certify_dir)
+        # a calibration shipped in the records directory, else one made earlier in certify_dir
+        stored = _calibrated_certificate(base, point, directory) or (
+            _calibrated_certificate(base, point, certify_dir) if certify_dir != directory else None)
         if stored is None and (not calibrate_missing or over_budget()):
             why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"
             skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
@@ -241,7 +248,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         m = cert.method.resolve()      # with the options it was calibrated with (dm_score: the table's rho_max)
         calibrated[m.label] = m
         cov = find_coverage(m.identity.name, point, directory,
-                            certificates=[stored] if certify_dir != directory else ())
+                            certificates=[stored] if stored.resolve().parent != directory.resolve() else ())
         rows.append({**row_of(m, cov, made=made), "statistical_method": manifest_name(m)})
     # power
     covered = [r for r in rows if r["covered"]]
