@@ -56,6 +56,15 @@ def _rate(r: dict) -> str:
     return f"{r['value']:.4f} ± {r['mc_se']:.4f}" + ("" if r.get("exact") is None else f" (exact {r['exact']:.4f})")
 
 
+def _guarantee(r: dict) -> str:
+    """A short guarantee column (the full text, with the file names, is in --json)."""
+    if r["kind"] == "theorem":
+        return "theorem, record current" if r["theorem_record"]["covered"] else "theorem; record not usable here"
+    if r["kind"] == "calibrated":
+        return f"certified at this design ({r['calibration']['engine']})"
+    return "not certified here" if r["kind"] == "uncalibrated" else "uncertified"
+
+
 def _render_designs(d: dict, curve: dict) -> None:
     a = d["alternative"]
     lim = d["distribution_free_limit"]
@@ -72,7 +81,7 @@ def _render_designs(d: dict, curve: dict) -> None:
                          else f"<= {d['alpha']:g} (theorem)" if r["kind"] == "theorem" else "-")
             name = r["method"] + (" *" if r.get("best_by_theorem") else "")
             rows.append([name, r["kind"], _rate(r["power"]), certified, _rate(r["false_pass_worst_corner"]),
-                         r["guarantee"][:70]])
+                         _guarantee(r)])
         below = "" if g["limit_reached"] else f"; below the distribution-free limit {g['distribution_free_limit']}"
         print_table(f"{g['label']} (K = {g['clusters']}{below}); * = best valid by theorem",
                     ["method", "kind", "power ± MC SE", "certified worst false pass", "false pass at corner",
