@@ -57,9 +57,23 @@ def _point(clusters: int, trials: int):
                        confidence=1.0 - 2.0 * ALPHA)
 
 
-def certified_calibration(base: str, clusters: int, trials: int, directory: str | Path | None = None) -> dict:
+def certified_calibration(base: str, clusters: int, trials: int, directory: str | Path | None = None,
+                          cache: dict | None = None) -> dict:
     """The current certificate of a calibration of ``base`` at exactly this design in the
-    records directory (the latest), or why there is none: ``{"certified": False, "note": ...}``."""
+    records directory (the latest), or why there is none: ``{"certified": False, "note": ...}``.
+    ``cache``: answers of earlier calls of one run (verifying a certificate is the costly part)."""
+    from methods.qualification import records_dir
+
+    key = (base, clusters, trials, str(records_dir(directory)))
+    if cache is not None and key in cache:
+        return dict(cache[key])
+    answer = _find_calibration(base, clusters, trials, directory)
+    if cache is not None:
+        cache[key] = dict(answer)
+    return answer
+
+
+def _find_calibration(base: str, clusters: int, trials: int, directory) -> dict:
     from methods.qualification import (RecordError, certificate_covers, certificate_paths, load_certificate,
                                        records_dir)
 
@@ -140,7 +154,7 @@ def _simulated_and_exact(method, tables: np.ndarray, scenario: PairedScenario, a
     return rate
 
 
-def _candidates(clusters: int, trials: int, directory) -> list[dict]:
+def _candidates(clusters: int, trials: int, directory, cache: dict | None) -> list[dict]:
     """The rows of one design: method object, nominal level it runs at, and its guarantee."""
     from methods import registry
 
@@ -151,7 +165,7 @@ def _candidates(clusters: int, trials: int, directory) -> list[dict]:
                      "guarantee": "theorem" + ("" if st["covered"] else f" (declared; {st['note']})"),
                      "_m": registry.get(name)})
     for base in CALIBRATED_METHODS:
-        cal = certified_calibration(base, clusters, trials, directory)
+        cal = certified_calibration(base, clusters, trials, directory, cache)
         if cal["certified"]:
             m = cal.pop("resolve").resolve()
             rows.append({"method": cal["method"], "kind": "calibrated", "level": ALPHA, "calibration": cal,
@@ -164,7 +178,8 @@ def _candidates(clusters: int, trials: int, directory) -> list[dict]:
     return rows
 
 
-def compare_designs(replications: int = 20_000, seed: int = 20261202, directory: str | Path | None = None) -> dict:
+def compare_designs(replications: int = 20_000, seed: int = 20261202, directory: str | Path | None = None,
+                    cache: dict | None = None) -> dict:
     """Both designs' rows (see the module docstring); every row's power and worst-corner
     false-pass on the same ``replications`` tables per design."""
     from studies.sizing.analytic import distribution_free_floor
@@ -176,7 +191,7 @@ def compare_designs(replications: int = 20_000, seed: int = 20261202, directory:
         power_tables = simulate_tables(alt, seed + 2 * i, replications)
         null_tables = simulate_tables(corner, seed + 2 * i + 1, replications)
         rows = []
-        for r in _candidates(K, M, directory):
+        for r in _candidates(K, M, directory, cache):
             m = r.pop("_m")
             r["power"] = _simulated_and_exact(m, power_tables, alt, r["level"])
             r["false_pass_worst_corner"] = _simulated_and_exact(m, null_tables, corner, r["level"])
@@ -198,7 +213,8 @@ def compare_designs(replications: int = 20_000, seed: int = 20261202, directory:
             "replications": replications, "seed": seed, "designs": out}
 
 
-def power_against_k(replications: int = 3000, seed: int = 20261203, directory: str | Path | None = None) -> dict:
+def power_against_k(replications: int = 3000, seed: int = 20261203, directory: str | Path | None = None,
+                    cache: dict | None = None) -> dict:
     """Power at M = 3 for K in ``CURVE_CLUSTERS`` (the same tables for every method at each K).
     Series: the theorem methods, ``cluster_t`` (uncertified), the calibrated methods at their
     nominal level (labelled uncalibrated) and, at each K where a current certificate exists,
@@ -223,7 +239,7 @@ def power_against_k(replications: int = 3000, seed: int = 20261203, directory: s
                 "theorem" if n in THEOREM_METHODS else "uncertified", K, _rate(fixed[n], tables, ALPHA))
         for base in CALIBRATED_METHODS:
             add(base, f"{base} nominal (uncalibrated)", "uncalibrated", K, _rate(fixed[base], tables, ALPHA))
-            cal = certified_calibration(base, K, CURVE_TRIALS, directory)
+            cal = certified_calibration(base, K, CURVE_TRIALS, directory, cache)
             if cal["certified"]:
                 s = add(f"{base}@cal", f"{base}@alpha=L (calibrated, certificate)", "calibrated", K,
                         _rate(cal["resolve"].resolve(), tables, ALPHA))

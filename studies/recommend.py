@@ -113,13 +113,25 @@ def _exceeds_nearby(method, point: DesignPoint, directory: Path) -> str:
     return ""
 
 
+def _same_size(path: Path, point: DesignPoint) -> bool:
+    """Whether a certificate file names this design's K and M (read before it is verified,
+    which is the costly part; the verified certificate is then checked in full)."""
+    import json
+
+    try:
+        design = json.loads(path.read_text())["design"]
+        return design["clusters"] == point.clusters and FixedSize(trials=design["trials"]) == point.cluster_size
+    except (ValueError, KeyError, TypeError):  # unreadable here: let verification say why
+        return True
+
+
 def _calibrated_certificate(base: str, point: DesignPoint, directory: Path) -> Path | None:
     """A stored certificate of a calibration of ``base`` at exactly this design (the latest)."""
     from methods.qualification import certificate_covers, certificate_paths
 
     found = []
     for p in certificate_paths(None, directory):
-        if not p.name.startswith(f"{base}-alpha-"):
+        if not p.name.startswith(f"{base}-alpha-") or not _same_size(p, point):
             continue
         try:
             cert = load_certificate(p)
