@@ -1,5 +1,6 @@
-"""``simlab demo``: the seed's headline findings, exactly and by simulation, and the whole
-method library at the seed's design point (30 customers, margin 0.03).
+"""``simlab demo``: the seed's headline findings, exactly and by simulation, the methods the
+story needs (``--full``: every registered method) at the seed's design point (30 customers,
+margin 0.03), and what a gate can do there and at 100 customers x 3 trials.
 
 1. Headline (evidence-spine chapter, "Three different decisions"): ``clustered_normal``
    with 30 one-trial customers, baseline always passing, candidate losing with
@@ -8,14 +9,23 @@ method library at the seed's design point (30 customers, margin 0.03).
 2. Unequal clusters (DESIGN.md): 15 customers winning 1/1 and 15 losing 9/9.  The
    trial-weighted difference is -0.8, the cluster-weighted one 0; every method's
    estimate is reported beside the estimand it targets.
-3. Library comparison: every registered fixed-sample method on the same tables, at the
+3. Method comparison: the ``DEMO_METHODS`` (``full``: every registered fixed-sample method) on
+   the same tables, at the
    seed's scenario (false pass, exact where an engine applies) and on a grid of true
    differences at 30 customers x 3 trials (baseline 0.9, discordance 0.1, rho 0.1),
    margin 0.03.  Slow kernels (Bayesian, bootstrap) get fewer replications, chosen from
    a timed pilot so the demo stays within its time budget; the MC SE of every figure is
    reported.  The dataset and a plot are written to ``results/demo/``.
-4. ``simlab recommend`` at the same design (rho up to 0.1): the methods a current
-   qualification covers there, ranked by power at difference 0, the top one sized.
+4. ``simlab recommend`` at the same design (rho up to 0.1) over the same methods: those a
+   current qualification file covers there, ranked by power at difference 0, the top one
+   sized (``full``: also certifying and calibrating on demand, as ``simlab recommend`` does).
+5. Design comparison (``studies.demo_designs``): at the seed's design and at 100 x 3, the
+   distribution-free limit, the methods valid by theorem, the calibrated ``clustered_score``
+   and ``dm_score`` (levels read from certificates in the records directory), ``cluster_t``
+   uncertified -- power and false pass side by side -- and a plot of power against K.
+
+Only the kernels of the methods shown are compiled (numba caches them on disk), and every
+simulation is a kernel over a ``tables[R, K, 4]`` array: no Python per replication.
 """
 from __future__ import annotations
 
@@ -39,6 +49,10 @@ MARGIN = 0.03
 ALPHA = 0.025
 MIN_REPLICATIONS = 200
 DIFFERENCES = (-0.06, -0.04, -0.03, -0.02, 0.0)
+# the methods the story needs: the seed's interval and the naive trial-level one, the cluster
+# t-test teams run, the score tests that calibrate, and the intervals valid by theorem
+DEMO_METHODS = ("clustered_normal", "paired_wald", "cluster_t", "clustered_score", "dm_score", "betting_ci",
+                "betting_ci_horizon")
 
 
 def seed_scenario() -> PairedScenario:
@@ -52,6 +66,17 @@ def unequal_scenario() -> PairedScenario:
     return PairedScenario(cells=(0.0, 0.9, 0.1, 0.0), clusters=30,
                           cluster_size=ExplicitSizes(sizes=(1,) * 15 + (9,) * 15),
                           cluster_cells=(win,) * 15 + (lose,) * 15)
+
+
+def demo_methods(full: bool = False) -> list[str]:
+    """The methods the demo compares: ``DEMO_METHODS``, or every registered fixed-sample method."""
+    from methods import registry
+
+    registered = registry.names("fixed")
+    missing = [n for n in DEMO_METHODS if n not in registered]
+    if missing:
+        raise KeyError(f"demo methods not registered: {missing}")
+    return list(registered) if full else list(DEMO_METHODS)
 
 
 def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:
@@ -91,11 +116,13 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
                           c.tally[order], c.sampler, c.ranges)
 
 
-def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000, headline_replications: int = 400_000,
-             seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0,
-             progress: Callable[[str], None] | None = None) -> dict:
-    """Run the demo; returns the payload the CLI prints (and writes dataset + plot).
-    ``progress(message)`` is told as each of its stages starts."""
+def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000, headline_replications: int = 400_000,
+               seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
+               design_replications: int = 10_000, curve_replications: int = 3000,
+               progress: Callable[[str], None] | None = None) -> dict:
+    """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
+    ``full``: every registered fixed-sample method, and certificates / calibrations made on
+    demand in the recommendation.  ``progress(message)`` is told as each of its stages starts."""
     from methods import registry
 
     from studies.plots.study import plot_dataset
@@ -104,7 +131,7 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
 
     t_start = time.perf_counter()
     started = timestamp()
-    names = registry.names("fixed")
+    names = demo_methods(full)
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
 
@@ -113,7 +140,7 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
             progress(message)
 
     # 1. headline ---------------------------------------------------------------
-    say(f"1/4 headline: exact and {headline_replications:,} simulated replications of clustered_normal")
+    say(f"1/5 headline: exact and {headline_replications:,} simulated replications of clustered_normal")
     s0 = seed_scenario()
     cn = registry.get("clustered_normal")
     ex = exact_measures(s0, cn, MARGIN, ALPHA)
@@ -128,7 +155,7 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
                 "true_difference": s0.true_difference_trial()}
 
     # 2. unequal clusters ---------------------------------------------------------
-    say(f"2/4 unequal clusters: {len(methods)} methods on one deterministic table")
+    say(f"2/5 unequal clusters: {len(methods)} methods on one deterministic table")
     su = unequal_scenario()
     table = scenario_tables(su, seed, 0, 1)
     unequal_rows = []
@@ -146,7 +173,7 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
     # 3. library comparison -----------------------------------------------------------
     spec = demo_spec(names, replications, seed)
     points = spec.points()
-    say(f"3/4 method library: {len(methods)} methods x {len(points)} scenarios (replications per method "
+    say(f"3/5 method comparison: {len(methods)} methods x {len(points)} scenarios (replications per method "
         "planned by a timed pilot)")
     plan = _replication_plan(methods, refs, points[0][1], replications,
                              method_seconds / (len(points) + 1), seed)
@@ -160,7 +187,7 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
     ds = build_study_dataset(spec, points, counts, methods, refs, exact_rows, info, kind="demo")
     ds.attrs["replications_by_method"] = json.dumps(plan, sort_keys=True)
     out = Path(out_dir)
-    say(f"4/4 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")
+    say(f"3/5 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")
     nc = save_dataset(ds, out / "demo.nc")
     png = plot_dataset(ds, out / "demo.png")
 
@@ -196,14 +223,26 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 20_000,
     # 4. which methods may decide at the seed's design, ranked by power (studies.recommend)
     from .recommend import recommend
     # certificates made on demand go to the demo's folder, never into the shipped records
+    say("4/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
     advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1,
-                       size_reps=8000, seed=seed, certify_dir=out / "certificates")
-    return {"headline": headline, "unequal": unequal, "recommend": advice,
+                       methods=names, size_reps=8000, seed=seed, certify_dir=out / "certificates",
+                       certify_missing=full, calibrate_missing=full)
+    # 5. the gate at the seed's design and at 100 x 3, and power against K (studies.demo_designs)
+    from studies.plots.power_k import plot_power_k
+    from .demo_designs import compare_designs, power_against_k
+    say(f"5/5 designs 30 x 1 and 100 x 3 ({design_replications:,} tables each); power against K "
+        f"({curve_replications:,} tables per K)")
+    certificates: dict = {}  # each certificate is verified once in this run
+    designs = compare_designs(design_replications, seed + 1, cache=certificates)
+    curve = power_against_k(curve_replications, seed + 2, cache=certificates)
+    power_png = plot_power_k(curve, designs["distribution_free_limit"]["clusters"], out / "power_k.png")
+    return {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
+            "designs": designs, "power_curve": curve,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
                            "differences": list(DIFFERENCES),
                            "rows": rows},
-            "files": {"dataset": str(nc), "plot": str(png)}, "spec_hash": spec.hash,
+            "files": {"dataset": str(nc), "plot": str(png), "power_plot": str(power_png)}, "spec_hash": spec.hash,
             "seconds": time.perf_counter() - t_start}
 
 
-__all__ = ["study_demo", "seed_scenario", "unequal_scenario", "demo_spec"]
+__all__ = ["DEMO_METHODS", "demo_methods", "study_demo", "seed_scenario", "unequal_scenario", "demo_spec"]

@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from methods.qualification import (CERT_SUFFIX, THEOREM_SUFFIX, DesignPoint, RecordError, find_coverage,
-                                   load_certificate, load_record, load_theorem_record, records_dir)
+from methods.qualification import (CERT_SUFFIX, THEOREM_SUFFIX, DesignPoint, RecordError, certificate_covers,
+                                   find_coverage, load_certificate, load_record, load_theorem_record, records_dir)
 from simlab.scenario import FixedSize, PairedScenario
 
 from studies.engine.frame import PowerFrame, exact_pass_rate
@@ -113,13 +113,25 @@ def _exceeds_nearby(method, point: DesignPoint, directory: Path) -> str:
     return ""
 
 
+def _same_size(path: Path, point: DesignPoint) -> bool:
+    """Whether a certificate file names this design's K and M (read before it is verified,
+    which is the costly part; the verified certificate is then checked in full)."""
+    import json
+
+    try:
+        design = json.loads(path.read_text())["design"]
+        return design["clusters"] == point.clusters and FixedSize(trials=design["trials"]) == point.cluster_size
+    except (ValueError, KeyError, TypeError):  # unreadable here: let verification say why
+        return True
+
+
 def _calibrated_certificate(base: str, point: DesignPoint, directory: Path) -> Path | None:
     """A stored certificate of a calibration of ``base`` at exactly this design (the latest)."""
     from methods.qualification import certificate_covers, certificate_paths
 
     found = []
     for p in certificate_paths(None, directory):
-        if not p.name.startswith(f"{base}-alpha-"):
+        if not p.name.startswith(f"{base}-alpha-") or not _same_size(p, point):
             continue
         try:
             cert = load_certificate(p)
@@ -213,8 +225,13 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design")
             cert = certify(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, n_jobs=n_jobs)
             path = write_certificate(cert, certify_dir)
-            cov = find_coverage(m.identity.name, point, directory, certificates=[path] if certify_dir != directory
-                                else ())
+            try:
+                cov = find_coverage(m.identity.name, point, directory, certificates=[path] if certify_dir != directory
+                                    else ())
+            except RecordError as exc:  # a stale file of this method in the records directory: the fresh
+                # certificate, of the current code, is the only statement about it
+                cov = certificate_covers(load_certificate(path), point)
+                cov = type(cov)(cov.covered, f"{cov.reason}; other files ignored: {exc}", cov.cells, str(path))
             r.update(row_of(m, cov, made="certified now"))
     # calibrated methods: the certified method objects by label (a label carries no options)
     calibrated: dict[str, Any] = {}
@@ -223,7 +240,9 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     for base in bases:
         if base not in registry.names("fixed"):
             raise ValueError(f"calibrate: {base!r} is not a registered fixed-sample method")
-        stored = _calibrated_certificate(base, point, certify_dir)
+        # a calibration shipped in the records directory, else one made earlier in certify_dir
+        stored = _calibrated_certificate(base, point, directory) or (
+            _calibrated_certificate(base, point, certify_dir) if certify_dir != directory else None)
         if stored is None and (not calibrate_missing or over_budget()):
             why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"
             skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
@@ -244,7 +263,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         m = cert.method.resolve()      # with the options it was calibrated with (dm_score: the table's rho_max)
         calibrated[m.label] = m
         cov = find_coverage(m.identity.name, point, directory,
-                            certificates=[stored] if certify_dir != directory else ())
+                            certificates=[stored] if stored.resolve().parent != directory.resolve() else ())
         rows.append({**row_of(m, cov, made=made), "statistical_method": manifest_name(m)})
     # power
     covered = [r for r in rows if r["covered"]]

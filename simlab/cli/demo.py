@@ -1,4 +1,5 @@
-"""``simlab demo``: the seed's findings, exactly and by simulation; the method library compared."""
+"""``simlab demo``: the seed's findings, exactly and by simulation; the methods compared; what a
+gate can do at the seed's design and at 100 x 3 (``studies.study_demo``)."""
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ def _render(p: dict) -> None:
                 [[r["method"], r["estimand"], r["target"], r["estimate"], r["lower"], r["upper"], r["status"]]
                  for r in u["rows"]])
     c = p["comparison"]
-    print(f"\n3. Method library at the seed's design point: {c['design']}; nominal one-sided level "
+    print(f"\n3. Methods at the seed's design point: {c['design']}; nominal one-sided level "
           f"{c['alpha']:g}")
 
     def f(d):
@@ -46,7 +47,49 @@ def _render(p: dict) -> None:
           "--rho-max 0.1)")
     from simlab.cli.recommend import render_recommendation
     render_recommendation(p["recommend"])
-    print(f"\nwrote {p['files']['dataset']} and {p['files']['plot']}  ({p['seconds']:.1f} s)")
+    _render_designs(p["designs"], p["power_curve"])
+    f_ = p["files"]
+    print(f"\nwrote {f_['dataset']}, {f_['plot']} and {f_['power_plot']}  ({p['seconds']:.1f} s)")
+
+
+def _rate(r: dict) -> str:
+    return f"{r['value']:.4f} ± {r['mc_se']:.4f}" + ("" if r.get("exact") is None else f" (exact {r['exact']:.4f})")
+
+
+def _guarantee(r: dict) -> str:
+    """A short guarantee column (the full text, with the file names, is in --json)."""
+    if r["kind"] == "theorem":
+        return "theorem, record current" if r["theorem_record"]["covered"] else "theorem; record not usable here"
+    if r["kind"] == "calibrated":
+        return f"certified at this design ({r['calibration']['engine']})"
+    return "not certified here" if r["kind"] == "uncalibrated" else "uncertified"
+
+
+def _render_designs(d: dict, curve: dict) -> None:
+    a = d["alternative"]
+    lim = d["distribution_free_limit"]
+    print(f"\n5. What a gate can do (margin {d['margin']:g}, alpha {d['alpha']:g}, rho_max {d['rho_max']:g}): power at "
+          f"true difference {a['difference']:g} (baseline {a['baseline']:g}, discordance {a['discordance']:g}, rho "
+          f"{a['rho']:g}) and false pass, the same {d['replications']:,} simulated tables for every method.\n"
+          f"   Distribution-free limit: K >= {lim['clusters']} ({lim['rule']}).  False pass at the corner: "
+          f"discordance = margin, the candidate never wins a discordant pair, rho = rho_max (simulated).")
+    for g in d["designs"]:
+        rows = []
+        for r in g["rows"]:
+            cert = r["false_pass_certified"]
+            certified = (f"{cert['worst_rate']:.4f} (bound {cert['worst_upper']:.4f}, {cert['engine']})" if cert
+                         else f"<= {d['alpha']:g} (theorem)" if r["kind"] == "theorem" else "-")
+            name = r["method"] + (" *" if r.get("best_by_theorem") else "")
+            rows.append([name, r["kind"], _rate(r["power"]), certified, _rate(r["false_pass_worst_corner"]),
+                         _guarantee(r)])
+        below = "" if g["limit_reached"] else f"; below the distribution-free limit {g['distribution_free_limit']}"
+        print_table(f"{g['label']} (K = {g['clusters']}{below}); * = best valid by theorem",
+                    ["method", "kind", "power ± MC SE", "certified worst false pass", "false pass at corner",
+                     "guarantee"], rows)
+    print(f"\n   power against K at M = {curve['trials']} ({curve['replications']:,} tables per K):")
+    print_table("", ["series", *[str(k) for k in curve["clusters"]]],
+                [[s["label"], *[next((f"{p:.3f}" for k2, p in zip(s["clusters"], s["power"]) if k2 == k), "-")
+                                for k in curve["clusters"]]] for s in curve["series"]])
 
 
 def run_demo_command(args: argparse.Namespace) -> None:
@@ -55,17 +98,25 @@ def run_demo_command(args: argparse.Namespace) -> None:
     from studies import study_demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
-    payload = study_demo(out_dir=args.out, replications=args.reps, seed=args.seed, progress=log_to_stderr(args))
+    payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
+                         seed=args.seed, full=args.full,
+                         progress=log_to_stderr(args))
     payload["evidence"] = evidence_demo()  # last section; in a temporary folder (it holds a demo signing key)
-    emit(args, payload, lambda p: (_render(p), print("\n5. The evidence path on built-in synthetic experiments:"),
+    emit(args, payload, lambda p: (_render(p), print("\n6. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
 
 
 def register(sub, bench_sub) -> None:
-    p = sub.add_parser("demo", help="the seed's findings, exactly and by simulation; the method library compared")
+    p = sub.add_parser("demo", help="the seed's findings, exactly and by simulation; the methods compared; what a "
+                                    "gate can do at 30 x 1 and 100 x 3")
     p.add_argument("--out", default="results/demo", help="folder for the dataset and plot (default %(default)s)")
-    p.add_argument("--reps", type=positive_int, default=20_000, help="replications per scenario (default %(default)s)")
+    p.add_argument("--reps", type=positive_int, default=10_000,
+                   help="replications per scenario of the method comparison and per design of the gate comparison "
+                        "(default %(default)s; the MC SE of every simulated figure is printed)")
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")
+    p.add_argument("--full", action="store_true",
+                   help="compare every registered method (not only the ones the story needs) and certify / calibrate "
+                        "on demand in the recommendation (slow: minutes, most of it compiling kernels)")
     add_json(p)
     p.set_defaults(func=run_demo_command)

@@ -79,27 +79,90 @@ def test_false_pass_falls_back_to_simulation_and_reports_errors(capsys):
     assert rc != 0
 
 
+def _least_k(margin: float, alpha: float) -> int:
+    """The distribution-free limit by counting, independent of the closed form."""
+    k = 1
+    while (1.0 - margin) ** k > alpha:
+        k += 1
+    return k
+
+
 def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
+    from studies.bench.power import distribution_free_floor
+    from studies.demo import DEMO_METHODS
+    from studies.demo_designs import certified_calibration
+
     rc, p = run_json(capsys, ["demo", "--out", str(tmp_path / "demo"), "--reps", "2000", "--json"])
     assert rc == 0
     h = p["headline"]
     assert h["exact"] == pytest.approx(SEED_FALSE_PASS, rel=1e-12) and h["formula"] == pytest.approx(SEED_FALSE_PASS_5DP, abs=5e-6)
+    assert round(h["exact"], 5) == 0.29386
     assert abs(h["simulated"] - h["exact"]) < 4 * h["mc_se"]
     u = p["unequal"]
     assert u["true_difference_trial"] == pytest.approx(-0.8) and u["true_difference_cluster"] == pytest.approx(0.0)
     targets = {r["method"]: r["target"] for r in u["rows"]}
     assert targets["clustered_normal"] == pytest.approx(0.0) and targets["paired_wald"] == pytest.approx(-0.8)
+    assert p["full"] is False and p["methods"] == list(DEMO_METHODS)
     rows = {r["method"]: r for r in p["comparison"]["rows"]}
-    assert set(rows) == set(registry.names("fixed"))
+    assert list(rows) == list(DEMO_METHODS)
     assert rows["clustered_normal"]["seed_false_pass"] == {"value": pytest.approx(SEED_FALSE_PASS), "mc_se": 0.0,
                                                            "exact": True}
-    assert targets["binomial_loss"] == pytest.approx(-0.9)  # minus the loss rate 135/150
-    assert targets["bayes_hierarchical"] == pytest.approx(0.0)
-    assert rows["binomial_loss"]["power_0"]["value"] is None  # loss rate 0.05 > margin: a null, not power
     rec = p["recommend"]
     assert rec["design"] == {"clusters": 30, "trials_per_cluster": 3, "margin": 0.03, "rho_max": 0.1, "alpha": 0.025}
-    assert len(rec["ranked"]) + len(rec["not_covered"]) == len(registry.names("fixed"))
-    assert (tmp_path / "demo" / "demo.nc").exists() and (tmp_path / "demo" / "demo.png").exists()
+    assert len(rec["ranked"]) + len(rec["not_covered"]) >= len(DEMO_METHODS)
+
+    # what a gate can do at 30 x 1 and 100 x 3: limit, theorem, calibrated / model-based, uncertified
+    d = p["designs"]
+    assert d["distribution_free_limit"]["clusters"] == distribution_free_floor(0.03, 0.025) == _least_k(0.03, 0.025)
+    assert [(g["clusters"], g["trials"]) for g in d["designs"]] == [(30, 1), (100, 3)]
+    for g in d["designs"]:
+        kinds = [r["kind"] for r in g["rows"]]
+        assert kinds[:2] == ["theorem", "theorem"] and kinds[-1] == "uncertified"
+        assert [r["method"] for r in g["rows"]][-1] == "cluster_t"
+        assert sum(bool(r.get("best_by_theorem")) for r in g["rows"]) == 1
+        best = next(r for r in g["rows"] if r.get("best_by_theorem"))
+        assert best["power"]["value"] == max(r["power"]["value"] for r in g["rows"] if r["kind"] == "theorem")
+        for base, r in zip(("clustered_score", "dm_score"), g["rows"][2:4]):
+            cal = certified_calibration(base, g["clusters"], g["trials"])
+            if cal["certified"]:  # the level is the certificate's, never a constant of the demo
+                assert r["kind"] == "calibrated" and r["method"] == cal["method"]
+                assert r["false_pass_certified"]["worst_upper"] == cal["worst_upper"]
+            else:
+                assert r["kind"] == "uncalibrated" and r["method"] == base and r["false_pass_certified"] is None
+                assert "not certified here" in r["guarantee"]
+        for r in g["rows"]:
+            for rate in (r["power"], r["false_pass_worst_corner"]):
+                v, n = rate["value"], rate["replications"]
+                assert n == 2000 and 0.0 <= v <= 1.0
+                assert rate["mc_se"] == pytest.approx(math.sqrt(v * (1 - v) / n), rel=1e-12)
+                if rate["exact"] is not None:  # the simulator against the exact answer
+                    assert abs(v - rate["exact"]) <= 4 * math.sqrt(rate["exact"] * (1 - rate["exact"]) / n) + 1e-12
+    t30 = d["designs"][0]["rows"][-1]["false_pass_worst_corner"]
+    # 30 one-trial customers, losses w.p. 0.03, no wins: cluster_t passes exactly the all-ties sample
+    assert t30["exact"] == pytest.approx(0.97 ** 30, rel=1e-9)
+    curve = p["power_curve"]
+    assert curve["clusters"] == [30, 60, 100, 150, 200, 300] and curve["trials"] == 3
+    labels = {s["label"]: s for s in curve["series"]}
+    assert {"betting_ci (theorem)", "cluster_t (uncertified)", "clustered_score nominal (uncalibrated)",
+            "dm_score nominal (uncalibrated)"} <= set(labels)
+    for s in curve["series"]:
+        assert len(s["power"]) == len(s["clusters"]) == len(s["mc_se"])
+        assert s["kind"] != "calibrated" or all(
+            certified_calibration(s["methods"][0].split("@")[0], k, 3)["certified"] for k in s["clusters"])
+    for f in ("demo.nc", "demo.png", "power_k.png"):
+        assert (tmp_path / "demo" / f).exists()
+
+
+def test_demo_method_sets():
+    """The default demo compiles only the methods the story needs; --full compares every one."""
+    from studies.demo import DEMO_METHODS, demo_methods, unequal_scenario
+
+    assert demo_methods() == list(DEMO_METHODS) and set(DEMO_METHODS) < set(registry.names("fixed"))
+    assert demo_methods(full=True) == list(registry.names("fixed"))
+    # the estimands --full shows on the unequal-clusters example
+    su = unequal_scenario()
+    assert registry.get("binomial_loss").true_value(su) == pytest.approx(-0.9)  # minus the loss rate 135/150
+    assert registry.get("bayes_hierarchical").true_value(su) == pytest.approx(0.0)
 
 
 LIMIT = '''
