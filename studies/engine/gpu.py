@@ -122,7 +122,7 @@ def evaluate_moments_gpu(source, methods, thetas, margins, alphas, start: int, s
     pack, g_off, g_n = source.moment_tables()
     sampler = GpuMomentSampler(source.k1, source.k2, pack, g_off, g_n)
     combos = [(i, j, c) for i in range(len(methods)) for c in range(len(alphas)) for j in range(len(margins))]
-    crit = {(i, j, c): cuda.to_device(methods[i].moment_consts(conf, margins[j], K)) for i, j, c in combos}
+    crit = {(i, j, c): cuda.to_device(methods[i].moment_consts(alphas[c], margins[j], K)) for i, j, c in combos}
     d_acc = cuda.to_device(np.zeros((len(combos), _tally.NF), np.int64))
     kern = fused_kernel()
     b = min(batch or GPU_BATCH, stop - start)
