@@ -28,8 +28,9 @@ def _qualified_dir(tmp_path, capsys):
 def test_records_regenerate_reproduces_and_verify_sign_coverage(tmp_path, capsys):
     d = _qualified_dir(tmp_path, capsys)
     assert main(["records", "list", "--records", str(d), "--json"]) == 0
-    listed = json.loads(capsys.readouterr().out)
-    assert len(listed["records"]) == 2
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert [f["kind"] for f in files] == ["grid record", "grid record"]
+    listed = [f["file"] for f in files]
 
     assert main(["records", "regenerate", "--records", str(d), "--dry-run", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)["plan"]
@@ -39,7 +40,7 @@ def test_records_regenerate_reproduces_and_verify_sign_coverage(tmp_path, capsys
                  "--json"]) == 0
     done = json.loads(capsys.readouterr().out)["records"]
     assert [r["method"] for r in done] == ["tango_score"]
-    old = load_record(next(p for p in map(Path, listed["records"]) if "tango" in p.name))
+    old = load_record(next(p for p in map(Path, listed) if "tango" in p.name))
     new = load_record(done[0]["record"])
     assert new.scenarios == old.scenarios and new.cells == old.cells and new.policy_sha256 == old.policy_sha256
     assert (again / (new.dataset.file.replace(".nc", ".png"))).read_bytes()[:4] == b"\x89PNG"
