@@ -36,7 +36,7 @@ def test_wheel_ships_and_finds_the_records(tmp_path):
     uv = shutil.which("uv")
     assert uv, "uv is needed to build and install the wheel (the project's tool)"
     shipped = sorted(p.name for p in (ROOT / "results" / "qualification").glob("*.json")
-                     if not p.name.endswith(".cert.json"))
+                     if not p.name.endswith((".cert.json", ".theorem.json")))
     certificates = sorted((ROOT / "results" / "qualification").glob("*.cert.json"))
     assert shipped and certificates
     _run([uv, "build", "--wheel", "-q", "-o", str(tmp_path / "dist")], cwd=ROOT)
@@ -54,7 +54,7 @@ def test_wheel_ships_and_finds_the_records(tmp_path):
     assert ROOT not in site.parents
     assert got["n"] == len(shipped) and got["file"] in shipped and got["cells"] > 0
     assert got["certificates"] == len(certificates) and got["cert_verdict"] in ("qualified", "exceeds")
-    assert got["policy"] == "b2433391f9e44134047a971e81bde28fadda957b31d916490dd6bfbc3cbae6b0"
+    assert got["policy"] == "sha256:b2433391f9e44134047a971e81bde28fadda957b31d916490dd6bfbc3cbae6b0"  # one hash form
 
     # an explicit override: SIMLAB_RECORDS, and --records on the command line
     mine = tmp_path / "my-records"
@@ -65,4 +65,4 @@ def test_wheel_ships_and_finds_the_records(tmp_path):
     assert via_env["dir"] == str(mine) and via_env["n"] == 1
     listed = json.loads(_run([str(tmp_path / "venv" / "bin" / "simlab"), "records", "list", "--records", str(mine),
                               "--json"], cwd=away, env=env))
-    assert listed["directory"] == str(mine) and [Path(p).name for p in listed["records"]] == [got["file"]]
+    assert listed["directory"] == str(mine) and [Path(f["file"]).name for f in listed["files"]] == [got["file"]]
