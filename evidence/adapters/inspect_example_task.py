@@ -10,6 +10,7 @@ only one arm ran, and a run cancelled part-way (it interrupts itself, as Ctrl-C 
 
 This module imports ``inspect_ai``; nothing in the evidence path imports it (Inspect runs
 it by file path)."""
+import asyncio
 import hashlib
 import os
 import signal
@@ -33,6 +34,9 @@ def deterministic(arm: str = "baseline", fail: str = "", cancel_at: str = ""):
             raise RuntimeError("the refund tool crashed")
         if cancel_at and str(state.sample_id) == cancel_at:
             os.kill(os.getpid(), signal.SIGINT)
+            # wait for the interrupt here: on a loaded machine the other samples could otherwise
+            # all finish before Inspect handles it, and the log would read as a success
+            await asyncio.sleep(30)
         ok = passes(arm, state.sample_id, state.epoch)
         state.output = ModelOutput.from_content(model="mockllm/model", content="yes" if ok else "no")
         return state
