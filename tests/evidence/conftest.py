@@ -106,6 +106,7 @@ class InspectLogs:
 
 
 def _inspect_eval(log_dir: Path, arm: str, tasks, metadata: dict[str, str], extra=()):
+    import signal
     import subprocess
     import sys
 
@@ -114,7 +115,10 @@ def _inspect_eval(log_dir: Path, arm: str, tasks, metadata: dict[str, str], extr
            "--log-dir", str(log_dir), "--display", "none", *extra]
     for k, v in metadata.items():
         cmd += ["--metadata", f"{k}={v}"]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # a test run started in the background of a non-interactive shell (as CI may be) ignores
+    # SIGINT, and a child inherits that: the cancelled run would then never cancel itself
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _log(log_dir: Path, task: str) -> Path:
