@@ -277,16 +277,10 @@ def load_certificate(path: str | Path, *, check_current: bool = True, trusted_ke
                      now: _dt.datetime | None = None) -> Certificate:
     """Read and verify a certificate (same checks as a record: hash, signature when a trusted
     key set is given, validity dates, verdicts from points, method identity)."""
-    from .verify import check_content_hash, check_signature, read_json
+    from .verify import read_verified
 
     path = Path(path)
-    data = read_json(path, "certificate")
-    check_content_hash(data, "certificate_sha256", f"certificate {path.name}")
-    check_signature(data, trusted_keys, f"certificate {path.name}")
-    try:
-        cert = Certificate.model_validate(data)
-    except ValidationError as exc:
-        raise TamperedRecordError(f"certificate {path}: does not match the schema: {exc}") from None
+    cert = read_verified(path, "certificate", "certificate_sha256", Certificate, trusted_keys)
     return verify_certificate(cert, check_current=check_current, now=now)
 
 

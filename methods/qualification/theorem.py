@@ -101,16 +101,10 @@ def load_theorem_record(path: str | Path, *, check_current: bool = True,
                         trusted_keys: Mapping | None = None) -> TheoremRecord:
     """Read and verify a theorem record: content hash, signature when a trusted key set is
     given, the schema, that the method still declares this theorem and has this identity."""
-    from .verify import check_content_hash, check_method_current, check_signature, read_json
+    from .verify import check_method_current, read_verified
 
     path = Path(path)
-    data = read_json(path, "theorem record")
-    check_content_hash(data, "theorem_sha256", f"theorem record {path.name}")
-    check_signature(data, trusted_keys, f"theorem record {path.name}")
-    try:
-        rec = TheoremRecord.model_validate(data)
-    except ValidationError as exc:
-        raise TamperedRecordError(f"theorem record {path}: does not match the schema: {exc}") from None
+    rec = read_verified(path, "theorem record", "theorem_sha256", TheoremRecord, trusted_keys)
     if check_current:
         label = f"theorem record for {rec.method.name!r}"
         check_method_current(rec.method, label)

@@ -177,3 +177,17 @@ def load_record(path: str | Path, *, check_current: bool = True, check_dataset: 
         raise TamperedRecordError(f"record {path}: does not match the record schema: {exc}") from None
     return verify_record(record, path.parent, check_current=check_current, check_dataset_file=check_dataset,
                          now=now)
+
+
+def read_verified(path, kind: str, hash_field: str, model, trusted_keys=None):
+    """Read a sealed JSON file of ``kind``: its content hash, its signature (when trusted keys
+    are given) and its schema (``model``) checked, in that order."""
+    path = Path(path)
+    data = read_json(path, kind)
+    check_content_hash(data, hash_field, f"{kind} {path.name}")
+    check_signature(data, trusted_keys, f"{kind} {path.name}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise TamperedRecordError(f"{kind} {path}: does not match the schema: {exc}") from None
+
