@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Mapping
 
 import numpy as np
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from simlab.estimands import null_pair_rates
 from simlab.models import FrozenModel

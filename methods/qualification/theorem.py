@@ -27,7 +27,6 @@ import json
 from pathlib import Path
 from typing import ClassVar, Literal, Mapping
 
-from pydantic import ValidationError
 
 from simlab.clock import format_time, utcnow
 from simlab.hashing import content_hash
