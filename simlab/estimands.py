@@ -1,6 +1,6 @@
 """What a decision method estimates, and its true value in a scenario.
 
-Three estimands (DESIGN.md "Data conventions"), all reported on the decision scale of
+Three estimands (tables as in ``simlab.scenario``), all reported on the decision scale of
 non-inferiority (null: value <= -margin):
 
 * ``trial_weighted``: ``E sum (n01 - n10) / E sum n``, the candidate rate minus the baseline

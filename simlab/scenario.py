@@ -1,6 +1,6 @@
 """The paired, clustered data-generating mechanism (DGM) as a validated, frozen model.
 
-One trial pair falls in one of four cells, in DESIGN.md order ``(n11, n10, n01, n00)``:
+One trial pair falls in one of four cells, always in the order ``(n11, n10, n01, n00)``:
 both pass, baseline-only pass, candidate-only pass, both fail.  Within a cluster the
 cell probabilities are drawn from a Dirichlet(alpha * p) with ``alpha = (1 - rho) / rho``,
 so the cluster's counts are Dirichlet-multinomial and every binary function of a trial

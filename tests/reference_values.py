@@ -1,5 +1,5 @@
-"""Reference numbers the tests check, typed once (DESIGN.md "Reference numbers"; the seed
-chapter ``shared/seed/evidence-spine.txt``).  All are exact.
+"""Reference numbers the tests check, typed once (the headline numbers of the evidence-spine
+chapter of cx_eval_lab this project grew from).  All are exact.
 
 * The seed's fixed-sample design: 30 independent customers, the baseline always passes,
   the candidate loses with probability 0.04, margin 0.03, one-sided alpha 0.025.  The

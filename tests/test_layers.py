@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, enforced on the source (imports inside functions included):
+"""The layers (README, "Layout"), enforced on the source (imports inside functions included):
 
 * imports point down only: simlab below methods below studies below evidence; only
   simlab/cli/, the front door, may import upward;
@@ -213,6 +213,15 @@ def longest_chain(graph: dict[str, set[str]], prefix: str) -> list[str]:
     return list(max((chain(v) for v in inside), key=len, default=()))
 
 
+def hidden_imports(graph: dict[str, set[str]], root: Path | None = None) -> list[str]:
+    """Edges to a lazy package itself (``import studies.engine``, ``from studies import engine``):
+    the names used through it are resolved at run time, so the graph would not see which
+    submodule they come from -- nor the circles and chains through it."""
+    root = root or ROOT
+    lazy = {v for v in graph if (init := root.joinpath(*v.split(".")) / "__init__.py").is_file() and _lazy_map(init)}
+    return sorted(f"{v} -> {w}" for v, ws in graph.items() for w in ws if w in lazy)
+
+
 def test_imports_point_down_stay_public_and_use_public_apis():
     bad = violations()
     assert not bad, "layer violations:\n" + "\n".join(bad)
@@ -221,6 +230,11 @@ def test_imports_point_down_stay_public_and_use_public_apis():
 def test_no_circle_of_imports():
     found = circles(import_graph())
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_import_goes_through_a_lazy_package_unresolved():
+    found = hidden_imports(import_graph())
+    assert not found, "import a name from the package instead:\n" + "\n".join(found)
 
 
 def test_studies_import_chains_are_short():
@@ -258,6 +272,17 @@ def test_the_checker_catches_what_it_should(tmp_path, source, rel, expect):
         assert found == []
     else:
         assert len(found) == 1 and found[0].startswith(expect), found
+
+
+def test_a_wholesale_import_of_a_lazy_package_is_found(tmp_path):
+    (tmp_path / "studies/engine").mkdir(parents=True)
+    (tmp_path / "studies/engine/__init__.py").write_text(
+        'import lazy_loader as _lazy\n__getattr__, __dir__, __all__ = _lazy.attach(__name__, '
+        'submod_attrs={"runner": ["run_study"]})\n')
+    (tmp_path / "studies/engine/runner.py").write_text("def run_study(): pass\n")
+    (tmp_path / "studies/a.py").write_text("from studies import engine\n")
+    (tmp_path / "studies/b.py").write_text("from studies.engine import run_study\n")
+    assert hidden_imports(import_graph(tmp_path), tmp_path) == ["studies.a -> studies.engine"]
 
 
 def test_circles_and_chains_are_found():

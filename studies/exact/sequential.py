@@ -28,7 +28,7 @@ from simlab.scenario import ExplicitSizes, FixedSize, PairedScenario
 TIE_CELLS = {"n11": 0, "n00": 3}  # cell index of a tie cluster
 CHUNK_CELLS = 4_000_000  # cluster rows per evaluation chunk (64 MB of int32 tables)
 
-# the seed's Sequential Decisions Lab design (cx_eval_lab evidence spine; DESIGN.md)
+# the seed's Sequential Decisions Lab design (the cx_eval_lab evidence spine)
 SEED_LOOKS = tuple(range(50, 501, 50))
 SEED_MARGIN = 0.03
 SEED_ALPHA = 0.05

@@ -39,12 +39,10 @@ def test_every_command_help_is_light():
     assert not mods & {"scipy.stats", "numba", "xarray"}, sorted(mods)
 
 
-def test_methods_imports_no_xarray():
-    assert "xarray" not in loaded("methods")
-
-
-def test_methods_imports_no_scipy_stats():
-    assert "scipy.stats" not in loaded("methods")
+def test_methods_imports_no_xarray_and_no_scipy_stats():
+    mods = loaded("methods")   # one fresh interpreter for both checks
+    assert "xarray" not in mods
+    assert "scipy.stats" not in mods
 
 
 def test_a_file_that_is_not_a_dataset_is_refused_before_xarray(tmp_path):

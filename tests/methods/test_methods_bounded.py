@@ -172,7 +172,7 @@ def test_level_at_the_boundary_on_skewed_clustered_data(name, rho):
 
 
 def test_seed_design_no_false_pass_where_the_clustered_normal_gives_0_29():
-    """DESIGN.md reference: 30 customers, baseline always passes, candidate loses w.p. 0.04, margin
+    """Reference number (tests/reference_values.py): 30 customers, baseline always passes, candidate loses w.p. 0.04, margin
     0.03.  The decision of each new method depends only on the losers (and, for the betting
     methods, their order): none passes even with 0 losers, so P(pass) = 0 exactly (the
     clustered normal interval passes with probability 0.96^30 = 0.29386)."""

@@ -75,7 +75,7 @@ def test_bad_min_clusters_is_a_clear_error(name):
 
 @pytest.mark.parametrize("name", CLUSTER_METHODS)
 def test_seed_false_pass_is_exactly_096_pow_30(name):
-    """DESIGN.md reference number (seed chapter, "Three different decisions"): 30 independent
+    """Reference number (tests/reference_values.py; seed chapter, "Three different decisions"): 30 independent
     customers, baseline always passes, candidate loses w.p. 0.04, margin 0.03, 95%:
     P(pass) = 0.96**30 = 0.29386, because the zero-discordance sample has zero variance.
     The decision depends only on the number j of losing customers, so P(pass) is an exact
@@ -115,7 +115,7 @@ def test_clustered_normal_seed_minimum_evidence_rule():
 
 
 def test_estimands_on_the_seed_unequal_cluster_example():
-    """DESIGN.md: 15 customers winning 1/1 and 15 losing 9/9 -- cluster-weighted difference
+    """The unequal-clusters example: 15 customers winning 1/1 and 15 losing 9/9 -- cluster-weighted difference
     0, trial-weighted (15 - 135) / 150 = -0.8."""
     t = np.array([[0, 0, 1, 0]] * 15 + [[0, 9, 0, 0]] * 15)
     for name in CLUSTER_METHODS:

@@ -84,7 +84,7 @@ def test_inspect_formula_on_paired_differences_is_clustered_normal():
 
 @pytest.mark.parametrize("name", RULES)
 def test_seed_false_pass_is_exactly_096_pow_30(name):
-    """DESIGN.md reference number: 30 customers x 1 trial, baseline always passes, candidate loses
+    """Reference number (tests/reference_values.py): 30 customers x 1 trial, baseline always passes, candidate loses
     w.p. 0.04, margin 0.03.  Each rule depends only on the number j of losers; it passes at j = 0
     (zero variance) and fails for j >= 1, so P(pass) = 0.96^30 = 0.29386 exactly."""
     m = registry.get(name)

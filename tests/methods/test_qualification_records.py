@@ -56,6 +56,20 @@ def records():
     return out
 
 
+def test_the_records_readme_tables_are_the_shipped_files(records):
+    """results/qualification/README.md says what ships: its policy, grid-record, certificate,
+    theorem-record and not-covered tables equal what ``records_readme`` renders from the
+    files (loaded and verified) and the built-in policies."""
+    from tests.methods import records_readme
+
+    flat = [r for recs in records.values() for r in recs]
+    want = records_readme.render(records=flat)
+    got = records_readme.blocks(records_readme.README.read_text())
+    for name, body in want.items():
+        assert got[name] == body, (f"{records_readme.README}: the {name} table differs from the files; run "
+                                   f"`uv run python -m tests.methods.records_readme --write`. Expected:\n{body}")
+
+
 def _standard(records, name):
     recs = [r for r in records[name] if r.policy_sha256 == named_policy("standard").sha256]
     assert len(recs) == 1, f"{name} is not qualified on the standard domain"

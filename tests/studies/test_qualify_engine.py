@@ -172,7 +172,7 @@ def test_qualify_rejects_sequential_and_duplicate_methods():
 def test_sequential_qualification_reproduces_the_seed_peeking_numbers():
     """The seed's ten looks at 50, 100, ..., 500 single-trial customers, baseline always
     passing, true loss 0.03 = margin, alpha 0.05: repeated_fixed promotes 0.11077 and
-    fixed_final 0.03541 (exact, DESIGN.md).  The qualifier's simulated false-pass rates agree
+    fixed_final 0.03541 (exact, tests/reference_values.py).  The qualifier's simulated false-pass rates agree
     within 4 MC SE, and only the peeking rule is rejected."""
     dom = QualificationDomain(clusters=IntAxis(lo=500, hi=500, grid=(500,)), cluster_sizes=(FixedSize(trials=1),),
                               rho=Axis(lo=0.0, hi=0.0, grid=(0.0,)), margin=Axis(lo=0.03, hi=0.03, grid=(0.03,)),

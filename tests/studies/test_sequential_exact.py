@@ -51,7 +51,7 @@ RULES = {
 
 
 def test_seed_reference_numbers_to_five_decimals():
-    # DESIGN.md / seed chapter: looks 50..500, margin 0.03, alpha 0.05, alternative 0.01, true loss 0.03
+    # the seed chapter (tests/reference_values.py): looks 50..500, margin 0.03, alpha 0.05, alternative 0.01, true loss 0.03
     tab = se.seed_table(cases=se.SEED_CASES[:1])
     got = {r["method"]: round(r["promote"], 5) for r in tab["rows"]}
     assert got == SEQUENTIAL_SEED_PROMOTION_5DP

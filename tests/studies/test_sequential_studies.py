@@ -67,14 +67,25 @@ def test_dataset_shape_measures_and_exact_twins():
     assert len(rows) == 6 and {"cells", "method", "promote_rate", "exact_promote_rate"} <= set(rows[0])
 
 
-def test_bitwise_identical_for_any_chunking_and_jobs():
+def test_bitwise_identical_for_any_chunking_and_jobs_and_after_a_resume(tmp_path):
+    """Also resumes like a fixed study (``run_study``): a run whose work directory keeps some
+    checked chunks computes only the rest, and the dataset is the uninterrupted run's."""
     s = spec(methods=["repeated_fixed", "betting_cs"], replications=2500)
     a = run_sequential_study(s, chunk_size=2500)
-    b = run_sequential_study(s, chunk_size=700)
+    work = tmp_path / "work"
+    b = run_sequential_study(s, chunk_size=700, work_dir=work, keep_chunks=True)
+    (run_dir,) = work.iterdir()
+    chunks = sorted(run_dir.glob("t*.npz"))
+    assert len(chunks) == 4 and b.attrs["run_tasks_resumed"] == 0
+    for lost in chunks[1::2]:   # as if the run had stopped with two of its four chunks written
+        lost.unlink()
+    r = run_sequential_study(s, chunk_size=700, work_dir=work)
+    assert r.attrs["run_tasks_resumed"] == 2 and r.attrs["run_tasks"] == 4
     c = run_sequential_study(s, chunk_size=1000, n_jobs=2)
     for v in ("n_promote", "n_promote_by_look", "n_stop_by_look", "expected_trials", "bound_miss_rate"):
         np.testing.assert_array_equal(a[v].values, b[v].values)
         np.testing.assert_array_equal(a[v].values, c[v].values)
+        np.testing.assert_array_equal(a[v].values, r[v].values)
 
 
 def test_clustered_scenarios_and_dependence_counterexample(tmp_path):

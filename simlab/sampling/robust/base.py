@@ -142,7 +142,7 @@ class RobustSource(TableSource):
 
 @nb.njit(inline="always", cache=True)
 def pair_cell(x, p10, q, concordant_pass):
-    """The cell (DESIGN.md order: 0 n11, 1 n10, 2 n01, 3 n00) a uniform ``x`` puts a trial pair
+    """The cell (``simlab.scenario`` order: 0 n11, 1 n10, 2 n01, 3 n00) a uniform ``x`` puts a trial pair
     in, with ``P(n10) = p10``, ``P(n01) = q - p10`` and concordant pairs ``1 - q``, a share
     ``concordant_pass`` of which both pass (cumulative order n10, n01, n11, n00)."""
     if x < p10:

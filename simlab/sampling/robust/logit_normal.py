@@ -167,7 +167,7 @@ def fill_logit_normal(k1, k2, rep_start, out, trials, mu_b, mu_c, cluster_sd, ca
                 base_fails = uniform(k1, k2, rep, draw) >= _expit_nb(mu_b + u + e)
                 cand_fails = uniform(k1, k2, rep, draw + 1) >= _expit_nb(mu_c + u + v + e)
                 draw += 2
-                out[i, k, 2 * base_fails + cand_fails] += 1   # DESIGN.md order: n11, n10, n01, n00
+                out[i, k, 2 * base_fails + cand_fails] += 1   # simlab.scenario order: n11, n10, n01, n00
 
 
 class LogitNormalSource(RobustSource):
