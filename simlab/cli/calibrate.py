@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json, finite_float, positive_int
+from simlab.cli._args import add_design_arguments, add_json, check_methods, finite_float, positive_int
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
     from simlab.cli.certify import render_certificate, signing_key

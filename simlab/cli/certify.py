@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json
+from simlab.cli._args import add_design_arguments, add_json, check_methods
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr
 
@@ -28,6 +28,7 @@ def render_certificate(p: dict) -> None:
 
 
 def cmd_certify(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
     from studies.qualify import certificate_payload, certify, write_certificate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, checked, finite_float, nonnegative_int, positive_int
+from simlab.cli._args import add_json, check_methods, checked, finite_float, nonnegative_int, positive_int
 from simlab.cli._output import emit, log_to_stderr, print_table
 
 DEFAULT_OUT_DIR = "judge-study"
@@ -48,6 +48,8 @@ def _judge(text: str) -> dict:
 
 
 def run_judge_study(args: argparse.Namespace) -> None:
+    if args.methods:
+        check_methods(args.methods, "--methods", "fixed")  # before the studies load: a typo answers at once
     from studies import JudgeStudySpec, judge_study
 
     fields = {"methods": args.methods, "calibration_items": args.items, "shared_calibration": args.shared,

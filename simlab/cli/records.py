@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import finite_float, n_jobs, positive_int
+from simlab.cli._args import check_methods, finite_float, n_jobs, positive_int
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -147,6 +147,7 @@ def cmd_sign(args: argparse.Namespace) -> None:
 
 
 def cmd_coverage(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method")  # an unknown name is an input error, not "not covered"
     from methods.qualification import DesignPoint, find_coverage
     from simlab.scenario import FixedSize
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, add_max_seconds, check_time, checked, n_jobs, nonnegative_int, positive_int
+from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, checked, n_jobs, nonnegative_int, positive_int
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr, print_table
 
@@ -44,6 +44,7 @@ def render(p: dict) -> None:
 
 
 def run_robustness(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method", "fixed")  # before the studies load: a typo answers at once
     from simlab.cli._backend import executor_from_args
     from simlab.cli.study import check_writable
     from studies import save_dataset, save_json

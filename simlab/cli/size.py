@@ -5,6 +5,7 @@ import argparse
 
 from simlab.cli._args import (
     add_json,
+    check_methods,
     checked,
     finite_float,
     float_at_least,
@@ -24,13 +25,15 @@ _discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1] (zero discord
 
 
 def run_size(args: argparse.Namespace) -> None:
-    from methods import get
-    from simlab.cli._backend import executor_from_args
-    from studies.sizing import save_sizing, size
+    from methods.registry import info
 
-    method = get(args.method)
-    if args.looks is not None and method.kind != "sequential":
-        raise UsageError(f"--looks applies to sequential methods; {method.name!r} is fixed-sample", "--looks")
+    check_methods(args.method, "--method")  # every input is checked before the studies load
+    entry = info(args.method)
+    if args.looks is not None and entry.kind != "sequential":
+        raise UsageError(f"--looks applies to sequential methods; {entry.name!r} is fixed-sample", "--looks")
+    if args.true_difference <= -args.margin:
+        raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
+                         "is only defined under the alternative", "--true-difference")
     if args.discordance is not None and args.discordance < abs(args.true_difference):
         raise UsageError(f"--discordance {args.discordance:g} must be >= |--true-difference| = "
                          f"{abs(args.true_difference):g} (the difference is p01 - p10 <= p10 + p01)", "--discordance")
@@ -38,6 +41,11 @@ def run_size(args: argparse.Namespace) -> None:
         from simlab.cli.study import check_writable
 
         check_writable(f"{args.out}/size.nc", "--out")
+    from methods import get
+    from simlab.cli._backend import executor_from_args
+    from studies.sizing import save_sizing, size
+
+    method = get(args.method)
     with executor_from_args(args, args.n_jobs) as ex:
         res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
                    trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance,
