@@ -72,7 +72,9 @@ def build_parser():
     parser = Parser(prog="simlab",
                     description="Measure, size and qualify non-inferiority decision methods for paired, clustered "
                                 "binary outcomes.  Every command that prints figures takes --json.  Exit codes: 0 "
-                                "success, 2 bad input or refused work (1 is reserved for a blocking decision).")
+                                "success, 2 bad input or refused work (1 is reserved for a blocking decision).  The "
+                                "command stores Python bytecode even where PYTHONDONTWRITEBYTECODE is set, so later "
+                                "runs start faster (SIMLAB_WRITE_BYTECODE=0 keeps Python's setting).")
     sub = parser.add_subparsers(dest="command", required=True)
     bench = sub.add_parser("bench", help="speed benchmarks against references measured in the same run")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)

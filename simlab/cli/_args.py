@@ -321,3 +321,4 @@ def add_design_arguments(p, sequential: bool = True) -> None:
                         "$SIMLAB_RECORDS or the checkout's results/qualification)")
     p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="local worker processes, -1 = all cores (default 1)")
+    add_max_seconds(p)

@@ -155,8 +155,8 @@ def run_run(args: argparse.Namespace) -> None:
     raw = read_spec_file(args.spec)  # a missing or unreadable file answers before the engine loads
     from simlab.cli._backend import executor_from_args
     from studies import save_dataset
-    from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_memory,
-                                sequential_summary_rows)
+    from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_estimate,
+                                sequential_study_memory, sequential_summary_rows)
 
     spec = parse_sequential_spec(raw, source=str(args.spec))
     if args.out:
@@ -164,8 +164,12 @@ def run_run(args: argparse.Namespace) -> None:
         refuse_foreign_file(args.out, "--out", args.force)
     points = math.prod(spec.shape) if spec.shape else 1
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
-    check_memory(args, sequential_study_memory(spec, workers), f"sequential study {spec.name} ({points:,} grid points)")
+    what = f"sequential study {spec.name} ({points:,} grid points)"
+    check_memory(args, sequential_study_memory(spec, workers), what)
     with executor_from_args(args, args.jobs) as ex:
+        estimate = sequential_study_estimate(spec, ex.workers)
+        check_time(args, estimate.low, what)
+        log_to_stderr(args)(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
         ds = run_sequential_study(spec, executor=ex, progress=True)
     out = save_dataset(ds, args.out) if args.out else None
     payload = {"spec_hash": spec.hash, "out": None if out is None else str(out), "saved": out is not None,
@@ -287,6 +291,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     add_backend_arguments(p)
     add_max_memory(p)
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_run)
 

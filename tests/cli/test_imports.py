@@ -87,3 +87,31 @@ def test_a_file_that_is_not_a_dataset_is_refused_before_xarray(tmp_path):
     for argv in (["study", "show", str(record)], ["sequential", "show", str(record)]):
         mods = loaded(*argv, rc=2)
         assert not mods & {"scipy.stats", "numba", "xarray"}, (argv, sorted(mods))
+
+
+BYTECODE_PROBE = """
+import contextlib, io, sys
+from simlab.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main()                      # as the console script calls it: argv from sys.argv
+print(sys.dont_write_bytecode)
+"""
+
+
+@pytest.mark.parametrize("opt_out, writes", [(None, True), ("0", False)])
+def test_the_console_script_stores_bytecode_unless_told_not_to(tmp_path, opt_out, writes):
+    """Issue 29.2: under PYTHONDONTWRITEBYTECODE every run compiled every module again; the
+    console script stores bytecode (here into a private PYTHONPYCACHEPREFIX), unless
+    SIMLAB_WRITE_BYTECODE=0."""
+    import os
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(tmp_path / "pyc")}
+    env.pop("SIMLAB_WRITE_BYTECODE", None)
+    if opt_out is not None:
+        env["SIMLAB_WRITE_BYTECODE"] = opt_out
+    done = subprocess.run([sys.executable, "-c", BYTECODE_PROBE, "methods"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(not writes)
+    stored = {p.name.split(".")[0] for p in (tmp_path / "pyc").rglob("*.pyc")}
+    assert ("catalogue" in stored) == writes, sorted(stored)   # methods/catalogue.py: imported after main starts
