@@ -24,6 +24,6 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "calibrate": ["Calibration", "calibrate"],
     "robustness": ["RobustnessReport", "robustness", "robustness_estimate"],
     "robust_grid": ["FAMILIES", "default_laws"],
-    "regenerate": ["plan", "regenerate"],
+    "regenerate": ["plan", "regenerate", "regenerate_estimate"],
     "restamp": ["Restamp", "restamp", "restamp_record"],
 })

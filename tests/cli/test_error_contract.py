@@ -238,6 +238,8 @@ CASES = [
      "--max-seconds", "would take an estimated"),
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--out", "",
       "--max-seconds", "1e-9"], "--max-seconds", "would take an estimated"),
+    (["records", "regenerate", "--only", "paired_wald", "--out", "{dir}/regen", "--max-seconds", "1e-9"],
+     "--max-seconds", "would take an estimated"),
 ]
 
 
