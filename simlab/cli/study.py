@@ -88,14 +88,18 @@ def read_dataset(path: str, field: str):
                          f"({exc.strerror or exc.__class__.__name__})", field) from None
 
 
-def refuse_foreign_file(path, flag: str, force: bool) -> None:
-    """Refuse to replace a file simlab did not write (a user's file named by mistake) unless ``force``."""
+def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None) -> None:
+    """Refuse to replace a file simlab did not write (a user's file named by mistake) unless
+    ``force``: a dataset, or (``report``: its kind) a JSON report."""
     from pathlib import Path
 
-    from studies import written_by_simlab
+    from studies import report_by_simlab, written_by_simlab
 
-    if not force and Path(path).is_file() and not written_by_simlab(path):
-        raise UsageError(f"{flag} {path} exists and is not a dataset simlab wrote; refusing to overwrite it "
+    if force or not Path(path).is_file():
+        return
+    if not (report_by_simlab(path, report) if report else written_by_simlab(path)):
+        what = f"a {report} report" if report else "a dataset"
+        raise UsageError(f"{flag} {path} exists and is not {what} simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", flag)
 
 
