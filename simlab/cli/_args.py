@@ -205,8 +205,7 @@ def check_methods(names, flag: str, kind: str | None = None, options: dict | Non
     """Every name in ``names`` is a registered method (of ``kind``, taking ``options``), read
     from the method catalogue (``methods.registry.info``) before any layer that runs methods
     is imported: a mistyped name or option answers in a fraction of a second, naming its flag."""
-    from methods.conventions import option_values
-    from methods.registry import info, names as registered
+    from methods import info, names as registered, option_values
 
     for name in ([names] if isinstance(names, str) else names):
         try:

@@ -163,7 +163,7 @@ def run_bench_latency(args: argparse.Namespace) -> None:
     if not methods:
         raise UsageError("--methods: name at least one method", "--methods")
     check_methods(methods, "--methods", "fixed")
-    from studies.bench.latency import bench_latency
+    from studies.bench import bench_latency
 
     say = log_to_stderr(args)
     payload = bench_latency(methods=methods, repeats=args.repeats, errors=not args.no_errors,

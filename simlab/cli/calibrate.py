@@ -17,7 +17,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     from simlab.cli.certify import render_certificate, signing_key
     from studies.qualify import calibrate, certificate_payload, write_certificate
 
-    from studies.engine import calibrate_estimate
+    from studies.qualify import calibrate_estimate
 
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:

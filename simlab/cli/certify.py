@@ -31,8 +31,7 @@ def cmd_certify(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
-    from studies.engine import certify_estimate
-    from studies.qualify import certificate_payload, certify, write_certificate
+    from studies.qualify import certificate_payload, certify, certify_estimate, write_certificate
 
     key = signing_key(args)
     say = log_to_stderr(args)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, finite_float, memory_size, parse_options, parse_tables, positive_float
+from simlab.cli._args import (add_json, check_methods, finite_float, memory_size, parse_options, parse_tables,
+                              positive_float)
 from simlab.cli._output import UsageError, emit
 
 
@@ -17,8 +18,7 @@ def analyze_fixed(method, table, margin: float, alpha: float, calibration=None):
 
 
 def run_interval(args: argparse.Namespace) -> None:
-    from methods.conventions import check_alpha, check_margin, option_values
-    from methods.registry import info
+    from methods import check_alpha, check_margin, info
 
     # every input is checked against the method's catalogue entry before a kernel, numpy or scipy is imported
     entry = info(args.method)
@@ -33,10 +33,7 @@ def run_interval(args: argparse.Namespace) -> None:
         raise UsageError(f"method {args.method!r} reads no judge calibration sets; --calibration is for "
                          "judge-corrected methods", "--calibration")
     options = parse_options(args.option)
-    try:
-        option_values(entry.name, entry.options, entry.choices, options)
-    except ValueError as exc:
-        raise UsageError(str(exc), "--option") from None
+    check_methods(args.method, "--method", options=options)
     for flag, check, value in (("--margin", check_margin, args.margin), ("--alpha", check_alpha, args.alpha)):
         try:
             check(value)
@@ -82,7 +79,7 @@ def run_interval(args: argparse.Namespace) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> None:
-    from methods.registry import infos
+    from methods import infos
 
     # the catalogue (methods.catalogue): no kernel, numpy or scipy is imported to list the registry
     rows = [{"name": i.name, "kind": i.kind, "estimand": i.estimand, "version": i.version, "inputs": list(i.inputs),

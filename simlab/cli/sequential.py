@@ -150,7 +150,7 @@ def _render_rows(rows: list[dict]) -> None:
 
 
 def run_run(args: argparse.Namespace) -> None:
-    from studies.engine.spec_file import read_spec_file
+    from studies.engine import read_spec_file
 
     raw = read_spec_file(args.spec)  # a missing or unreadable file answers before the engine loads
     from simlab.cli._backend import executor_from_args

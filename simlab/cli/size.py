@@ -27,7 +27,7 @@ _discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1] (zero discord
 
 
 def run_size(args: argparse.Namespace) -> None:
-    from methods.registry import info
+    from methods import info
 
     check_methods(args.method, "--method")  # every input is checked before the studies load
     entry = info(args.method)

@@ -121,7 +121,7 @@ def run_study_run(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from simlab.hashing import short
-    from studies.engine.spec_file import read_spec_file
+    from studies.engine import read_spec_file
 
     if args.no_checkpoint and (args.restart or args.work_dir is not None):
         flag = "--restart" if args.restart else "--work-dir"

@@ -19,6 +19,7 @@ import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "spec": ["StudySpec", "ScenarioTemplate", "load_spec", "parse_spec"],
+    "spec_file": ["read_spec_file"],
     "evaluate": ["Block", "PassCounts", "ScenarioRows", "evaluate", "moment_path"],
     "runner": ["ScenarioCounts", "evaluate_scenario", "run_key", "run_study"],
     "chunks": ["RunInfo"],
@@ -29,8 +30,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "frame": ["PowerFrame", "exact_pass_rate"],
     "executor": ["Executor", "as_executor", "make_executor"],
     "device": ["using"],
-    "cost": ["TimeEstimate", "calibrate_estimate", "certify_estimate", "exact_sequential_memory",
-             "exact_sequential_seconds", "qualify_estimate",
+    "cost": ["TimeEstimate", "exact_sequential_memory", "exact_sequential_seconds", "qualify_estimate",
              "sequential_study_estimate", "sequential_study_memory", "study_estimate", "study_memory",
              "scenario_estimate"],
     "measures": ["rate_summary"],
