@@ -30,7 +30,6 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from simlab.hashing import SHA256_PATTERN, content_hash
@@ -62,6 +61,8 @@ class JudgeRegistration(FrozenModel):
             raise ValueError("register exactly one of judge.calibration_counts (inline) and judge.calibration_sha256 "
                              "(the sha256 of a file of paired labels)")
         if self.calibration_counts is not None:
+            import numpy as np  # only for a manifest that registers a judge (a manifest loads without numpy)
+
             check_counts(np.asarray(self.calibration_counts, dtype=np.int64), self, "judge.calibration_counts")
         return self
 
@@ -72,6 +73,8 @@ class JudgeRegistration(FrozenModel):
 
 def check_counts(counts: np.ndarray, reg: JudgeRegistration, where: str) -> None:
     """Shape, shared flag, non-negative counts and the registered minimum size of each set."""
+    import numpy as np
+
     if counts.ndim != 2 or counts.shape[1] != 4 or counts.shape[0] not in (1, 2):
         raise ValueError(f"{where}: one row per set (baseline, candidate) or one shared row, 4 counts each; got "
                          f"shape {counts.shape}")
@@ -119,6 +122,8 @@ def read_calibration_file(path: Path, reg: JudgeRegistration) -> tuple[np.ndarra
     """``(counts (A, 4), file sha256)`` of a file of paired labels (JSONL or CSV, one row per
     item: item_id, set = baseline / candidate / shared, human_passed, judge_passed), checked
     against the registration: its bytes must hash to ``judge.calibration_sha256``."""
+    import numpy as np
+
     if reg.calibration_sha256 is None:
         raise EvidenceError("judge.calibration_counts: the manifest registers inline calibration counts; a calibration "
                             "file was given as well (give one, not both)", option="judge_calibration")
@@ -168,6 +173,8 @@ def read_calibration_file(path: Path, reg: JudgeRegistration) -> tuple[np.ndarra
 
 def registered_calibration(reg: JudgeRegistration, file: Path | None) -> tuple[np.ndarray, str | None]:
     """The calibration counts the comparison must use, and the file's sha256 (None: inline)."""
+    import numpy as np
+
     if reg.calibration_counts is not None:
         if file is not None:
             read_calibration_file(file, reg)  # refuses: counts were registered inline

@@ -14,8 +14,12 @@ lines as examples; nothing is dropped.  JSONL and CSV are equally strict.
 The row and column schema is ``evidence.trial_schema``.  Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
 explicit schema (``unexpected_field_behavior="error"``: an unknown field fails the read)
 and vectorised checks.  Whenever the fast path sees any problem -- or the file has blank lines, so rows
-and lines could disagree -- the file is re-read line by line with the pydantic row model,
-which names every bad line and field.  Clean files never pay for the slow path."""
+and lines could disagree -- the file is read again to name every bad line and field: a JSONL
+file in blocks of :data:`BLOCK_LINES` lines, each through the fast path again and only a
+block it refuses line by line with the pydantic row model, so one bad row near the end of a
+big file costs one block's slow path, not the whole file's (and the file is never held in
+memory whole); a CSV file (a quoted cell may hold a line break) line by line.  Clean files
+never pay for the slow path."""
 from __future__ import annotations
 
 import csv
@@ -224,13 +228,100 @@ def trial_format(path: str | Path) -> str:
     raise ValueError(f"{path}: trial records must be .jsonl/.ndjson or .csv, got {suffix or 'no suffix'!r}")
 
 
-def _fast(source, fmt: str, source_name: str) -> "TrialColumns | None":
+def _fast(source, fmt: str, source_name: str, first_line: int | None = None) -> "TrialColumns | None":
     from .columnar import columns_from_arrow, read_arrow
 
     table = read_arrow(source, fmt)
     if table is None or not table.num_rows:
         return None
-    return columns_from_arrow(table, source_name, first_line=1 if fmt == "jsonl" else 2)
+    return columns_from_arrow(table, source_name, first_line=first_line or (1 if fmt == "jsonl" else 2))
+
+
+BLOCK_LINES = 1 << 16  # JSONL lines read again together when the whole file's fast path refused it
+
+
+def _line_blocks(lines: Iterable[bytes]) -> Iterable[tuple[int, bytes]]:
+    """``(number of its first line, bytes)`` of consecutive blocks of :data:`BLOCK_LINES` lines."""
+    block: list[bytes] = []
+    first = 1
+    for line in lines:
+        block.append(line)
+        if len(block) == BLOCK_LINES:
+            yield first, b"".join(block)
+            first += BLOCK_LINES
+            block = []
+    if block:
+        yield first, b"".join(block)
+
+
+def _merge_codes(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Dictionary codes of several parts' ``(names, codes)`` as one column (order of first appearance)."""
+    index: dict[str, int] = {}
+    out = []
+    for names, codes in parts:
+        remap = np.asarray([index.setdefault(n, len(index)) for n in names], dtype=np.int32)
+        out.append(remap[codes] if len(names) else codes.astype(np.int32))
+    return np.asarray(list(index), dtype=object), np.concatenate(out)
+
+
+def _join_blocks(parts: list[TrialColumns], source: str) -> TrialColumns:
+    """Consecutive blocks of one file (absolute line numbers) as one set of columns, equal to
+    what the whole file's fast path gives."""
+    if len(parts) == 1:
+        return parts[0]
+    case_names, case = _merge_codes([(p.case_names, p.case) for p in parts])
+    cluster_names, cluster = _merge_codes([(p.cluster_names, p.cluster) for p in parts])
+    starts = np.cumsum([0] + [len(p) for p in parts])
+    hashes: dict[str | None, int] = {}
+    first: dict[str | None, int] = {}
+    for start, p in zip(starts, parts):
+        for h, n in p.manifest_hashes.items():
+            first.setdefault(h, int(start) + p.first_row_of_hash.get(h, 0))
+            hashes[h] = hashes.get(h, 0) + n
+    slices = None
+    if any(p.slice_names is not None for p in parts):
+        slices = np.concatenate([p.slice_names if p.slice_names is not None else np.full(len(p), None, object)
+                                 for p in parts])
+
+    def failed(row: int):
+        i = int(np.searchsorted(starts, row, side="right")) - 1
+        return parts[i].failed_checks_of(row - int(starts[i]))
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in parts])
+
+    return TrialColumns(
+        source=source, case=case, case_names=case_names, cluster=cluster, cluster_names=cluster_names,
+        trial=cat("trial"), candidate=cat("candidate"), passed=cat("passed"), n_failed=cat("n_failed"),
+        latency=cat("latency"), cost=cat("cost"), provenance=cat("provenance"), manifest_hashes=hashes,
+        first_row_of_hash=first if len(hashes) > 1 else {}, lines=cat("lines"), failed_names=failed,
+        timestamps=np.concatenate([p.timestamps if p.timestamps is not None else np.full(len(p), np.nan)
+                                   for p in parts]), slice_names=slices)
+
+
+def parse_jsonl_blocks(lines: Iterable[bytes], source: str) -> TrialColumns:
+    """A JSONL file's lines (each with its newline) validated block by block: the fast path on
+    every block, line by line only where it refuses one; every bad line is named (module docstring)."""
+    parts: list[TrialColumns] = []
+    problems: list[Problem] = []
+    for first, block in _line_blocks(lines):
+        cols = None if _has_blank_line(block) else _fast(block, "jsonl", source, first_line=first)
+        if cols is None:
+            rows = [(first + i - 1, row) for i, row in _json_lines(block)]
+            try:
+                records = validate_rows(rows, source)
+            except TrialsError as exc:
+                problems.extend(exc.problems)
+                continue
+            if records and not problems:
+                cols = columns_from_records(records, source, lines=[n for n, _ in rows])
+        if cols is not None and not problems:  # after a problem only the problems are kept
+            parts.append(cols)
+    if problems:
+        raise TrialsError(source, problems)
+    if not parts:
+        raise TrialsError(source, [Problem("", "file holds no trial rows")])
+    return _join_blocks(parts, source)
 
 
 def _blank_inside(data) -> bool:
@@ -251,7 +342,9 @@ def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumn
         if cols is not None:
             return cols
     data = bytes(data)
-    rows = list(_json_lines(data) if fmt == "jsonl" else _csv_rows(data))
+    if fmt == "jsonl":
+        return parse_jsonl_blocks(io.BytesIO(data), source)
+    rows = list(_csv_rows(data))
     records = validate_rows(rows, source)
     if not records:
         raise TrialsError(source, [Problem("", "file holds no trial rows")])
@@ -289,7 +382,11 @@ def read_trial_file(path: str | Path) -> tuple[TrialColumns, str]:
         cols = _fast(path, fmt, str(path)) if path.stat().st_size else None
         digest, blank = scan.result()
     if cols is None or blank:
-        cols = parse_trials(path.read_bytes(), fmt, str(path))
+        if fmt == "jsonl":  # streamed: one block in memory at a time
+            with open(path, "rb") as f:
+                cols = parse_jsonl_blocks(f, str(path))
+        else:
+            cols = parse_trials(path.read_bytes(), fmt, str(path))
     return cols, digest
 
 

@@ -12,6 +12,9 @@ Public API (the modules below may change; import from here)::
   ``Estimand``, ``BatchResult``, ``IntervalResult``; sequential methods:
   ``SequentialMethod``, ``LookSchedule``, ``SequentialResult`` (``methods.sequential.base``);
 * finding methods: ``get``, ``names``, ``reference`` (``methods.registry``), ``MethodRef``;
+  ``info`` / ``infos`` describe them (``MethodInfo``) from the catalogue without importing a
+  kernel (``methods.catalogue``); the level, margin and option checks need no numpy
+  (``methods.conventions``);
 * writing your own: ``numpy_method`` (``methods.adapters``), then ``check_method``
   (``methods.checks``: the conformance check every registered method passes);
 * single-analysis budgets: ``check_analysis_cost``, ``AnalysisTooCostly``;
@@ -29,7 +32,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualificatio
     "protocol": ["BatchResult", "DecisionMethod", "Estimand", "FixedMethod", "IntervalResult", "MethodIdentity",
                  "Status", "Theorem"],
     "sequential.base": ["LookSchedule", "SequentialBatchResult", "SequentialMethod", "SequentialResult"],
-    "registry": ["get", "names", "reference"],
+    "registry": ["get", "info", "infos", "names", "reference"],
+    "catalogue": ["MethodInfo"],
+    "conventions": ["CALIBRATED", "check_alpha", "check_margin", "option_values"],
     "method_ref": ["MethodRef", "UnknownMethodError", "as_method_refs"],
     "adapters": ["numpy_method"],
     "checks": ["check_method"],

@@ -39,6 +39,8 @@ import numpy as np
 from simlab.estimands import Estimand, true_value
 from simlab.hashing import PREFIX
 
+from methods.conventions import CALIBRATED, check_alpha, check_margin, option_values
+
 
 class Status(IntEnum):
     """Per-replication outcome codes shared by every kernel (int8 arrays)."""
@@ -49,24 +51,10 @@ class Status(IntEnum):
 
 
 FAIL, PASS, INCONCLUSIVE, HARM = (int(s) for s in Status)
-CALIBRATED = "@alpha="  # a calibrated method's name: base@alpha=<nominal level>
 STATUS_NAMES = {FAIL: "fail", PASS: "pass", INCONCLUSIVE: "inconclusive", HARM: "stop_for_harm"}
 
 
 # ---------------------------------------------------------------- levels and inputs
-def check_alpha(alpha: float) -> None:
-    """``alpha`` is the one-sided level: it must lie in (0, 0.25]."""
-    if not (isinstance(alpha, (float, int)) and not isinstance(alpha, bool)
-            and math.isfinite(alpha) and 0.0 < alpha <= 0.25):
-        raise ValueError(f"alpha (the one-sided level) must lie in (0, 0.25], got {alpha!r}")
-
-
-def check_margin(margin: float) -> None:
-    if not (isinstance(margin, (float, int)) and not isinstance(margin, bool)
-            and math.isfinite(margin) and 0.0 < margin < 1.0):
-        raise ValueError(f"margin must lie in (0, 1), got {margin!r}")
-
-
 def z_value(alpha: float) -> float:
     """Normal critical value ``z_{1 - alpha}`` of the one-sided level ``alpha``."""
     from scipy import stats  # heavy: imported when a kernel's constants are prepared
@@ -266,21 +254,7 @@ class DecisionMethod:
     def with_options(self, **options: Any) -> "DecisionMethod":
         """A new method object with options changed; an option with named ``choices`` also
         accepts the name."""
-        unknown = set(options) - set(self.options)
-        if unknown:
-            # worded option-first: a front end names the field it is about (--option, not --method)
-            raise ValueError(f"no option(s) {sorted(unknown)} in method {self.name!r}; "
-                             f"known: {sorted(self.options)}")
-        values = {}
-        for k, v in options.items():
-            if isinstance(v, str) and k in self.choices:
-                if v not in self.choices[k]:
-                    raise ValueError(f"option {k} of {self.name!r} must be one of "
-                                     f"{', '.join(self.choices[k])}, got {v!r}")
-                v = self.choices[k][v]
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise ValueError(f"option {k} of {self.name!r} must be a finite number, got {v!r}")
-            values[k] = float(v)
+        values = option_values(self.name, self.options, self.choices, options)
         return replace(self, options={**self.options, **values})
 
     def decision_roots(self) -> list[Any]:

@@ -5,8 +5,8 @@ Three ways a method is found, all giving the same kind of object (a
 evidence path treat every method alike:
 
 1. **built-in**: every module in ``methods/fixed`` and ``methods/sequential`` that defines
-   ``METHOD`` (modules are named after their method, so ``get`` imports just that module;
-   listing scans them all);
+   ``METHOD``; ``methods.catalogue`` lists them without importing a kernel, and ``get``
+   imports just the module of the method asked for;
 2. **entry points** of the group ``simlab.methods`` in any installed package
    (``[project.entry-points."simlab.methods"] my_rule = "my_pkg.my_rule:METHOD"``);
 3. **a reference** ``package.module:ATTR`` given where a method name is expected
@@ -18,14 +18,12 @@ when a qualification record is re-checked)."""
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import replace
 from functools import lru_cache
-from importlib.metadata import entry_points
 
-from methods.protocol import CALIBRATED
+from methods import catalogue
+from methods.conventions import CALIBRATED, check_alpha
 
-_PACKAGES = ["methods.fixed", "methods.sequential"]
 ENTRY_POINT_GROUP = "simlab.methods"
 
 
@@ -40,36 +38,22 @@ def _check(obj, where: str):
 
 
 @lru_cache(maxsize=1)
-def _builtin() -> dict[str, object]:
-    found: dict[str, object] = {}
-    for pkg_name in _PACKAGES:
-        pkg = importlib.import_module(pkg_name)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{pkg_name}.{info.name}")
-            method = getattr(mod, "METHOD", None)
-            if method is None:
-                continue
-            if method.name in found:
-                raise RuntimeError(f"two methods are named {method.name!r}")
-            found[method.name] = method
-    return found
-
-
-@lru_cache(maxsize=1)
 def _entry_points() -> dict[str, object]:
     """Entry-point name -> entry point (loaded on demand)."""
+    from importlib.metadata import entry_points  # tens of ms: not needed to find a built-in method
+
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def _all() -> dict[str, object]:
-    methods = dict(_builtin())
-    for name in _entry_points():
-        if name in methods:
+def infos() -> dict[str, catalogue.MethodInfo]:
+    """Name -> :class:`methods.catalogue.MethodInfo` of every registered method: the built-ins
+    from the catalogue (no kernel imported), the entry points loaded and described."""
+    found = dict(catalogue.builtin())
+    for name, ep in _entry_points().items():
+        if name in found:
             raise RuntimeError(f"entry point {name!r} ({ENTRY_POINT_GROUP}) shadows a built-in method")
-        methods[name] = _load_entry_point(name)
-    return methods
+        found[name] = catalogue.describe(_load_entry_point(name), ep.value)
+    return found
 
 
 def names(kind: str | None = None, inputs: tuple[str, ...] | None = ("tables",)) -> list[str]:
@@ -77,23 +61,8 @@ def names(kind: str | None = None, inputs: tuple[str, ...] | None = ("tables",))
     the data ``inputs`` names: by default from tables alone, so a loop that runs every method
     on simulated tables gets the methods it can run; ``("tables", "judge_calibration")`` adds
     the judge-corrected methods (``methods.judged``), ``None`` lists every method."""
-    return sorted(n for n, m in _all().items() if (kind is None or m.kind == kind)
+    return sorted(n for n, m in infos().items() if (kind is None or m.kind == kind)
                   and (inputs is None or set(m.inputs) <= set(inputs)))
-
-
-@lru_cache(maxsize=None)
-def _by_module(name: str):
-    for pkg_name in _PACKAGES:
-        try:
-            mod = importlib.import_module(f"{pkg_name}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{pkg_name}.{name}":  # a missing dependency inside the module
-                raise
-            continue
-        method = getattr(mod, "METHOD", None)
-        if method is not None and method.name == name:
-            return method
-    return None
 
 
 @lru_cache(maxsize=None)
@@ -130,31 +99,59 @@ def get(name: str):
     """Look a method up by name (built-in or entry point) or by ``package.module:ATTR``; an
     unknown name is a KeyError listing the known ones.  ``NAME@alpha=LEVEL`` is the method
     calibrated to nominal one-sided level ``LEVEL`` (``DecisionMethod.calibrated``)."""
-    if not isinstance(name, str) or not name:
-        raise KeyError(f"a method name must be a non-empty string, got {name!r}")
-    if CALIBRATED in name:
-        base, _, level = name.partition(CALIBRATED)
+    base, level = _split_calibrated(name)
+    if level is not None:
         try:
-            value = float(level)
-        except ValueError:
-            raise KeyError(f"method {name!r}: the calibrated level after {CALIBRATED!r} must be a number") from None
-        try:
-            return get(base).calibrated(value)
+            return get(base).calibrated(level)
         except ValueError as exc:
             raise KeyError(f"method {name!r}: {exc}") from None
     if ":" in name:
         return _by_reference(name)
-    if name.isidentifier() and not name.startswith("_"):
-        method = _by_module(name)
-        if method is not None:
-            return method
+    builtin = catalogue.builtin().get(name)
+    if builtin is not None:
+        return importlib.import_module(builtin.module).METHOD
     if name in _entry_points():
         return _load_entry_point(name)
-    methods = _all()
-    if name not in methods:
-        raise KeyError(f"unknown method {name!r}; registered methods: {', '.join(sorted(methods))} "
-                       "(or give package.module:ATTR)")
-    return methods[name]
+    raise KeyError(_unknown(name))
+
+
+def _unknown(name: str) -> str:
+    return (f"unknown method {name!r}; registered methods: {', '.join(sorted(infos()))} "
+            "(or give package.module:ATTR)")
+
+
+def _split_calibrated(name: str) -> tuple[str, float | None]:
+    """``(base name, nominal level)`` of ``NAME@alpha=LEVEL`` (level None without the suffix)."""
+    if not isinstance(name, str) or not name:
+        raise KeyError(f"a method name must be a non-empty string, got {name!r}")
+    if CALIBRATED not in name:
+        return name, None
+    base, _, level = name.partition(CALIBRATED)
+    try:
+        return base, float(level)
+    except ValueError:
+        raise KeyError(f"method {name!r}: the calibrated level after {CALIBRATED!r} must be a number") from None
+
+
+def info(name: str) -> catalogue.MethodInfo:
+    """What :func:`get` would find, described without importing a built-in method's kernel
+    (``simlab interval`` checks its input against it first); a reference or an entry point
+    is loaded.  Errors are those of :func:`get`."""
+    base, level = _split_calibrated(name)
+    if level is not None:
+        try:
+            check_alpha(level)
+        except ValueError as exc:
+            raise KeyError(f"method {name!r}: {exc}") from None
+    if ":" in base:
+        method = _by_reference(base)
+        return catalogue.describe(method, base.partition(":")[0])
+    found = catalogue.builtin().get(base)
+    if found is not None:
+        return found
+    if base in _entry_points():
+        return catalogue.describe(_load_entry_point(base), _entry_points()[base].value)
+    raise KeyError(_unknown(base))
 
 
 def reference(method) -> str:

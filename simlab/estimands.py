@@ -17,8 +17,10 @@ method against; it lives beside the scenario model because it depends on nothing
 from __future__ import annotations
 
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from .scenario import PairedScenario
+if TYPE_CHECKING:  # a method module imports the estimands without the pydantic scenario models
+    from .scenario import PairedScenario
 
 
 class Estimand(str, Enum):
@@ -90,6 +92,8 @@ def null_scenario(estimand: Estimand | str, baseline: float, discordance: float,
     if lim is None or not lim[0] - 1e-12 <= discordance <= lim[1] + 1e-12:
         raise ValueError(f"baseline {baseline:g}, discordance {discordance:g}: no law on the null boundary "
                          f"(margin {margin:g}) of the {getattr(estimand, 'value', estimand)} estimand")
+    from simlab.scenario import PairedScenario  # pydantic: only where a scenario is built
+
     difference = -margin if is_difference(estimand) else discordance - 2.0 * margin
     return PairedScenario.from_rates(baseline, difference, discordance, **scenario)
 

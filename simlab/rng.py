@@ -18,7 +18,8 @@ import hashlib
 import numba as nb
 import numpy as np
 
-MAX_REPLICATIONS = 1 << 32  # replication index occupies the high 32 bits of the counter
+from simlab.limits import MAX_REPLICATIONS  # noqa: F401 - re-exported: kernels and samplers read it here
+
 MAX_DRAWS_PER_REPLICATION = 1 << 32
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -298,6 +298,16 @@ def written_by_simlab(path: str | Path) -> bool:
     return kind in DATASET_KINDS or (kind is None and legacy)
 
 
+def report_by_simlab(path: str | Path, kind: str) -> bool:
+    """Whether ``path`` is a JSON report of ``kind`` (its ``"kind"`` field, e.g. ``robustness``)
+    that simlab wrote -- a file a rerun may replace."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (ValueError, OSError):
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == kind and "code_revision" in doc
+
+
 def file_kind(path: str | Path) -> str:
     """What a file that a reader refused is, for its error message: ``missing``,
     ``directory``, ``empty``, ``netcdf`` (an HDF5 file), ``record`` / ``certificate`` /

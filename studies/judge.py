@@ -198,6 +198,25 @@ def judge_study_rows(ds) -> list[dict]:
     return rows
 
 
+def judge_study_estimate(spec: JudgeStudySpec):
+    """Wall seconds of :func:`run_judge_study` (``studies.engine.cost.TimeEstimate``): the
+    engine's pilot at the scenario with the largest calibration sets (the draws that grow with
+    the items), times the number of scenarios; every scenario has the same K and M."""
+    from studies.engine.cost import TimeEstimate, fit
+
+    methods = [MethodRef(name=n).resolve("fixed") for n in spec.methods]
+    sc = spec.scenario(spec.judges[0], max(spec.calibration_items), spec.difference_grid[0])
+
+    def run(r: int) -> None:
+        evaluate(ScenarioRows(table_source(sc, spec.seed)), 0, r, methods, (spec.margin,), (spec.alpha,),
+                 lambda *_: None)
+
+    model = fit(run, 1.0, run, 1.0)
+    n = len(spec.judges) * len(spec.calibration_items) * len(spec.difference_grid)
+    wall = n * model.seconds(1.0, spec.replications)
+    return TimeEstimate(wall, wall, 1)
+
+
 def judge_study(spec: JudgeStudySpec, out_dir, progress: Callable[[int], None] | None = None) -> dict:
     """Run ``spec``, write its dataset (netCDF) and plot (PNG) into ``out_dir`` as
     ``<name>-<spec hash>.nc / .png``, and return what a report shows: the paths, the spec
@@ -226,5 +245,5 @@ def spec_from_json(text: str) -> JudgeStudySpec:
     return JudgeStudySpec.model_validate(json.loads(text))
 
 
-__all__ = ["EQUAL", "JudgeModel", "JudgeStudySpec", "LENIENT", "judge_study", "judge_study_rows", "run_judge_study",
-           "spec_from_json"]
+__all__ = ["EQUAL", "JudgeModel", "JudgeStudySpec", "LENIENT", "judge_study", "judge_study_estimate",
+           "judge_study_rows", "run_judge_study", "spec_from_json"]

@@ -44,10 +44,20 @@ Exit codes and errors (one contract for every command)
        (``simlab/cli/_signals.py``); one line ``interrupted: ...`` on stderr, or the JSON
        error object under ``--json``.
     Anything else is a bug and keeps its traceback.
+
+Bytecode
+    Run as the ``simlab`` console script, the command stores the bytecode of what it imports
+    even where ``PYTHONDONTWRITEBYTECODE`` is set (many container images set it): without
+    stored bytecode every run -- and every worker process -- compiles numpy, numba, scipy and
+    simlab from source again, seconds per command on a small machine.  Only this process
+    writes (the environment is left as it is, so subprocesses keep the user's setting; worker
+    processes read what it stored).  Set ``SIMLAB_WRITE_BYTECODE=0`` to keep Python's setting;
+    a directory that cannot be written is skipped silently by Python itself.
 """
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -62,7 +72,9 @@ def build_parser():
     parser = Parser(prog="simlab",
                     description="Measure, size and qualify non-inferiority decision methods for paired, clustered "
                                 "binary outcomes.  Every command that prints figures takes --json.  Exit codes: 0 "
-                                "success, 2 bad input or refused work (1 is reserved for a blocking decision).")
+                                "success, 2 bad input or refused work (1 is reserved for a blocking decision).  The "
+                                "command stores Python bytecode even where PYTHONDONTWRITEBYTECODE is set, so later "
+                                "runs start faster (SIMLAB_WRITE_BYTECODE=0 keeps Python's setting).")
     sub = parser.add_subparsers(dest="command", required=True)
     bench = sub.add_parser("bench", help="speed benchmarks against references measured in the same run")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True)
@@ -86,7 +98,21 @@ def _note_positionals(parser) -> None:
             POSITIONALS.add(action.dest)
 
 
+BYTECODE_ENV = "SIMLAB_WRITE_BYTECODE"
+
+
+def store_bytecode() -> bool:
+    """Let this process write the bytecode of what it imports unless ``SIMLAB_WRITE_BYTECODE=0``
+    (module docstring, "Bytecode"); True when it will."""
+    if os.environ.get(BYTECODE_ENV, "1").strip().lower() in ("0", "no", "false"):
+        return False
+    sys.dont_write_bytecode = False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the console script (tests and library callers pass argv and keep their setting)
+        store_bytecode()
     from simlab.cli._output import EXIT_OK, describe_error, report_error, report_interrupt
     from simlab.cli._signals import signals_as_interrupts
 

@@ -70,6 +70,8 @@ positive_int = int_at_least(1)
 nonnegative_int = int_at_least(0)
 nonnegative_float = float_at_least(0.0)
 positive_float = float_at_least(0.0, strict=True)
+open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")          # a margin, a rate strictly inside
+unit_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")     # an intra-cluster correlation bound
 
 # ---------------------------------------------------------------- memory limit
 
@@ -161,14 +163,14 @@ def parse_table(text: str, index: int, flag: str = "--table") -> list[int]:
 
 
 def parse_tables(texts: list[str], flag: str = "--table", order: str = "one per cluster"):
-    import numpy as np
-
     if not texts:
         raise UsageError(f"give at least one {flag} n11,n10,n01,n00 ({order})", flag)
     rows = [parse_table(t, i, flag) for i, t in enumerate(texts)]
     total = sum(sum(r) for r in rows)  # Python ints: exact, so an int64 overflow is caught here
     if total > _INT64_MAX:
         raise UsageError(f"{flag} counts sum to {total} trials, more than 2^63 - 1 (the kernels count in int64)", flag)
+    import numpy as np  # after the checks: a malformed table answers without it
+
     return np.array(rows, dtype=np.int64)
 
 
@@ -197,6 +199,28 @@ def parse_looks_text(text: str) -> None:
         if step >= 1 and stop >= start and (stop - start) // step + 1 > 10_000:
             raise UsageError(f"--looks {text!r} lists {(stop - start) // step + 1} looks; at most 10000 are "
                              "supported", "--looks")
+
+
+def check_methods(names, flag: str, kind: str | None = None, options: dict | None = None) -> None:
+    """Every name in ``names`` is a registered method (of ``kind``, taking ``options``), read
+    from the method catalogue (``methods.registry.info``) before any layer that runs methods
+    is imported: a mistyped name or option answers in a fraction of a second, naming its flag."""
+    from methods import info, names as registered, option_values
+
+    for name in ([names] if isinstance(names, str) else names):
+        try:
+            entry = info(name)
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0]) if exc.args else f"unknown method {name!r}", flag) from None
+        if kind is not None and entry.kind != kind:
+            word = "fixed-sample" if kind == "fixed" else kind
+            raise UsageError(f"method {name!r} is not a {word} method; {word} methods: "
+                             f"{', '.join(registered(kind))}", flag)
+        if options:
+            try:
+                option_values(entry.name, entry.options, entry.choices, options)
+            except ValueError as exc:
+                raise UsageError(str(exc), "--option") from None
 
 
 def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: int = 3, rho: float = 0.1,
@@ -281,8 +305,8 @@ def add_design_arguments(p, sequential: bool = True) -> None:
     p.add_argument("--method", required=True, help="registered method name (or package.module:ATTR)")
     p.add_argument("--clusters", type=positive_int, required=True, help="K, independent clusters")
     p.add_argument("--trials", type=positive_int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
-    p.add_argument("--margin", type=finite_float, required=True, help="non-inferiority margin")
-    p.add_argument("--rho-max", type=finite_float, default=0.0,
+    p.add_argument("--margin", type=open_unit, required=True, help="non-inferiority margin, in (0, 1)")
+    p.add_argument("--rho-max", type=unit_open_top, default=0.0,
                    help="largest intra-cluster correlation the nuisance domain includes (default 0)")
     if sequential:
         p.add_argument("--looks", type=positive_int, default=None,
@@ -296,3 +320,4 @@ def add_design_arguments(p, sequential: bool = True) -> None:
                         "$SIMLAB_RECORDS or the checkout's results/qualification)")
     p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="local worker processes, -1 = all cores (default 1)")
+    add_max_seconds(p)

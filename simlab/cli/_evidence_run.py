@@ -88,6 +88,10 @@ def run_evidence(**kw) -> dict:
 
 
 def load_manifest_arg(path: str):
+    from pathlib import Path
+
+    if not Path(path).exists():  # before the manifest model (pydantic) loads: a wrong path answers at once
+        raise UsageError(f"no manifest at {path}", "--manifest")
     from evidence import load_manifest
     try:
         return load_manifest(path)

@@ -127,11 +127,11 @@ def _path_field(filename: Any, args: argparse.Namespace | None) -> str | None:
 def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple[str, str | None] | None:
     """``(one-line message, field)`` for an error that the user's input caused, or None for a
     genuine bug (which keeps its traceback)."""
-    from pydantic import ValidationError
+    core = sys.modules.get("pydantic_core")  # not imported: the error cannot be pydantic's (and stays fast)
 
     if isinstance(exc, UsageError):
         return str(exc), exc.field
-    if isinstance(exc, ValidationError):
+    if core is not None and isinstance(exc, core.ValidationError):
         err = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}
         loc = ".".join(str(p) for p in err.get("loc", ()))
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import parse_looks_text
+from simlab.cli._args import check_methods, parse_looks_text
 from simlab.cli._output import UsageError
 
 DEFAULT_LOOKS = "50:500:50"
@@ -12,12 +12,17 @@ DEFAULT_MARGIN = 0.03
 DEFAULT_ALPHA = 0.05
 DEFAULT_METHODS = "repeated_fixed,likelihood_ratio,bonferroni,fixed_final"
 WRAPPERS = ("fixed_final", "repeated_fixed", "bonferroni")
+
+
 def method_refs(text: str, inner: str | None, alternative: float | None) -> list:
     from methods import MethodRef
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise UsageError("--methods lists no method", "--methods")
+    check_methods(names, "--methods", "sequential")  # from the catalogue, before any method module loads
+    if inner is not None:
+        check_methods(inner, "--inner", "fixed")
     if inner is not None and not any(n in WRAPPERS for n in names):
         raise UsageError(f"--inner applies to the wrapping methods ({', '.join(WRAPPERS)}); --methods lists none",
                          "--inner")

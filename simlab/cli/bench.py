@@ -8,6 +8,7 @@ from simlab.cli._args import (
     add_json,
     add_max_memory,
     check_memory,
+    check_methods,
     n_jobs,
     nonnegative_int,
     positive_float,
@@ -45,9 +46,11 @@ def run_bench_simulate(args: argparse.Namespace) -> None:
 
 
 def run_bench_methods(args: argparse.Namespace) -> None:
+    names = [n.strip() for n in args.methods.split(",") if n.strip()] if args.methods else None
+    if names:
+        check_methods(names, "--methods", "fixed")  # before the benchmark's kernels load
     from studies.bench import bench_methods
 
-    names = [n.strip() for n in args.methods.split(",") if n.strip()] if args.methods else None
     say = log_to_stderr(args)
     payload = bench_methods(reps=args.reps, bootstrap_reps=args.bootstrap_reps,
                             reference_reps=args.reference_reps, names=names, seed=args.seed,
@@ -133,11 +136,12 @@ def run_bench_sequential(args: argparse.Namespace) -> None:
 
 
 def run_bench_qualify(args: argparse.Namespace) -> None:
-    from studies.bench import bench_qualify
-
     methods = tuple(n.strip() for n in args.method.split(",") if n.strip())
     if not methods:
         raise UsageError("--method: name at least one method", "--method")
+    check_methods(methods, "--method")
+    from studies.bench import bench_qualify
+
     payload = bench_qualify(policy=args.policy, methods=methods, rounds=args.rounds, n_jobs=args.n_jobs,
                             progress=log_to_stderr(args))
 
@@ -154,7 +158,44 @@ def run_bench_qualify(args: argparse.Namespace) -> None:
     emit(args, payload, render)
 
 
+def run_bench_latency(args: argparse.Namespace) -> None:
+    methods = tuple(n.strip() for n in args.methods.split(",") if n.strip())
+    if not methods:
+        raise UsageError("--methods: name at least one method", "--methods")
+    check_methods(methods, "--methods", "fixed")
+    from studies.bench import bench_latency
+
+    say = log_to_stderr(args)
+    payload = bench_latency(methods=methods, repeats=args.repeats, errors=not args.no_errors,
+                            progress=lambda label: say(f"timing {label} ..."))
+
+    def render(p: dict) -> None:
+        rows = [[r["label"], r["wall_s"], r["cpu_s"], r["over_python_startup"],
+                 "-" if r["target_s"] is None else f"{r['target_s']:g}",
+                 "-" if r["meets_target"] is None else ("met" if r["meets_target"] else "NOT met")] for r in p["rows"]]
+        print_table(f"latency in fresh processes (median of {p['repeats']} warm runs)",
+                    ["name", "wall s", "CPU s", "x python start-up", "target s", "target"], rows)
+        load = p["load_average_1min"]
+        stored = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in p["bytecode_stored"].items())
+        print(f"{p['targets_met']}/{p['targets']} targets met; 1-minute load average {load['before']:.2f} before, "
+              f"{load['after']:.2f} after, on {p['cpu_count']} cores (the targets are for idle cores)")
+        print(f"bytecode stored: {stored}; PYTHONDONTWRITEBYTECODE {'set' if p['pythondontwritebytecode'] else 'unset'}"
+              f", SIMLAB_WRITE_BYTECODE={p['simlab_write_bytecode']}")
+
+    emit(args, payload, render)
+
+
 def register(sub, bench_sub) -> None:
+    p = bench_sub.add_parser("latency", help="simlab methods, interval and an input error of every command, each in a "
+                                             "fresh process, vs the interpreter's start-up")
+    p.add_argument("--methods", default="clustered_normal,betting_ci",
+                   help="comma-separated fixed methods to time `simlab interval` with (default %(default)s)")
+    p.add_argument("--repeats", type=positive_int, default=3,
+                   help="timed runs of each command after one untimed warm-up run (default %(default)s)")
+    p.add_argument("--no-errors", action="store_true", help="skip the input-error rows")
+    add_json(p)
+    p.set_defaults(func=run_bench_latency)
+
     p = bench_sub.add_parser("simulate", help="generator speed vs a numpy-vectorised DGM")
     p.add_argument("--reps", type=positive_int, default=2_000_000,
                    help="replications the numba generator simulates, streamed in batches (default %(default)s)")

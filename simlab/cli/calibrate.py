@@ -5,22 +5,32 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json, finite_float, positive_int
+from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time, finite_float, positive_int
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
     from simlab.cli.certify import render_certificate, signing_key
     from studies.qualify import calibrate, certificate_payload, write_certificate
 
+    from studies.qualify import calibrate_estimate
+
+    say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
+        estimate = calibrate_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                                      search_replications=args.search_reps, baseline=args.baseline,
+                                      discordance=args.discordance, alpha=args.alpha, workers=ex.workers)
+        what = f"calibrating {args.method} at K={args.clusters}, M={args.trials}"
+        check_time(args, estimate.low, what)
+        say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
         cal = calibrate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
                         alpha=args.alpha, target=args.target, baseline=args.baseline, discordance=args.discordance,
                         search_replications=args.search_reps, executor=ex, sign_key=signing_key(args),
-                        progress=log_to_stderr(args))
+                        progress=say)
     path = write_certificate(cal.certificate, args.out or records_dir())
     payload = {**certificate_payload(cal.certificate, path), "calibration": cal.as_dict()}
 

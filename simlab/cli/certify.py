@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json
+from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr
 
@@ -28,15 +28,23 @@ def render_certificate(p: dict) -> None:
 
 
 def cmd_certify(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
-    from studies.qualify import certificate_payload, certify, write_certificate
+    from studies.qualify import certificate_payload, certify, certify_estimate, write_certificate
 
     key = signing_key(args)
+    say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
+        estimate = certify_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                                    baseline=args.baseline, discordance=args.discordance, engine=args.engine,
+                                    workers=ex.workers)
+        what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
+        check_time(args, estimate.low, what)
+        say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
         cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
                        baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
-                       sign_key=key, progress=log_to_stderr(args))
+                       sign_key=key, progress=say)
     path = write_certificate(cert, args.out or records_dir())
     emit(args, certificate_payload(cert, path), render_certificate)
 

@@ -37,11 +37,12 @@ def default_out() -> str:
 
 
 def run_compare(args) -> int:
-    from evidence import EvidenceError, detect_kind, headline, junit, markdown, paired_artifacts, summary
     from simlab.cli._evidence_run import (adapter_of, common_artifacts, component_receipts, load_manifest_arg,
                                           parse_time, refused, report_ledger, run_evidence, trusted_keys)
 
     manifest = load_manifest_arg(args.manifest)
+    from evidence import EvidenceError, detect_kind, headline, junit, markdown, paired_artifacts, summary
+
     try:
         kinds = {args.format} if args.format else {detect_kind(args.baseline), detect_kind(args.candidate)}
     except EvidenceError as exc:

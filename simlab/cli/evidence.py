@@ -88,11 +88,11 @@ def _ledger_line(p: dict) -> None:
 
 
 def run_run(args) -> int:
-    from evidence import paired_artifacts, trial_artifacts
     if bool(args.trials) + bool(args.inspect) + bool(args.lm_eval) != 1:
         raise UsageError("give exactly one of --trials FILE, --inspect BASELINE CANDIDATE or --lm-eval BASELINE "
                          "CANDIDATE", "--trials")
     manifest = load_manifest_arg(args.manifest)
+    from evidence import paired_artifacts, trial_artifacts
     now, trusted = parse_time(args.now, "--now"), trusted_keys(args.trusted)
     if args.trials:
         kind, artifacts = "trials", trial_artifacts(args.trials)
@@ -151,8 +151,8 @@ def _read(path: str, field: str):
 
 
 def run_replay(args) -> int:
+    packet = _read(args.packet, "packet")  # a missing or malformed packet answers before the evidence path loads
     from evidence import replay_packet
-    packet = _read(args.packet, "packet")
     result = replay_packet(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
                     trusted=trusted_keys(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
                     anchor=args.anchor, ledger=args.ledger)

@@ -10,6 +10,7 @@ from simlab.cli._args import (
     on_selected_device,
     add_json,
     add_scenario_args,
+    check_methods,
     finite_float,
     nonnegative_int,
     parse_options,
@@ -25,14 +26,17 @@ DEFAULT_SEED = 20261129
 
 
 def run_false_pass(args: argparse.Namespace) -> None:
-    from methods import MethodRef
-    from studies.engine import TimeEstimate, false_pass
-
     if args.simulate and args.exact_seconds is not None:
         raise UsageError("--exact-seconds bounds the exact evaluation, which --simulate skips; give one of them",
                          "--exact-seconds")
+    options = parse_options(args.option)
+    check_methods(args.method, "--method", "fixed", options)
     scenario = scenario_from_args(args)
-    ref = MethodRef(name=args.method, options=parse_options(args.option))
+
+    from methods import MethodRef
+    from studies.engine import TimeEstimate, false_pass
+
+    ref = MethodRef(name=args.method, options=options)
     reps = args.reps or DEFAULT_REPS
     say = log_to_stderr(args)
 

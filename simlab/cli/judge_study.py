@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, checked, finite_float, nonnegative_int, positive_int
+from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, checked, finite_float, nonnegative_int, positive_int
 from simlab.cli._output import emit, log_to_stderr, print_table
 
 DEFAULT_OUT_DIR = "judge-study"
@@ -48,7 +48,9 @@ def _judge(text: str) -> dict:
 
 
 def run_judge_study(args: argparse.Namespace) -> None:
-    from studies import JudgeStudySpec, judge_study
+    if args.methods:
+        check_methods(args.methods, "--methods", "fixed")  # before the studies load: a typo answers at once
+    from studies import JudgeStudySpec, judge_study, judge_study_estimate
 
     fields = {"methods": args.methods, "calibration_items": args.items, "shared_calibration": args.shared,
               "clusters": args.clusters, "trials": args.trials, "rho": args.rho, "baseline": args.baseline,
@@ -58,7 +60,10 @@ def run_judge_study(args: argparse.Namespace) -> None:
     spec = JudgeStudySpec.model_validate({k: v for k, v in fields.items() if v is not None})
     say = log_to_stderr(args)
     total = len(spec.judges) * len(spec.calibration_items) * len(spec.difference_grid)
-    say(f"judge study: {total} scenarios x {spec.replications:,} replications x {len(spec.methods)} methods")
+    what = f"judge study: {total} scenarios x {spec.replications:,} replications x {len(spec.methods)} methods"
+    estimate = judge_study_estimate(spec)
+    check_time(args, estimate.low, what)
+    say(f"{what}: estimated {estimate.describe()}")
     done = {"n": 0}
 
     def progress(n: int) -> None:
@@ -109,6 +114,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=None, help="seed of the counter-based streams")
     p.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
                    help="folder for the dataset and plot (default ./%(default)s; not results/)")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_judge_study)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, finite_float, memory_size, parse_options, parse_tables, positive_float
+from simlab.cli._args import (add_json, check_methods, finite_float, memory_size, parse_options, parse_tables,
+                              positive_float)
 from simlab.cli._output import UsageError, emit
 
 
@@ -17,24 +18,33 @@ def analyze_fixed(method, table, margin: float, alpha: float, calibration=None):
 
 
 def run_interval(args: argparse.Namespace) -> None:
-    from methods import explain
-    from methods import AnalysisTooCostly, check_analysis_cost
-    from methods import get
+    from methods import check_alpha, check_margin, info
 
-    method = get(args.method)
-    if method.kind != "fixed":
-        raise UsageError(f"method {args.method!r} is {method.kind}; simlab interval runs fixed-sample methods "
+    # every input is checked against the method's catalogue entry before a kernel, numpy or scipy is imported
+    entry = info(args.method)
+    if entry.kind != "fixed":
+        raise UsageError(f"method {args.method!r} is {entry.kind}; simlab interval runs fixed-sample methods "
                          "(use simlab sequential analyze)", "--method")
-    table = parse_tables(args.table)
-    judged = "judge_calibration" in method.inputs
+    judged = "judge_calibration" in entry.inputs
     if judged and not args.calibration:
         raise UsageError(f"method {args.method!r} corrects judge labels: give its calibration sets with "
                          "--calibration (once for a shared set, or baseline's then candidate's)", "--calibration")
     if args.calibration and not judged:
         raise UsageError(f"method {args.method!r} reads no judge calibration sets; --calibration is for "
                          "judge-corrected methods", "--calibration")
-    calibration = parse_tables(args.calibration, "--calibration", "one per set") if judged else None
     options = parse_options(args.option)
+    check_methods(args.method, "--method", options=options)
+    for flag, check, value in (("--margin", check_margin, args.margin), ("--alpha", check_alpha, args.alpha)):
+        try:
+            check(value)
+        except ValueError as exc:
+            raise UsageError(str(exc), flag) from None
+    table = parse_tables(args.table)
+    calibration = parse_tables(args.calibration, "--calibration", "one per set") if judged else None
+
+    from methods import AnalysisTooCostly, check_analysis_cost, explain, get
+
+    method = get(args.method)
     if options:
         method = method.with_options(**options)
     try:
@@ -69,20 +79,22 @@ def run_interval(args: argparse.Namespace) -> None:
 
 
 def run_methods(args: argparse.Namespace) -> None:
-    from methods import get, names
+    from methods import infos
 
-    rows = []
-    for name in names(inputs=None):
-        m = get(name)
-        rows.append({"name": name, "kind": m.kind, "estimand": m.estimand.value, "version": m.version,
-                     "inputs": list(m.inputs), "options": dict(m.options), "citation": m.citation})
+    # the catalogue (methods.catalogue): no kernel, numpy or scipy is imported to list the registry
+    rows = [{"name": i.name, "kind": i.kind, "estimand": i.estimand, "version": i.version, "inputs": list(i.inputs),
+             "options": i.options, "guarantee": i.guarantee, "calibration": i.calibration, "citation": i.citation}
+            for _, i in sorted(infos().items())]
 
     def render(p: dict) -> None:
         width = max((len(r["name"]) for r in p["methods"]), default=4)
-        print(f"{'name':<{width}}  {'kind':<10}  {'estimand':<16}  version")
+        print(f"{'name':<{width}}  {'kind':<10}  {'estimand':<16}  {'version':<7}  guarantee")
         for r in p["methods"]:
-            print(f"{r['name']:<{width}}  {r['kind']:<10}  {r['estimand']:<16}  {r['version']}")
+            print(f"{r['name']:<{width}}  {r['kind']:<10}  {r['estimand']:<16}  {r['version']:<7}  "
+                  f"{r['guarantee'] or '-'}")
             print(f"{'':<{width}}  {r['citation']}")
+        print("guarantee: theorem = a finite-sample guarantee at every design its assumptions cover; "
+              "- = valid where a qualification record or certificate covers the design (simlab records coverage)")
 
     emit(args, {"methods": rows}, render)
 

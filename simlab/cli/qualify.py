@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simlab.cli._args import add_json, add_max_seconds, check_time, n_jobs
+from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, n_jobs
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 from simlab.cli.study import check_writable
@@ -13,29 +13,42 @@ BUILT_IN_POLICIES = ("standard (default), standard-coarse, reduced, reduced-smal
                      "sequential-standard-lr")
 
 
-def methods_arg(text: str, kind: str = "fixed") -> list:
-    from methods import get, names
+def method_names(text: str, kind: str = "fixed") -> list[str]:
+    """The methods ``--method`` names (``all``: every registered one of ``kind``), each checked
+    against the catalogue."""
+    from methods import names
 
     chosen = names(kind) if text == "all" else [t.strip() for t in text.split(",") if t.strip()]
     if not chosen:
         raise UsageError("--method needs a registered method name, a comma-separated list, or 'all'", "--method")
-    return [get(n) for n in chosen]
+    check_methods(chosen, "--method")
+    return chosen
+
+
+def methods_arg(text: str, kind: str = "fixed") -> list:
+    from methods import get
+
+    return [get(n) for n in method_names(text, kind)]
 
 
 def run_qualify(args: argparse.Namespace) -> None:
+    if not args.method:
+        raise UsageError("give --method NAME (or 'all'), or use `simlab qualify show RECORD`", "--method")
+    if args.method != "all":
+        method_names(args.method)  # a mistyped name answers before the policy and the studies load
     from methods.qualification import RESULTS_DIR, QualificationPolicy, named_policy
+
+    pol = args.policy or "standard"
+    policy = QualificationPolicy.load(pol) if Path(pol).suffix.lower() in (".json", ".toml") else named_policy(pol)
+    kind = "fixed" if policy.domain.looks is None else "sequential"
+    out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
+    check_writable(out_dir / "record.json", "--out")
+
     from simlab.cli._backend import executor_from_args
     from studies.engine import qualify_estimate
     from studies.qualify import qualify, summary_payload
 
-    if not args.method:
-        raise UsageError("give --method NAME (or 'all'), or use `simlab qualify show RECORD`", "--method")
-    pol = args.policy or "standard"
-    policy = QualificationPolicy.load(pol) if Path(pol).suffix.lower() in (".json", ".toml") else named_policy(pol)
-    kind = "fixed" if policy.domain.looks is None else "sequential"
     methods = methods_arg(args.method, kind)
-    out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
-    check_writable(out_dir / "record.json", "--out")
     say = log_to_stderr(args)
     finished = set()
     if args.checkpoint:
@@ -69,10 +82,6 @@ def run_qualify(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
-    from methods.qualification import StaleRecordError, load_record
-    from studies.qualify import summary_payload
-    from studies.plots import cell_rows, heatmap
-
     given = [f for f, v in (("--method", args.method), ("--policy", args.policy), ("--out", args.out),
                             ("--n-jobs", None if args.n_jobs == 1 else args.n_jobs),
                             ("--max-seconds", args.max_seconds), ("--checkpoint", args.checkpoint)) if v is not None]
@@ -80,6 +89,10 @@ def run_show(args: argparse.Namespace) -> None:
         raise UsageError(f"{', '.join(given)} belong to a qualification run, not to `qualify show`", given[0])
     if Path(args.record).is_dir():
         raise UsageError(f"record {args.record} is a directory; give a record JSON file", "record")
+    if not Path(args.record).exists():  # before the qualification code loads
+        raise UsageError(f"no qualification record at {args.record}", "record")
+    from methods.qualification import StaleRecordError, load_record
+
     png = Path(args.png) if args.png else Path(args.record).with_suffix(".png")
     check_writable(png, "--png")
     stale = None
@@ -90,6 +103,9 @@ def run_show(args: argparse.Namespace) -> None:
             raise UsageError(f"{exc} (pass --allow-stale to show it anyway)", "--allow-stale") from None
         stale = str(exc)
         record = load_record(args.record, check_current=False)
+    from studies.plots import cell_rows, heatmap  # after the record is read: a wrong file answers without them
+    from studies.qualify import summary_payload
+
     heatmap(record, png)
     cols, rows = cell_rows(record)
     payload = {**summary_payload(record, Path(args.record)), "stale": stale, "png": str(png),

@@ -63,7 +63,11 @@ def render_recommendation(p: dict) -> None:
 
 
 def cmd_recommend(args: argparse.Namespace) -> None:
-    from simlab.cli._output import emit, log_to_stderr
+    from simlab.cli._output import UsageError, emit, log_to_stderr
+
+    if args.true_difference <= -args.margin:  # checked before the studies load (an input error answers at once)
+        raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
+                         "is only defined under the alternative", "--true-difference")
     from studies import recommend
 
     payload = recommend(clusters=args.clusters, trials=args.trials, margin=args.margin, rho_max=args.rho_max,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import finite_float, n_jobs, positive_int
+from simlab.cli._args import add_max_seconds, check_methods, check_time, finite_float, n_jobs, positive_int
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -147,6 +147,7 @@ def cmd_sign(args: argparse.Namespace) -> None:
 
 
 def cmd_coverage(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method")  # an unknown name is an input error, not "not covered"
     from methods.qualification import DesignPoint, find_coverage
     from simlab.scenario import FixedSize
 
@@ -160,7 +161,9 @@ def cmd_coverage(args: argparse.Namespace) -> None:
 
 
 def cmd_regenerate(args: argparse.Namespace) -> None:
-    from studies.qualify import plan, regenerate
+    import os
+
+    from studies.qualify import plan, regenerate, regenerate_estimate
 
     d = _records_dir(args)
     only = set(args.only.split(",")) if args.only else None
@@ -172,8 +175,13 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
              lambda p: print("\n".join(f"policy {i['policy_sha256'][7:17]} ({i['grid_cells']} cells): "
                                        f"{', '.join(i['methods'])}" for i in p["plan"])))
         return
+    say = log_to_stderr(args)
+    estimate = regenerate_estimate(items, (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs, args.checkpoint)
+    what = f"regenerating {sum(len(i.sources) for i in items)} record(s) under {len(items)} policy(ies)"
+    check_time(args, estimate.low, f"{what} (first rounds; the whole run: {estimate.describe()})")
+    say(f"{what}: estimated {estimate.describe()}")
     done = regenerate(d, args.out, only=only, policy=args.policy, n_jobs=args.n_jobs, checkpoint=args.checkpoint,
-                      progress=log_to_stderr(args))
+                      progress=say)
     emit(args, {"directory": str(d), "out": args.out or str(d), "records": done},
          lambda p: print("\n".join(f"{r['method']}: {r['cells_qualified']}/{r['cells_total']} cells qualified -> "
                                    f"{r['record']}" for r in p["records"])))
@@ -258,6 +266,7 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
     s.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="keep finished tasks here; the same command resumes a stopped regeneration")
+    add_max_seconds(s)
     _json_flag(s)
     s.set_defaults(func=cmd_regenerate)
 

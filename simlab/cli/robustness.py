@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_json, add_max_seconds, check_time, checked, n_jobs, nonnegative_int, positive_int
+from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, checked, n_jobs, nonnegative_int, positive_int
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr, print_table
 
@@ -44,14 +44,16 @@ def render(p: dict) -> None:
 
 
 def run_robustness(args: argparse.Namespace) -> None:
+    check_methods(args.method, "--method", "fixed")  # before the studies load: a typo answers at once
     from simlab.cli._backend import executor_from_args
-    from simlab.cli.study import check_writable
+    from simlab.cli.study import check_writable, refuse_foreign_file
     from studies import save_dataset, save_json
     from studies.qualify import robustness, robustness_estimate
 
     for flag, path in (("--report", args.report), ("--dataset", args.dataset)):
         if path:
             check_writable(path, flag)
+            refuse_foreign_file(path, flag, args.force, "robustness" if flag == "--report" else None)
     kw = dict(alpha=args.alpha, rho_max=args.rho_max, baseline=args.baseline, replications=args.reps)
     kw.update({k: v for k, v in (("families", args.laws), ("seed", args.seed)) if v is not None})
     say = log_to_stderr(args)
@@ -92,6 +94,8 @@ def register(subparsers, bench_subparsers) -> None:
                    help="seed of the laws' counter-based streams (default: the library's fixed seed)")
     p.add_argument("--report", default=None, metavar="FILE", help="also write the JSON report here")
     p.add_argument("--dataset", default=None, metavar="FILE", help="also write the netCDF dataset here")
+    p.add_argument("--force", action="store_true",
+                   help="replace --report / --dataset even when the file is not one simlab wrote")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="local worker processes, -1 = all cores (default 1)")
     add_backend_arguments(p)
     add_max_seconds(p)

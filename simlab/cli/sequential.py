@@ -12,6 +12,7 @@ from simlab.cli._args import (
     add_max_seconds,
     add_scenario_args,
     check_memory,
+    check_methods,
     check_time,
     finite_float,
     n_jobs,
@@ -37,8 +38,6 @@ from simlab.cli.study import check_writable, read_dataset, refuse_foreign_file
 def run_exact(args: argparse.Namespace) -> None:
     import time
 
-    from studies.exact import exact_table, seed_table
-
     design = {"--looks": args.looks, "--margin": args.margin, "--alpha": args.alpha, "--methods": args.methods,
               "--inner": args.inner, "--alternative": args.alternative, "--win": args.win}
     t0 = time.perf_counter()
@@ -47,6 +46,8 @@ def run_exact(args: argparse.Namespace) -> None:
         if given:
             raise UsageError(f"{', '.join(given)} set your own design, which needs --loss (per-trial loss "
                              "probabilities); without --loss simlab prints the seed's fixed table", given[0])
+        from studies.exact import seed_table
+
         payload = {**seed_table(), "source": "the seed's Sequential Decisions Lab design (DESIGN.md reference "
                                                 "numbers)"}
     else:
@@ -59,12 +60,13 @@ def run_exact(args: argparse.Namespace) -> None:
         bad = [q for q in losses if not 0.0 <= q <= 1.0 - win]
         if not losses or bad:
             raise UsageError(f"--loss values must lie in [0, 1 - win] = [0, {1 - win:g}], got {args.loss!r}", "--loss")
+        refs = method_refs(args.methods or DEFAULT_METHODS, args.inner, args.alternative)
         from studies.engine import exact_sequential_memory, exact_sequential_seconds
+        from studies.exact import exact_table
 
         what = f"exact enumeration up to {schedule.last:,} {schedule.unit}"
         check_memory(args, exact_sequential_memory(schedule.looks, win > 0), what)
-        methods = [r.resolve("sequential") for r in method_refs(args.methods or DEFAULT_METHODS, args.inner,
-                                                                args.alternative)]
+        methods = [r.resolve("sequential") for r in refs]
         check_time(args, exact_sequential_seconds(schedule.looks, win > 0, len(methods), len(losses)), what)
         margin = DEFAULT_MARGIN if args.margin is None else args.margin
         alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
@@ -92,17 +94,18 @@ def _template(args: argparse.Namespace) -> dict:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from studies.engine import (exact_sequential_memory, parse_sequential_spec, run_sequential_study,
-                                sequential_study_estimate, sequential_study_memory, sequential_summary_rows)
-
+    refs = method_refs(args.methods, args.inner, args.alternative)  # a mistyped name answers before the studies load
     schedule = schedule_of(args, args.looks)
     most = args.clusters if args.unit == "clusters" else args.clusters * args.trials
     if schedule.last > most:
         raise UsageError(f"--looks reach {schedule.last} {args.unit} but the scenario has {most} (--clusters "
                          f"{args.clusters} x --trials {args.trials}); the last look must not exceed them", "--looks")
+    from studies.engine import (exact_sequential_memory, parse_sequential_spec, run_sequential_study,
+                                sequential_study_estimate, sequential_study_memory, sequential_summary_rows)
+
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
     spec = parse_sequential_spec({
-        "name": "simulate", "methods": [r.model_dump() for r in method_refs(args.methods, args.inner, args.alternative)],
+        "name": "simulate", "methods": [r.model_dump() for r in refs],
         "schedule": {"looks": list(schedule.looks), "unit": args.unit},
         "scenario": _template(args), "margins": [args.margin], "alpha": args.alpha,
         "replications": args.reps, "seed": args.seed, "exact": not args.no_exact}, source="arguments")
@@ -147,19 +150,26 @@ def _render_rows(rows: list[dict]) -> None:
 
 
 def run_run(args: argparse.Namespace) -> None:
+    from studies.engine import read_spec_file
+
+    raw = read_spec_file(args.spec)  # a missing or unreadable file answers before the engine loads
     from simlab.cli._backend import executor_from_args
     from studies import save_dataset
-    from studies.engine import (load_sequential_spec, run_sequential_study, sequential_study_memory,
-                                sequential_summary_rows)
+    from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_estimate,
+                                sequential_study_memory, sequential_summary_rows)
 
-    spec = load_sequential_spec(args.spec)
+    spec = parse_sequential_spec(raw, source=str(args.spec))
     if args.out:
         check_writable(args.out, "--out")
         refuse_foreign_file(args.out, "--out", args.force)
     points = math.prod(spec.shape) if spec.shape else 1
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
-    check_memory(args, sequential_study_memory(spec, workers), f"sequential study {spec.name} ({points:,} grid points)")
+    what = f"sequential study {spec.name} ({points:,} grid points)"
+    check_memory(args, sequential_study_memory(spec, workers), what)
     with executor_from_args(args, args.jobs) as ex:
+        estimate = sequential_study_estimate(spec, ex.workers)
+        check_time(args, estimate.low, what)
+        log_to_stderr(args)(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
         ds = run_sequential_study(spec, executor=ex, progress=True)
     out = save_dataset(ds, args.out) if args.out else None
     payload = {"spec_hash": spec.hash, "out": None if out is None else str(out), "saved": out is not None,
@@ -200,10 +210,14 @@ def run_plot(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> None:
+    options = parse_options(args.option)
+    check_methods(args.method, "--method", "sequential", options)  # before the method's module loads
+    if args.inner is not None:
+        check_methods(args.inner, "--inner", "fixed")
+    table = parse_tables(args.table, order="one per cluster, in arrival order")
     from methods import MethodRef
 
-    table = parse_tables(args.table, order="one per cluster, in arrival order")
-    method = MethodRef(name=args.method, options=parse_options(args.option), inner=args.inner).resolve("sequential")
+    method = MethodRef(name=args.method, options=options, inner=args.inner).resolve("sequential")
     result = method.analyze(table, schedule_of(args, args.looks), args.margin, args.alpha)
     payload = {**result.as_dict(), "version": method.version, "source_sha256": method.identity.source_sha256,
                "citation": method.citation}
@@ -277,6 +291,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     add_backend_arguments(p)
     add_max_memory(p)
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_run)
 

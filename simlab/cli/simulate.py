@@ -24,12 +24,12 @@ def simulate_memory(reps: int, clusters: int) -> int:
 
 
 def run_simulate(args: argparse.Namespace) -> None:
-    from simlab.generate import simulate_tables
-    from simlab.summary import summarize
-
     scenario = scenario_from_args(args)
     check_memory(args, simulate_memory(args.reps, scenario.clusters),
                  f"simulate ({args.reps:,} replications x {scenario.clusters:,} clusters, held in memory)")
+    from simlab.generate import simulate_tables  # numba: after the scenario and the memory are checked
+    from simlab.summary import summarize
+
     tables = simulate_tables(scenario, args.seed, args.reps)
     payload = {"scenario": scenario.model_dump(mode="json"), "scenario_key": scenario.key, "seed": args.seed,
                **summarize(scenario, tables)}

@@ -5,6 +5,9 @@ import argparse
 
 from simlab.cli._args import (
     add_json,
+    add_max_seconds,
+    check_methods,
+    check_time,
     checked,
     finite_float,
     float_at_least,
@@ -24,13 +27,15 @@ _discordance = checked(float, lambda v: 0.0 < v <= 1.0, "in (0, 1] (zero discord
 
 
 def run_size(args: argparse.Namespace) -> None:
-    from methods import get
-    from simlab.cli._backend import executor_from_args
-    from studies.sizing import save_sizing, size
+    from methods import info
 
-    method = get(args.method)
-    if args.looks is not None and method.kind != "sequential":
-        raise UsageError(f"--looks applies to sequential methods; {method.name!r} is fixed-sample", "--looks")
+    check_methods(args.method, "--method")  # every input is checked before the studies load
+    entry = info(args.method)
+    if args.looks is not None and entry.kind != "sequential":
+        raise UsageError(f"--looks applies to sequential methods; {entry.name!r} is fixed-sample", "--looks")
+    if args.true_difference <= -args.margin:
+        raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
+                         "is only defined under the alternative", "--true-difference")
     if args.discordance is not None and args.discordance < abs(args.true_difference):
         raise UsageError(f"--discordance {args.discordance:g} must be >= |--true-difference| = "
                          f"{abs(args.true_difference):g} (the difference is p01 - p10 <= p10 + p01)", "--discordance")
@@ -38,11 +43,25 @@ def run_size(args: argparse.Namespace) -> None:
         from simlab.cli.study import check_writable
 
         check_writable(f"{args.out}/size.nc", "--out")
+    from methods import get
+    from simlab.cli._backend import executor_from_args
+    from studies.sizing import save_sizing, size, size_estimate
+
+    method = get(args.method)
+    say = log_to_stderr(args)
+    estimate = size_estimate(method, margin=args.margin, difference=args.true_difference, power=args.power,
+                             alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,
+                             discordance=args.discordance, rho=args.rho, looks=args.looks, seed=args.seed)
+    if estimate is not None:
+        what = f"sizing {args.method}"
+        check_time(args, estimate.low, what + "'s first power frame")
+        say(f"{what}: the first power frame estimated {estimate.describe()}; the certificate at the answer and any "
+            "larger replication count come on top")
     with executor_from_args(args, args.n_jobs) as ex:
         res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
                    trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance,
                    rho=args.rho, rho_max=args.rho_max, looks=args.looks, seed=args.seed, max_reps=args.max_reps,
-                   progress=log_to_stderr(args), executor=ex)
+                   progress=say, executor=ex)
     if args.out:
         save_sizing(res, args.out)
     payload = res.payload()
@@ -99,5 +118,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--n-jobs", type=n_jobs, default=1,
                    help="worker processes for the false-pass certificate's simulation (default %(default)s)")
     add_backend_arguments(p)
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_size)

@@ -88,14 +88,18 @@ def read_dataset(path: str, field: str):
                          f"({exc.strerror or exc.__class__.__name__})", field) from None
 
 
-def refuse_foreign_file(path, flag: str, force: bool) -> None:
-    """Refuse to replace a file simlab did not write (a user's file named by mistake) unless ``force``."""
+def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None) -> None:
+    """Refuse to replace a file simlab did not write (a user's file named by mistake) unless
+    ``force``: a dataset, or (``report``: its kind) a JSON report."""
     from pathlib import Path
 
-    from studies import written_by_simlab
+    from studies import report_by_simlab, written_by_simlab
 
-    if not force and Path(path).is_file() and not written_by_simlab(path):
-        raise UsageError(f"{flag} {path} exists and is not a dataset simlab wrote; refusing to overwrite it "
+    if force or not Path(path).is_file():
+        return
+    if not (report_by_simlab(path, report) if report else written_by_simlab(path)):
+        what = f"a {report} report" if report else "a dataset"
+        raise UsageError(f"{flag} {path} exists and is not {what} simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", flag)
 
 
@@ -116,19 +120,24 @@ def run_study_run(args: argparse.Namespace) -> None:
     import os
     from pathlib import Path
 
-    import numpy as np
-
-    from simlab.cli._backend import executor_from_args
     from simlab.hashing import short
-    from studies.engine import load_spec, run_study, study_estimate, study_memory, study_summary_rows
+    from studies.engine import read_spec_file
 
     if args.no_checkpoint and (args.restart or args.work_dir is not None):
         flag = "--restart" if args.restart else "--work-dir"
         raise UsageError(f"{flag} concerns the on-disk chunks that --no-checkpoint turns off; give one of them", flag)
-    spec = load_spec(args.spec)
+    raw = read_spec_file(args.spec)  # a missing or malformed file answers before the spec models load
+    from studies.engine import parse_spec  # the spec alone (pydantic): a bad spec answers before the engine loads
+
+    spec = parse_spec(raw, source=str(args.spec))
     out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
     refuse_foreign_file(out, "--out", args.force)
+
+    import numpy as np
+
+    from simlab.cli._backend import executor_from_args
+    from studies.engine import run_study, study_estimate, study_memory, study_summary_rows
     chunk = args.chunk_size or spec.chunk_size
     workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs
     check_memory(args, study_memory(spec, chunk, workers),

@@ -8,11 +8,12 @@ discordance, direction mixtures) for robustness reports; ``calibration`` the jud
 calibration sets drawn beside the tables when a scenario declares one.  Every replication is
 a pure function of ``(seed, scenario, replication index)``.
 """
-from .calibration import CALIBRATION_VERSION, CalibrationSource, calibration_source, scenario_calibration
-from .moments import MAX_TRIALS_EXACT
-from .sources import (COMPOSITION_VERSION, CompositionSource, TableSource, TrialSource, scenario_tables,
-                      source_name, table_source, vose_alias)
+import lazy_loader as _lazy
 
-__all__ = ["CALIBRATION_VERSION", "CalibrationSource", "calibration_source", "scenario_calibration",
-           "COMPOSITION_VERSION", "CompositionSource", "MAX_TRIALS_EXACT", "TableSource", "TrialSource",
-           "scenario_tables", "source_name", "table_source", "vose_alias"]
+# lazily: a method module reads MAX_TRIALS_EXACT (moments) without the scenario's pydantic models
+__getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
+    "calibration": ["CALIBRATION_VERSION", "CalibrationSource", "calibration_source", "scenario_calibration"],
+    "moments": ["MAX_TRIALS_EXACT"],
+    "sources": ["COMPOSITION_VERSION", "CompositionSource", "TableSource", "TrialSource", "scenario_tables",
+                "source_name", "table_source", "vose_alias"],
+})

@@ -7,6 +7,8 @@ implementation in the same run:
 * ``sequential`` -- exact sequential enumeration and simulated sequential studies;
 * ``gpu``        -- the study runner's moment path on a CUDA device against the CPU runner;
 * ``qualify``    -- the batched qualification engine against the per-scenario engine;
+* ``latency``    -- the interactive commands (``methods``, ``interval``, input errors) in fresh
+  processes against the interpreter's start-up;
 * ``power``      -- power of the candidate methods at a design on the same tables, with exact
   certified worst cases and calibrate / certify times (issue 26);
 * ``summary``    -- ``bench_all``: every one of them, ending in one table written under
@@ -20,4 +22,5 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "methods": ["bench_methods"], "sequential": ["bench_sequential"],
     "simulate": ["bench_simulate", "standard_scenario"], "study": ["bench_study"], "summary": ["bench_all"],
     "gpu": ["bench_gpu"], "qualify": ["bench_qualify"], "power": ["bench_power", "render_power"],
+    "latency": ["bench_latency"],
 })

@@ -19,6 +19,7 @@ import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "spec": ["StudySpec", "ScenarioTemplate", "load_spec", "parse_spec"],
+    "spec_file": ["read_spec_file"],
     "evaluate": ["Block", "PassCounts", "ScenarioRows", "evaluate", "moment_path"],
     "runner": ["ScenarioCounts", "evaluate_scenario", "run_key", "run_study"],
     "chunks": ["RunInfo"],

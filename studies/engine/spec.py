@@ -33,7 +33,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import tomllib
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -44,7 +43,8 @@ from pydantic import Field, ValidationError, field_validator, model_serializer, 
 from simlab.hashing import bytes_hash
 from methods.method_ref import MethodRef, as_method_refs
 from simlab.models import FrozenModel
-from simlab.rng import MAX_REPLICATIONS
+from simlab.limits import MAX_REPLICATIONS
+from studies.engine.spec_file import read_spec_file
 from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, JudgeCalibration, LabelNoise, Missingness,
                              PairedScenario, PoissonSize)
 
@@ -345,23 +345,6 @@ class StudySpec(GridSpec):
             return int(self.replications)
         n = math.ceil(self.planning_rate * (1.0 - self.planning_rate) / self.target_mcse ** 2)
         return min(max(n, 1), MAX_REPLICATIONS)
-
-
-def read_spec_file(path: str | Path) -> dict:
-    """The raw mapping of a ``.toml`` or ``.json`` spec file (errors name the file)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read spec {p}: {exc.strerror}") from None
-    try:
-        if p.suffix.lower() == ".toml":
-            return tomllib.loads(raw.decode())
-        if p.suffix.lower() == ".json":
-            return json.loads(raw)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"spec {p}: {exc}") from None
-    raise ValueError(f"spec {p}: use a .toml or .json file")
 
 
 def validate_spec(model: type[GridSpec], data: dict, source: str = "spec"):

@@ -7,6 +7,7 @@ grid on the null boundary, tasks), ``tasks`` (one task through the engine's loop
 (golden-section search around each cell's worst point), ``checkpoint`` (resumable runs),
 ``nuisance`` (the worst case at one design, for sizing), ``certify`` (certificates),
 ``calibrate`` (the largest nominal level that is valid at a design, then its certificate),
+``estimate`` (how long certifying or calibrating at a design will take),
 ``robustness`` (a claim's false-pass rate under laws outside the cluster model; its default
 grid of laws is ``robust_grid``), ``regenerate`` (re-run every record of a directory),
 ``restamp`` (carry records across a refactor: re-simulate a sample of scenarios, re-stamp
@@ -22,8 +23,9 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "nuisance": ["DesignFalsePass", "design_false_pass", "nuisance_points"],
     "certify": ["certificate_payload", "certify", "write_certificate"],
     "calibrate": ["Calibration", "calibrate"],
+    "estimate": ["calibrate_estimate", "certify_estimate"],
     "robustness": ["RobustnessReport", "robustness", "robustness_estimate"],
     "robust_grid": ["FAMILIES", "default_laws"],
-    "regenerate": ["plan", "regenerate"],
+    "regenerate": ["plan", "regenerate", "regenerate_estimate"],
     "restamp": ["Restamp", "restamp", "restamp_record"],
 })

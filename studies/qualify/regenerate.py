@@ -59,6 +59,22 @@ def plan(directory: str | Path, only: set[str] | None = None, policy: str | None
             for pol, ms, ps in groups.values()]
 
 
+def regenerate_estimate(items: list[PlanItem], workers: int = 1, checkpoint: str | Path | None = None):
+    """Wall seconds of regenerating ``items`` (``studies.engine.cost.TimeEstimate``): the
+    qualifier's estimate of every (policy, methods) group, summed, leaving out the tasks a
+    ``checkpoint`` already holds (``low``: every group's first round)."""
+    from studies.engine.cost import TimeEstimate, qualify_estimate
+    from studies.qualify.checkpoint import finished_ranges
+
+    low = high = 0.0
+    for item in items:
+        methods = [ref.resolve() for ref in item.methods]
+        finished = finished_ranges(checkpoint, item.policy, methods) if checkpoint else set()
+        est = qualify_estimate(methods, item.policy, workers, finished)
+        low, high = low + est.low, high + est.high
+    return TimeEstimate(low, high, workers)
+
+
 def regenerate(directory: str | Path, out_dir: str | Path | None = None, *, only: set[str] | None = None,
                policy: str | None = None, n_jobs: int = 1, heatmaps: bool = True, checkpoint: str | Path | None = None,
                progress: Callable[[str], None] | None = None) -> list[dict]:

@@ -205,6 +205,30 @@ class _Search:
             say(f"K={k}: power bound below the target at K={missed[0]} in its stretch; searching above")
 
 
+def size_estimate(method, *, margin: float, difference: float, power: float = 0.8, alpha: float = 0.025,
+                  trials: int = 1, baseline: float = 0.9, discordance: float | None = None, rho: float = 0.0,
+                  looks: int | None = None, seed: int = 20261129, initial_reps: int = 2000,
+                  max_clusters: int = MAX_CLUSTERS, sampler: str = "auto"):
+    """What :func:`size` certainly costs (``studies.engine.cost.TimeEstimate``; ``high`` is
+    ``low`` too: how far the search escalates depends on what it finds): its first step,
+    power on a frame of ``max(2 k0, k0 + 20, 30)`` clusters (``k0`` the analytic start) at
+    ``initial_reps`` replications, piloted at the frame's end -- the certificate at the answer
+    and any larger replication count come on top.  Fixed-sample methods (a sequential
+    method's frame decides every look: None)."""
+    from methods import MethodRef
+    from methods.registry import reference
+    from studies.engine.cost import scenario_estimate
+
+    if looks is not None or method.sequential:
+        return None
+    discordance = max(2.0 * abs(difference), margin, 0.1) if discordance is None else discordance
+    k0 = max(analytic_start(method, margin, difference, discordance, alpha, power, trials, rho)["clusters"], 2)
+    frame = min(max(2 * k0, k0 + 20, 30), FRAME_LIMIT * k0, max_clusters)
+    ref = MethodRef(name=reference(method), options=dict(method.options))
+    return scenario_estimate(_scenario(baseline, difference, discordance, frame, trials, rho), [ref], [margin],
+                             [alpha], initial_reps, seed, sampler)
+
+
 def size(method, *, margin: float, difference: float, power: float = 0.8, alpha: float = 0.025,
          trials: int = 1, baseline: float = 0.9, discordance: float | None = None, rho: float = 0.0,
          rho_max: float | None = None, looks: int | None = None, seed: int = 20261129, ci_level: float = 0.95,

@@ -70,18 +70,24 @@ def test_interval_errors_are_clear(capsys, argv, message):
     assert rc == 2 and message in json.loads(out)["error"]["message"]
 
 
-def test_interval_refuses_sequential_methods(capsys, monkeypatch):
-    import types
-    import methods as methods_package
-    import methods.registry as reg
-    fake = types.SimpleNamespace(name="fake_sequential", kind="sequential")
-    real = registry.get
-    lookup = lambda name: fake if name == "fake_sequential" else real(name)   # noqa: E731
-    monkeypatch.setattr(reg, "get", lookup)
-    # the package may hold its own reference once an earlier command has looked a method up
-    monkeypatch.setattr(methods_package, "get", lookup, raising=False)
-    rc, _, err = run(capsys, ["interval", "--method", "fake_sequential", "--table", "1,0,0,0"])
-    assert rc == 2 and "'fake_sequential' is sequential" in err
+def test_interval_refuses_sequential_methods(capsys):
+    """Refused from the catalogue entry, before the method's kernel module is imported."""
+    rc, _, err = run(capsys, ["interval", "--method", "likelihood_ratio", "--table", "1,0,0,0"])
+    assert rc == 2 and "'likelihood_ratio' is sequential" in err
+    rc, out, _ = run(capsys, ["interval", "--method", "likelihood_ratio", "--table", "1,0,0,0", "--json"])
+    assert rc == 2 and json.loads(out)["error"]["field"] == "--method"
+
+
+@pytest.mark.parametrize("argv, field, message", [
+    (["--option", "bogus=1"], "--option", "no option(s) ['bogus'] in method 'cluster_t'"),
+    (["--margin", "1.5"], "--margin", "margin must lie in (0, 1)"),
+    (["--alpha", "0.4"], "--alpha", "alpha (the one-sided level) must lie in (0, 0.25]"),
+    (["--calibration", "1,0,0,1"], "--calibration", "reads no judge calibration sets"),
+])
+def test_interval_input_errors_name_their_field(capsys, argv, field, message):
+    rc, out, _ = run(capsys, ["interval", "--method", "cluster_t", "--table", "1,0,0,0", *argv, "--json"])
+    err = json.loads(out)["error"]
+    assert rc == 2 and err["field"] == field and message in err["message"]
 
 
 def test_unknown_method_error_lists_registered_names(capsys):
@@ -99,8 +105,16 @@ def test_methods_listing(capsys):
     assert rows["cluster_robust"]["estimand"] == "trial_weighted"
     assert "Bell & McCaffrey" in rows["cluster_robust"]["citation"]
     assert rows["cluster_t"]["kind"] == "fixed" and rows["cluster_t"]["version"] == "1"
+    assert rows["betting_ci"]["guarantee"] == "theorem" and rows["cluster_t"]["guarantee"] is None
+    assert rows["dm_score"]["calibration"] == "exact-em"
+    for name, row in rows.items():   # the listing (from the catalogue) is what the loaded method says
+        m = registry.get(name)
+        assert (row["version"], row["estimand"], row["citation"], row["options"]) == \
+            (m.version, m.estimand.value, m.citation, m.options)
     rc, out, _ = run(capsys, ["methods"])
     assert rc == 0 and "obuchowski" in out and "Obuchowski (1998)" in out
+    assert "guarantee" in out and any(line.startswith("betting_ci ") and line.rstrip().endswith("theorem")
+                                      for line in out.splitlines())
 
 
 def test_bench_methods_cli_json(capsys):

@@ -26,3 +26,21 @@ def test_refused_over_the_time_limit(capsys):
     assert main([*ARGS, "--reps", "100000000", "--max-seconds", "1", "--json"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
     assert err["field"] == "--max-seconds"
+
+
+def test_a_users_file_is_not_overwritten(tmp_path, capsys):
+    """Issue 29.4 (variant of ``study run --out``): --report / --dataset naming a file simlab did
+    not write is refused before any work; simlab's own report and dataset are replaced by a
+    rerun; --force replaces anything."""
+    mine, report, dataset = tmp_path / "notes.json", tmp_path / "r.json", tmp_path / "r.nc"
+    mine.write_text('{"kind": "my notes"}')
+    for flag in ("--report", "--dataset"):
+        assert main([*ARGS, flag, str(mine), "--json"]) == 2
+        err = json.loads(capsys.readouterr().out)["error"]
+        assert err["field"] == flag and "refusing to overwrite" in err["message"], err
+        assert mine.read_text() == '{"kind": "my notes"}'
+    for _ in range(2):   # written, then replaced by the rerun
+        assert main([*ARGS, "--report", str(report), "--dataset", str(dataset), "--json"]) == 0
+        capsys.readouterr()
+    assert main([*ARGS, "--report", str(mine), "--force", "--json"]) == 0
+    assert json.loads(mine.read_text())["kind"] == "robustness"

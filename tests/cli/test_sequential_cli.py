@@ -69,6 +69,8 @@ def test_run_show_plot(capsys, tmp_path):
     png2 = tmp_path / "via_study.png"  # `simlab study plot` dispatches on attrs.dataset_kind
     rc, p = run(capsys, "study", "plot", str(out), "--out", str(png2), "--json")
     assert rc == 0 and png2.read_bytes()[:4] == b"\x89PNG"
+    rc, p = run(capsys, "sequential", "run", str(spec), "--max-seconds", "1e-9", "--json")  # estimated, refused
+    assert rc == 2 and p["error"]["field"] == "--max-seconds" and "would take an estimated" in p["error"]["message"]
     bad = tmp_path / "bad.toml"
     bad.write_text('methods = ["msprt"]\nlooks = [5, 3]\n')
     rc, p = run(capsys, "sequential", "run", str(bad), "--json")

@@ -1,0 +1,100 @@
+"""Wall-time estimates of certifying and calibrating at one design (``simlab certify`` /
+``simlab calibrate --max-seconds``), made before the work with the pilots of
+``studies.engine.cost``: the simulation engine is the qualifier on the certificate's one-cell
+policy; the exact engines run the method's kernel once on every discordant state."""
+from __future__ import annotations
+
+import time
+
+from studies.engine.cost import TimeEstimate, qualify_estimate
+
+PILOT_MAX_CLUSTERS = 20_000  # a certificate's simulation beyond this K is piloted at this K, scaled linearly in K
+
+
+def _decision_seconds(method, clusters: int, trials: int, margin: float, alpha: float) -> float:
+    """Seconds per replication of ``method``'s decision on tables of ``clusters`` clusters of
+    ``trials`` pairs (batches of at most ~10^6 cells, timed for at least 0.2 s after a
+    warm-up call that compiles or loads the kernel)."""
+    import numpy as np
+
+    n = max(1, min(4096, 250_000 // max(clusters, 1)))
+    tables = np.zeros((n, clusters, 4), np.int32)
+    tables[:, :, 0] = trials - trials // 2
+    tables[:, :, 3] = trials // 2
+    tables[:, ::3, 1] = 1          # a few discordant pairs: not the zero-variance shortcut of some kernels
+    method.decide(tables[:1], margin, alpha)
+    done, t0 = 0, time.perf_counter()
+    while True:
+        method.decide(tables, margin, alpha)
+        done += n
+        if time.perf_counter() - t0 >= 0.2:
+            return (time.perf_counter() - t0) / done
+
+
+def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0,
+                     looks: int | None = None, *, baseline: tuple[float, float] = (0.5, 1.0),
+                     discordance: tuple[float, float] = (0.01, 0.5), engine: str = "auto", alpha: float = 0.025,
+                     allowed_excess: float = 1.1, mc_confidence: float = 0.95, min_replications: int = 2000,
+                     max_replications: int = 128_000, seed: int = 20261129, workers: int = 1) -> TimeEstimate:
+    """Wall seconds of ``studies.qualify.certify.certify`` with these arguments (its defaults).
+    Simulation engine: the qualifier's estimate on the certificate's one-cell policy (``low``:
+    the first round over every nuisance scenario, which certification always runs).  Exact
+    engines: the method's kernel on every discordant state, ``(N + 1)(N + 2) / 2`` for ``N =
+    K M`` pairs (at most ``studies.exact.discordant.MAX_STATES``), timed on representative
+    tables; the node search comes on top (``high`` = twice it: the exact-discordant route at
+    2.9 million states measured 10 s of kernel in 10.3 s of CPU here)."""
+    from methods.qualification.certificate import CertifiedDesign
+    from methods.registry import get
+    from studies.qualify.certify import certification_engine, is_baseline_free, sim_policy
+
+    method = get(method) if isinstance(method, str) else method
+    design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=looks,
+                             baseline=tuple(baseline), discordance=tuple(discordance))
+    exact = None if engine == "simulation" else certification_engine(method, design, alpha)[0]
+    if exact is not None:
+        n = clusters * trials
+        seconds = _decision_seconds(method, clusters, trials, margin, method.level(alpha)) * (n + 1) * (n + 2) / 2
+        return TimeEstimate(seconds, 2.0 * seconds, 1)
+    scale = 1.0
+    if clusters > PILOT_MAX_CLUSTERS:  # piloted at fewer clusters and scaled linearly (a pilot at 10^6 takes minutes)
+        scale = clusters / PILOT_MAX_CLUSTERS
+        design = design.model_copy(update={"clusters": PILOT_MAX_CLUSTERS})
+    policy = sim_policy(design, alpha, allowed_excess, mc_confidence, min_replications, max_replications, seed,
+                        baseline_free=is_baseline_free(method, design, alpha), estimand=method.estimand.value)
+    est = qualify_estimate([method], policy, workers)
+    return TimeEstimate(est.low * scale, est.high * scale, est.workers)
+
+
+def calibrate_estimate(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0,
+                       looks: int | None = None, *, search_replications: int = 20_000, workers: int = 1,
+                       **certify_args) -> TimeEstimate:
+    """Wall seconds of ``studies.qualify.calibrate.calibrate``: ``low`` is what it certainly
+    costs.  Exact routes: a certificate at every one of the coarse candidate levels (then as
+    many fine ones: ``high``).  Simulation: the search simulates every nuisance scenario of the
+    certificate's grid once at ``search_replications`` (at least ``search_replications /
+    first round`` times the certificate's first round: deciding each table at every
+    candidate level comes on top) and then certifies once."""
+    from dataclasses import replace
+
+    from methods.registry import get
+    from studies.qualify.calibrate import COARSE_LEVELS, FINE_LEVELS
+
+    method = get(method) if isinstance(method, str) else method
+    base = replace(method, nominal_alpha=None)
+    cert = certify_estimate(base, clusters, trials, margin, rho_max, looks, workers=workers, **certify_args)
+    min_reps = certify_args.get("min_replications", 2000)
+    if getattr(base, "calibration", None) == "exact-em":
+        return TimeEstimate(cert.low, cert.high * 2.0, cert.workers)
+    from methods.qualification.certificate import CertifiedDesign
+    from studies.qualify.certify import certification_engine
+
+    design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=looks,
+                             baseline=tuple(certify_args.get("baseline", (0.5, 1.0))),
+                             discordance=tuple(certify_args.get("discordance", (0.01, 0.5))))
+    if certification_engine(base, design, certify_args.get("alpha", 0.025))[0] is not None:
+        return TimeEstimate(COARSE_LEVELS * cert.low, (COARSE_LEVELS + FINE_LEVELS) * cert.high, cert.workers)
+    search = cert.low * search_replications / min_reps
+    return TimeEstimate(search + cert.low, search + cert.high, cert.workers)
+
+
+__all__ = ["PILOT_MAX_CLUSTERS", "calibrate_estimate", "certify_estimate"]
