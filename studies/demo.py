@@ -53,6 +53,9 @@ DIFFERENCES = (-0.06, -0.04, -0.03, -0.02, 0.0)
 # t-test teams run, the score tests that calibrate, and the intervals valid by theorem
 DEMO_METHODS = ("clustered_normal", "paired_wald", "cluster_t", "clustered_score", "dm_score", "betting_ci",
                 "betting_ci_horizon")
+# kernels a second process compiles (into numba's on-disk cache) while this one runs the
+# headline and compiles the others: the costliest to compile, about half of the total
+BACKGROUND_KERNELS = ("betting_ci", "betting_ci_horizon", "dm_score")
 
 
 def seed_scenario() -> PairedScenario:
@@ -77,6 +80,26 @@ def demo_methods(full: bool = False) -> list[str]:
     if missing:
         raise KeyError(f"demo methods not registered: {missing}")
     return list(registered) if full else list(DEMO_METHODS)
+
+
+def background_kernels(full: bool = False) -> list[str]:
+    """The methods whose kernels :func:`warm_kernels` may compile in another process while
+    :func:`study_demo` starts: ``BACKGROUND_KERNELS`` (``full``: also every registered method
+    the default demo does not show)."""
+    return [n for n in demo_methods(full) if n in BACKGROUND_KERNELS or n not in DEMO_METHODS]
+
+
+def warm_kernels(names: list[str], seed: int = 20261129) -> list[str]:
+    """Compile the batch kernels of ``names`` for the tables the demo passes them (int32
+    ``tables[R, K, 4]``, C order), so that numba's on-disk cache holds them: run in a worker
+    process, the demo's own process then loads them instead of compiling them (once, not once
+    per process).  Returns ``names``."""
+    from methods import registry
+
+    table = scenario_tables(unequal_scenario(), seed, 0, 1)
+    for name in names:
+        registry.get(name).batch(table, MARGIN, ALPHA)
+    return list(names)
 
 
 def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:
@@ -119,10 +142,14 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
 def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000, headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
-               progress: Callable[[str], None] | None = None) -> dict:
+               progress: Callable[[str], None] | None = None,
+               kernels_ready: Callable[[], object] | None = None) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
     ``full``: every registered fixed-sample method, and certificates / calibrations made on
-    demand in the recommendation.  ``progress(message)`` is told as each of its stages starts."""
+    demand in the recommendation.  ``progress(message)`` is told as each of its stages starts.
+    ``kernels_ready()``: returns once another process has compiled the kernels of
+    :func:`background_kernels` (:func:`warm_kernels`); meanwhile this one runs the headline
+    and compiles the others.  Without it every kernel is compiled here."""
     from methods import registry
 
     from studies.plots.study import plot_dataset
@@ -155,6 +182,10 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
                 "true_difference": s0.true_difference_trial()}
 
     # 2. unequal clusters ---------------------------------------------------------
+    if kernels_ready is not None:  # compile ours, then load the other process's from the cache
+        background = background_kernels(full)
+        warm_kernels([n for n in names if n not in background], seed)
+        kernels_ready()
     say(f"2/5 unequal clusters: {len(methods)} methods on one deterministic table")
     su = unequal_scenario()
     table = scenario_tables(su, seed, 0, 1)
@@ -224,7 +255,7 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     from .recommend import recommend
     # certificates made on demand go to the demo's folder, never into the shipped records
     say("4/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
-    advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1,
+    advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1 if full else 0,
                        methods=names, size_reps=8000, seed=seed, certify_dir=out / "certificates",
                        certify_missing=full, calibrate_missing=full)
     # 5. the gate at the seed's design and at 100 x 3, and power against K (studies.demo_designs)
@@ -245,4 +276,5 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
             "seconds": time.perf_counter() - t_start}
 
 
-__all__ = ["DEMO_METHODS", "demo_methods", "study_demo", "seed_scenario", "unequal_scenario", "demo_spec"]
+__all__ = ["BACKGROUND_KERNELS", "DEMO_METHODS", "background_kernels", "demo_methods", "study_demo", "seed_scenario",
+           "unequal_scenario", "demo_spec", "warm_kernels"]

@@ -87,6 +87,11 @@ def _note_positionals(parser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Keep the bytecode of what this command imports even where PYTHONDONTWRITEBYTECODE=1 is
+    # set (many container images): else every run recompiles scipy, xarray, numba... from
+    # source (seconds per process).  Only imported modules are written, once, beside their
+    # sources; worker processes read them.
+    sys.dont_write_bytecode = False
     from simlab.cli._output import EXIT_OK, describe_error, report_error, report_interrupt
     from simlab.cli._signals import signals_as_interrupts
 

@@ -93,15 +93,23 @@ def _render_designs(d: dict, curve: dict) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> None:
+    import multiprocessing
+
     from evidence import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
-    from studies import study_demo
+    from studies import background_kernels, study_demo, warm_kernels
 
     check_writable(f"{args.out}/demo.nc", "--out")
-    payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
-                         seed=args.seed, full=args.full,
-                         progress=log_to_stderr(args))
-    payload["evidence"] = evidence_demo()  # last section; in a temporary folder (it holds a demo signing key)
+    # a second process (the demo is one process otherwise) compiles half the kernels into
+    # numba's on-disk cache while this one starts, then runs the evidence path (independent
+    # of the rest; in a temporary folder: it holds a demo signing key); leaving the block
+    # ends it, also on an error or Ctrl-C
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        warmed = pool.apply_async(warm_kernels, (background_kernels(args.full), args.seed))
+        evidence = pool.apply_async(evidence_demo)
+        payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
+                             seed=args.seed, full=args.full, progress=log_to_stderr(args), kernels_ready=warmed.get)
+        payload["evidence"] = evidence.get()
     emit(args, payload, lambda p: (_render(p), print("\n6. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
 
