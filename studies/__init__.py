@@ -28,7 +28,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["bench", "eng
     "datasets": ["dataset_kind", "file_kind", "open_dataset", "save_dataset", "save_json", "written_by_simlab"],
     "judge": ["JudgeModel", "JudgeStudySpec", "judge_study", "judge_study_rows", "run_judge_study"],
     "recommend": ["recommend"],
-    "demo": ["background_kernels", "study_demo", "warm_kernels"],
+    "demo": ["study_demo"],
     "engine": ["StudySpec", "evaluate_scenario", "false_pass", "load_spec", "run_sequential_study", "run_study"],
     "qualify": ["certify", "qualify"],
     "sizing": ["size"],

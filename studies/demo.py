@@ -142,14 +142,18 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
 def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000, headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
-               progress: Callable[[str], None] | None = None,
-               kernels_ready: Callable[[], object] | None = None) -> dict:
+               progress: Callable[[str], None] | None = None, background=None,
+               then: tuple[Callable[[], object], ...] = ()) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
     ``full``: every registered fixed-sample method, and certificates / calibrations made on
     demand in the recommendation.  ``progress(message)`` is told as each of its stages starts.
-    ``kernels_ready()``: returns once another process has compiled the kernels of
-    :func:`background_kernels` (:func:`warm_kernels`); meanwhile this one runs the headline
-    and compiles the others.  Without it every kernel is compiled here."""
+
+    ``background``: a process pool with one worker (``multiprocessing`` ``Pool(1)``, spawned).
+    Its worker compiles the kernels of :func:`background_kernels` into numba's on-disk cache
+    (:func:`warm_kernels`) while this process runs the headline and compiles the others, then
+    makes the recommendation (:func:`demo_recommendation`), then calls each of ``then`` (their
+    results: ``payload["then"]``); this process loads those kernels from the cache.  Every
+    figure is the same with or without it.  Without it all runs here, in order."""
     from methods import registry
 
     from studies.plots.study import plot_dataset
@@ -159,6 +163,11 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     t_start = time.perf_counter()
     started = timestamp()
     names = demo_methods(full)
+    out = Path(out_dir)
+    if background is not None:  # queued in this order: the worker runs them one after another
+        warmed = background.apply_async(warm_kernels, (background_kernels(full), seed))
+        advised = background.apply_async(demo_recommendation, (names, seed, str(out), full))
+        later = [background.apply_async(f) for f in then]
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
 
@@ -182,10 +191,9 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
                 "true_difference": s0.true_difference_trial()}
 
     # 2. unequal clusters ---------------------------------------------------------
-    if kernels_ready is not None:  # compile ours, then load the other process's from the cache
-        background = background_kernels(full)
-        warm_kernels([n for n in names if n not in background], seed)
-        kernels_ready()
+    if background is not None:  # compile ours, then load the worker's from the cache
+        warm_kernels([n for n in names if n not in background_kernels(full)], seed)
+        warmed.get()
     say(f"2/5 unequal clusters: {len(methods)} methods on one deterministic table")
     su = unequal_scenario()
     table = scenario_tables(su, seed, 0, 1)
@@ -217,7 +225,6 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     info.seconds = time.perf_counter() - t_start
     ds = build_study_dataset(spec, points, counts, methods, refs, exact_rows, info, kind="demo")
     ds.attrs["replications_by_method"] = json.dumps(plan, sort_keys=True)
-    out = Path(out_dir)
     say(f"3/5 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")
     nc = save_dataset(ds, out / "demo.nc")
     png = plot_dataset(ds, out / "demo.png")
@@ -252,12 +259,8 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
             "mean_width_boundary": at(-0.03, "mean_width"),
         })
     # 4. which methods may decide at the seed's design, ranked by power (studies.recommend)
-    from .recommend import recommend
-    # certificates made on demand go to the demo's folder, never into the shipped records
     say("4/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
-    advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1 if full else 0,
-                       methods=names, size_reps=8000, seed=seed, certify_dir=out / "certificates",
-                       certify_missing=full, calibrate_missing=full)
+    advice = advised.get() if background is not None else demo_recommendation(names, seed, str(out), full)
     # 5. the gate at the seed's design and at 100 x 3, and power against K (studies.demo_designs)
     from studies.plots.power_k import plot_power_k
     from .demo_designs import compare_designs, power_against_k
@@ -267,14 +270,29 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     designs = compare_designs(design_replications, seed + 1, cache=certificates)
     curve = power_against_k(curve_replications, seed + 2, cache=certificates)
     power_png = plot_power_k(curve, designs["distribution_free_limit"]["clusters"], out / "power_k.png")
-    return {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
+    payload = {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
             "designs": designs, "power_curve": curve,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
                            "differences": list(DIFFERENCES),
                            "rows": rows},
             "files": {"dataset": str(nc), "plot": str(png), "power_plot": str(power_png)}, "spec_hash": spec.hash,
             "seconds": time.perf_counter() - t_start}
+    if then:
+        payload["then"] = [r.get() for r in later] if background is not None else [f() for f in then]
+    return payload
 
 
-__all__ = ["BACKGROUND_KERNELS", "DEMO_METHODS", "background_kernels", "demo_methods", "study_demo", "seed_scenario",
-           "unequal_scenario", "demo_spec", "warm_kernels"]
+def demo_recommendation(names: list[str], seed: int, out_dir: str, full: bool = False) -> dict:
+    """``simlab recommend`` at the seed's design (30 x 3, rho up to 0.1) over the demo's
+    methods: those a current file covers there, ranked by power (``full``: also certifying
+    and calibrating on demand -- into ``out_dir/certificates``, never into the shipped
+    records -- and the K for the target power of the best one valid at every K)."""
+    from .recommend import recommend
+
+    return recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1 if full else 0,
+                     methods=names, size_reps=8000, seed=seed, certify_dir=Path(out_dir) / "certificates",
+                     certify_missing=full, calibrate_missing=full)
+
+
+__all__ = ["BACKGROUND_KERNELS", "DEMO_METHODS", "background_kernels", "demo_methods", "demo_recommendation",
+           "study_demo", "seed_scenario", "unequal_scenario", "demo_spec", "warm_kernels"]

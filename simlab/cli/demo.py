@@ -97,19 +97,17 @@ def run_demo_command(args: argparse.Namespace) -> None:
 
     from evidence import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
-    from studies import background_kernels, study_demo, warm_kernels
+    from studies import study_demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
-    # a second process (the demo is one process otherwise) compiles half the kernels into
-    # numba's on-disk cache while this one starts, then runs the evidence path (independent
-    # of the rest; in a temporary folder: it holds a demo signing key); leaving the block
-    # ends it, also on an error or Ctrl-C
+    # one worker process shares the work (see study_demo); the evidence path, last, is
+    # independent of the rest (in a temporary folder: it holds a demo signing key).  Leaving
+    # the block ends the worker, also on an error or Ctrl-C.
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        warmed = pool.apply_async(warm_kernels, (background_kernels(args.full), args.seed))
-        evidence = pool.apply_async(evidence_demo)
         payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
-                             seed=args.seed, full=args.full, progress=log_to_stderr(args), kernels_ready=warmed.get)
-        payload["evidence"] = evidence.get()
+                             seed=args.seed, full=args.full, progress=log_to_stderr(args), background=pool,
+                             then=(evidence_demo,))
+    payload["evidence"] = payload.pop("then")[0]
     emit(args, payload, lambda p: (_render(p), print("\n6. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
 
