@@ -142,8 +142,7 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
 def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000, headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
-               progress: Callable[[str], None] | None = None, background=None,
-               then: tuple[Callable[[], object], ...] = ()) -> dict:
+               progress: Callable[[str], None] | None = None, background=None) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
     ``full``: every registered fixed-sample method, and certificates / calibrations made on
     demand in the recommendation.  ``progress(message)`` is told as each of its stages starts.
@@ -151,9 +150,9 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     ``background``: a process pool with one worker (``multiprocessing`` ``Pool(1)``, spawned).
     Its worker compiles the kernels of :func:`background_kernels` into numba's on-disk cache
     (:func:`warm_kernels`) while this process runs the headline and compiles the others, then
-    makes the recommendation (:func:`demo_recommendation`), then calls each of ``then`` (their
-    results: ``payload["then"]``); this process loads those kernels from the cache.  Every
-    figure is the same with or without it.  Without it all runs here, in order."""
+    makes the recommendation (:func:`demo_recommendation`) while this process, having loaded
+    those kernels from the cache, runs the other sections.  Every figure is the same with or
+    without it; without it all runs here."""
     from methods import registry
 
     from studies.plots.study import plot_dataset
@@ -167,7 +166,6 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     if background is not None:  # queued in this order: the worker runs them one after another
         warmed = background.apply_async(warm_kernels, (background_kernels(full), seed))
         advised = background.apply_async(demo_recommendation, (names, seed, str(out), full))
-        later = [background.apply_async(f) for f in then]
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
 
@@ -258,28 +256,26 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
             "inconclusive_boundary": at(-0.03, "inconclusive_rate"),
             "mean_width_boundary": at(-0.03, "mean_width"),
         })
-    # 4. which methods may decide at the seed's design, ranked by power (studies.recommend)
-    say("4/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
-    advice = advised.get() if background is not None else demo_recommendation(names, seed, str(out), full)
     # 5. the gate at the seed's design and at 100 x 3, and power against K (studies.demo_designs)
     from studies.plots.power_k import plot_power_k
     from .demo_designs import compare_designs, power_against_k
-    say(f"5/5 designs 30 x 1 and 100 x 3 ({design_replications:,} tables each); power against K "
+    say(f"4/5 designs 30 x 1 and 100 x 3 ({design_replications:,} tables each); power against K "
         f"({curve_replications:,} tables per K)")
     certificates: dict = {}  # each certificate is verified once in this run
     designs = compare_designs(design_replications, seed + 1, cache=certificates)
     curve = power_against_k(curve_replications, seed + 2, cache=certificates)
     power_png = plot_power_k(curve, designs["distribution_free_limit"]["clusters"], out / "power_k.png")
-    payload = {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
+    # 4. which methods may decide at the seed's design, ranked by power (studies.recommend); collected
+    # last: the worker makes it while this process runs the rest
+    say("5/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
+    advice = advised.get() if background is not None else demo_recommendation(names, seed, str(out), full)
+    return {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
             "designs": designs, "power_curve": curve,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
                            "differences": list(DIFFERENCES),
                            "rows": rows},
             "files": {"dataset": str(nc), "plot": str(png), "power_plot": str(power_png)}, "spec_hash": spec.hash,
             "seconds": time.perf_counter() - t_start}
-    if then:
-        payload["then"] = [r.get() for r in later] if background is not None else [f() for f in then]
-    return payload
 
 
 def demo_recommendation(names: list[str], seed: int, out_dir: str, full: bool = False) -> dict:

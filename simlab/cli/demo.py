@@ -100,14 +100,15 @@ def run_demo_command(args: argparse.Namespace) -> None:
     from studies import study_demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
-    # one worker process shares the work (see study_demo); the evidence path, last, is
-    # independent of the rest (in a temporary folder: it holds a demo signing key).  Leaving
-    # the block ends the worker, also on an error or Ctrl-C.
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    # two worker processes share the work: one for study_demo (it says what), one for the
+    # evidence path, independent of the rest (in a temporary folder: it holds a demo signing
+    # key).  Leaving the block ends them, also on an error or Ctrl-C.
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Pool(1) as evidence_worker, spawn.Pool(1) as worker:
+        evidence = evidence_worker.apply_async(evidence_demo)
         payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
-                             seed=args.seed, full=args.full, progress=log_to_stderr(args), background=pool,
-                             then=(evidence_demo,))
-    payload["evidence"] = payload.pop("then")[0]
+                             seed=args.seed, full=args.full, progress=log_to_stderr(args), background=worker)
+        payload["evidence"] = evidence.get()
     emit(args, payload, lambda p: (_render(p), print("\n6. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
 
