@@ -37,8 +37,13 @@ def _check_finite(value: Any, where: str = "$") -> None:
 
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical JSON of a JSON-compatible value (NaN and infinities refused)."""
-    _check_finite(value)
-    return rfc8785.dumps(value)
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.FloatDomainError:
+        # the serialiser refuses every non-finite number; the walk (costly on a record of
+        # 10^5 values, so only on failure) says where it is
+        _check_finite(value)
+        raise
 
 
 def content_hash(value: Any) -> str:

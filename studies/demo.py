@@ -53,6 +53,9 @@ DIFFERENCES = (-0.06, -0.04, -0.03, -0.02, 0.0)
 # t-test teams run, the score tests that calibrate, and the intervals valid by theorem
 DEMO_METHODS = ("clustered_normal", "paired_wald", "cluster_t", "clustered_score", "dm_score", "betting_ci",
                 "betting_ci_horizon")
+# kernels a second process compiles (into numba's on-disk cache) while this one runs the
+# headline and compiles the others: the costliest to compile, about half of the total
+BACKGROUND_KERNELS = ("betting_ci", "betting_ci_horizon", "dm_score")
 
 
 def seed_scenario() -> PairedScenario:
@@ -77,6 +80,26 @@ def demo_methods(full: bool = False) -> list[str]:
     if missing:
         raise KeyError(f"demo methods not registered: {missing}")
     return list(registered) if full else list(DEMO_METHODS)
+
+
+def background_kernels(full: bool = False) -> list[str]:
+    """The methods whose kernels :func:`warm_kernels` may compile in another process while
+    :func:`study_demo` starts: ``BACKGROUND_KERNELS`` (``full``: also every registered method
+    the default demo does not show)."""
+    return [n for n in demo_methods(full) if n in BACKGROUND_KERNELS or n not in DEMO_METHODS]
+
+
+def warm_kernels(names: list[str], seed: int = 20261129) -> list[str]:
+    """Compile the batch kernels of ``names`` for the tables the demo passes them (int32
+    ``tables[R, K, 4]``, C order), so that numba's on-disk cache holds them: run in a worker
+    process, the demo's own process then loads them instead of compiling them (once, not once
+    per process).  Returns ``names``."""
+    from methods import registry
+
+    table = scenario_tables(unequal_scenario(), seed, 0, 1)
+    for name in names:
+        registry.get(name).batch(table, MARGIN, ALPHA)
+    return list(names)
 
 
 def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:
@@ -119,10 +142,17 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
 def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000, headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
-               progress: Callable[[str], None] | None = None) -> dict:
+               progress: Callable[[str], None] | None = None, background=None) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
     ``full``: every registered fixed-sample method, and certificates / calibrations made on
-    demand in the recommendation.  ``progress(message)`` is told as each of its stages starts."""
+    demand in the recommendation.  ``progress(message)`` is told as each of its stages starts.
+
+    ``background``: a process pool with one worker (``multiprocessing`` ``Pool(1)``, spawned).
+    Its worker compiles the kernels of :func:`background_kernels` into numba's on-disk cache
+    (:func:`warm_kernels`) while this process runs the headline and compiles the others, then
+    makes the recommendation (:func:`demo_recommendation`) while this process, having loaded
+    those kernels from the cache, runs the other sections.  Every figure is the same with or
+    without it; without it all runs here."""
     from methods import registry
 
     from studies.plots.study import plot_dataset
@@ -132,6 +162,10 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     t_start = time.perf_counter()
     started = timestamp()
     names = demo_methods(full)
+    out = Path(out_dir)
+    if background is not None:  # queued in this order: the worker runs them one after another
+        warmed = background.apply_async(warm_kernels, (background_kernels(full), seed))
+        advised = background.apply_async(demo_recommendation, (names, seed, str(out), full))
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
 
@@ -155,6 +189,9 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
                 "true_difference": s0.true_difference_trial()}
 
     # 2. unequal clusters ---------------------------------------------------------
+    if background is not None:  # compile ours, then load the worker's from the cache
+        warm_kernels([n for n in names if n not in background_kernels(full)], seed)
+        warmed.get()
     say(f"2/5 unequal clusters: {len(methods)} methods on one deterministic table")
     su = unequal_scenario()
     table = scenario_tables(su, seed, 0, 1)
@@ -186,7 +223,6 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
     info.seconds = time.perf_counter() - t_start
     ds = build_study_dataset(spec, points, counts, methods, refs, exact_rows, info, kind="demo")
     ds.attrs["replications_by_method"] = json.dumps(plan, sort_keys=True)
-    out = Path(out_dir)
     say(f"3/5 exact seed false-pass rates; writing {out / 'demo.nc'} and {out / 'demo.png'}")
     nc = save_dataset(ds, out / "demo.nc")
     png = plot_dataset(ds, out / "demo.png")
@@ -220,22 +256,19 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
             "inconclusive_boundary": at(-0.03, "inconclusive_rate"),
             "mean_width_boundary": at(-0.03, "mean_width"),
         })
-    # 4. which methods may decide at the seed's design, ranked by power (studies.recommend)
-    from .recommend import recommend
-    # certificates made on demand go to the demo's folder, never into the shipped records
-    say("4/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
-    advice = recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1,
-                       methods=names, size_reps=8000, seed=seed, certify_dir=out / "certificates",
-                       certify_missing=full, calibrate_missing=full)
     # 5. the gate at the seed's design and at 100 x 3, and power against K (studies.demo_designs)
     from studies.plots.power_k import plot_power_k
     from .demo_designs import compare_designs, power_against_k
-    say(f"5/5 designs 30 x 1 and 100 x 3 ({design_replications:,} tables each); power against K "
+    say(f"4/5 designs 30 x 1 and 100 x 3 ({design_replications:,} tables each); power against K "
         f"({curve_replications:,} tables per K)")
     certificates: dict = {}  # each certificate is verified once in this run
     designs = compare_designs(design_replications, seed + 1, cache=certificates)
     curve = power_against_k(curve_replications, seed + 2, cache=certificates)
     power_png = plot_power_k(curve, designs["distribution_free_limit"]["clusters"], out / "power_k.png")
+    # 4. which methods may decide at the seed's design, ranked by power (studies.recommend); collected
+    # last: the worker makes it while this process runs the rest
+    say("5/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
+    advice = advised.get() if background is not None else demo_recommendation(names, seed, str(out), full)
     return {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
             "designs": designs, "power_curve": curve,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,
@@ -245,4 +278,17 @@ def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000,
             "seconds": time.perf_counter() - t_start}
 
 
-__all__ = ["DEMO_METHODS", "demo_methods", "study_demo", "seed_scenario", "unequal_scenario", "demo_spec"]
+def demo_recommendation(names: list[str], seed: int, out_dir: str, full: bool = False) -> dict:
+    """``simlab recommend`` at the seed's design (30 x 3, rho up to 0.1) over the demo's
+    methods: those a current file covers there, ranked by power (``full``: also certifying
+    and calibrating on demand -- into ``out_dir/certificates``, never into the shipped
+    records -- and the K for the target power of the best one valid at every K)."""
+    from .recommend import recommend
+
+    return recommend(clusters=SEED_CLUSTERS, trials=3, margin=MARGIN, rho_max=0.1, alpha=ALPHA, top=1 if full else 0,
+                     methods=names, size_reps=8000, seed=seed, certify_dir=Path(out_dir) / "certificates",
+                     certify_missing=full, calibrate_missing=full)
+
+
+__all__ = ["BACKGROUND_KERNELS", "DEMO_METHODS", "background_kernels", "demo_methods", "demo_recommendation",
+           "study_demo", "seed_scenario", "unequal_scenario", "demo_spec", "warm_kernels"]

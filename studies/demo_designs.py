@@ -14,7 +14,9 @@ discordance 0.1, rho 0.1, true difference 0) it reports, side by side:
   base method runs at the nominal level, labelled uncalibrated;
 * ``cluster_t`` at the nominal level, **uncertified**.
 
-Power of every row is simulated on the same tables (MC SE ``sqrt(p (1 - p) / R)``), and also
+Power of every row is simulated on the same tables (MC SE ``sqrt(p (1 - p) / R)``), drawn by the
+sampler every study uses (``simlab.sampling.scenario_tables``: the kernels the rest of the demo
+compiled already), and also
 computed exactly where an engine applies (``studies.exact.fixed``: one trial per cluster).  False
 pass: the certificate's certified worst case where one exists (its worst rate and its upper
 bound), the theorem's ``<= alpha`` for the theorem rows, and for every row a simulated
@@ -32,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from methods.protocol import PASS
-from simlab.generate import simulate_tables
+from simlab.sampling import scenario_tables
 from simlab.scenario import FixedSize, PairedScenario
 
 MARGIN = 0.03
@@ -188,8 +190,8 @@ def compare_designs(replications: int = 20_000, seed: int = 20261202, directory:
     out = []
     for i, (K, M, label) in enumerate(DESIGNS):
         alt, corner = _alternative(K, M), worst_corner(K, M)
-        power_tables = simulate_tables(alt, seed + 2 * i, replications)
-        null_tables = simulate_tables(corner, seed + 2 * i + 1, replications)
+        power_tables = scenario_tables(alt, seed + 2 * i, 0, replications)
+        null_tables = scenario_tables(corner, seed + 2 * i + 1, 0, replications)
         rows = []
         for r in _candidates(K, M, directory, cache):
             m = r.pop("_m")
@@ -233,7 +235,7 @@ def power_against_k(replications: int = 3000, seed: int = 20261203, directory: s
 
     fixed = {n: registry.get(n) for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD, *CALIBRATED_METHODS)}
     for K in CURVE_CLUSTERS:
-        tables = simulate_tables(_alternative(K, CURVE_TRIALS), seed + K, replications)
+        tables = scenario_tables(_alternative(K, CURVE_TRIALS), seed + K, 0, replications)
         for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD):
             add(n, n + (" (theorem)" if n in THEOREM_METHODS else " (uncertified)"),
                 "theorem" if n in THEOREM_METHODS else "uncertified", K, _rate(fixed[n], tables, ALPHA))

@@ -12,6 +12,7 @@ the registered method still has the record's version and source hash (else *stal
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -35,16 +36,33 @@ class UntrustedRecordError(RecordError):
     """The record's signature is missing, from a key outside the trusted set, or invalid."""
 
 
-def read_json(path: Path, what: str) -> dict:
+# What this process has already checked, by the exact bytes checked (both checks are pure
+# functions of those bytes): sha256 of a record file whose content and policy hashes hold,
+# and (that, sha256 of its dataset file) pairs whose scenario columns match.  A process that
+# verifies one record many times (the evidence path: run, replay, coverage) pays once.
+_HASHES_HOLD: set[bytes] = set()
+_DATASET_MATCHES: set[tuple[bytes, str]] = set()
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
     try:
-        data = json.loads(path.read_text())
+        return path.read_bytes()
     except FileNotFoundError:
         raise RecordError(f"no {what} at {path}") from None
-    except json.JSONDecodeError as exc:
+
+
+def _parse_json(raw: bytes | str, path: Path, what: str) -> dict:
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TamperedRecordError(f"{what} {path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise TamperedRecordError(f"{what} {path}: not a JSON object")
     return data
+
+
+def read_json(path: Path, what: str) -> dict:
+    return _parse_json(_read_bytes(path, what), path, what)
 
 
 def check_content_hash(data: dict, field: str, label: str) -> None:
@@ -105,9 +123,10 @@ def dataset_scenarios(path: Path) -> dict[str, list]:
     return out
 
 
-def check_dataset(record: QualificationRecord, directory: Path, label: str) -> None:
+def check_dataset(record: QualificationRecord, directory: Path, label: str, record_digest: bytes | None = None) -> None:
     """The dataset file exists, has the stated sha256, belongs to this method and policy, and
-    holds exactly the record's scenarios and counts."""
+    holds exactly the record's scenarios and counts (``record_digest``: sha256 of the record
+    file's bytes; a pair of record and dataset bytes compared before is not re-read)."""
     name = record.dataset.file
     if Path(name).name != name or not name:
         raise TamperedRecordError(f"{label}: dataset file name {name!r} must be a bare file name")
@@ -118,7 +137,14 @@ def check_dataset(record: QualificationRecord, directory: Path, label: str) -> N
     if not same_digest(actual, record.dataset.sha256):
         raise TamperedRecordError(f"{label}: dataset {name} sha256 mismatch (record {short(record.dataset.sha256)}, "
                                   f"file {short(actual)})")
-    data = dataset_scenarios(path)
+    if record_digest is not None and (record_digest, actual) in _DATASET_MATCHES:
+        return
+    _compare_dataset(record, dataset_scenarios(path), name, label)
+    if record_digest is not None:
+        _DATASET_MATCHES.add((record_digest, actual))
+
+
+def _compare_dataset(record: QualificationRecord, data: dict, name: str, label: str) -> None:
     if not same_digest(data["policy_sha256"], record.policy_sha256):
         raise TamperedRecordError(f"{label}: dataset {name} was made under another policy")
     ident = data["method_identity"]
@@ -137,9 +163,11 @@ def check_dataset(record: QualificationRecord, directory: Path, label: str) -> N
 
 
 def verify_record(record: QualificationRecord, directory: Path | None, *, check_current: bool = True,
-                  check_dataset_file: bool = True, now: _dt.datetime | None = None) -> QualificationRecord:
+                  check_dataset_file: bool = True, now: _dt.datetime | None = None,
+                  record_digest: bytes | None = None) -> QualificationRecord:
     """Raise unless ``record`` (already hash-checked) is consistent, backed by its dataset and
-    current; see the module docstring."""
+    current; see the module docstring.  ``record_digest``: sha256 of the bytes it was read
+    from (see ``check_dataset``)."""
     label = f"record for {record.method.name!r}"
     if not same_digest(record.policy_sha256, record.policy.sha256):
         raise TamperedRecordError(f"{label}: policy hash mismatch")
@@ -150,7 +178,7 @@ def verify_record(record: QualificationRecord, directory: Path | None, *, check_
     if check_dataset_file:
         if directory is None:
             raise ValueError("verify_record needs the record's directory to check its dataset")
-        check_dataset(record, Path(directory), label)
+        check_dataset(record, Path(directory), label, record_digest)
     check_scenarios(record.policy, record.scenarios, record.mc_rule)
     if cell_verdicts(record.policy, record.scenarios) != record.cells:
         raise TamperedRecordError(f"{label}: cell verdicts do not follow from its scenarios' counts")
@@ -164,19 +192,23 @@ def load_record(path: str | Path, *, check_current: bool = True, check_dataset: 
     """Read and verify a record (JSON file): tampered, unsigned-but-required, untrusted or
     stale records raise (``TamperedRecordError``, ``UntrustedRecordError``, ``StaleRecordError``)."""
     path = Path(path)
-    data = read_json(path, "qualification record")
+    raw = _read_bytes(path, "qualification record")
+    digest = hashlib.sha256(raw).digest()
+    data = _parse_json(raw, path, "qualification record")
     if not isinstance(data.get("policy"), dict):
         raise TamperedRecordError(f"record {path}: does not match the record schema (no policy)")
-    check_content_hash(data, "record_sha256", f"record {path.name}")
-    if not same_digest(content_hash(data["policy"]), data.get("policy_sha256")):
-        raise TamperedRecordError(f"record {path.name}: policy hash mismatch")
+    if digest not in _HASHES_HOLD:
+        check_content_hash(data, "record_sha256", f"record {path.name}")
+        if not same_digest(content_hash(data["policy"]), data.get("policy_sha256")):
+            raise TamperedRecordError(f"record {path.name}: policy hash mismatch")
+        _HASHES_HOLD.add(digest)
     check_signature(data, trusted_keys, f"record {path.name}")
     try:
         record = QualificationRecord.model_validate(data)
     except ValidationError as exc:
         raise TamperedRecordError(f"record {path}: does not match the record schema: {exc}") from None
     return verify_record(record, path.parent, check_current=check_current, check_dataset_file=check_dataset,
-                         now=now)
+                         now=now, record_digest=digest)
 
 
 def read_verified(path, kind: str, hash_field: str, model, trusted_keys=None):

@@ -93,15 +93,22 @@ def _render_designs(d: dict, curve: dict) -> None:
 
 
 def run_demo_command(args: argparse.Namespace) -> None:
+    import multiprocessing
+
     from evidence import render_demo, run_demo as evidence_demo
     from simlab.cli.study import check_writable
     from studies import study_demo
 
     check_writable(f"{args.out}/demo.nc", "--out")
-    payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
-                         seed=args.seed, full=args.full,
-                         progress=log_to_stderr(args))
-    payload["evidence"] = evidence_demo()  # last section; in a temporary folder (it holds a demo signing key)
+    # two worker processes share the work: one for study_demo (it says what), one for the
+    # evidence path, independent of the rest (in a temporary folder: it holds a demo signing
+    # key).  Leaving the block ends them, also on an error or Ctrl-C.
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Pool(1) as evidence_worker, spawn.Pool(1) as worker:
+        evidence = evidence_worker.apply_async(evidence_demo)
+        payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
+                             seed=args.seed, full=args.full, progress=log_to_stderr(args), background=worker)
+        payload["evidence"] = evidence.get()
     emit(args, payload, lambda p: (_render(p), print("\n6. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
 

@@ -2,6 +2,7 @@
 inlines (not the kernel's own file) recompiles instead of loading stale machine code."""
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -25,6 +26,21 @@ def test_digest_moves_with_any_kernel_source(tmp_path):
     helper = src / "methods" / "fixed" / "_common.py"
     helper.write_text(helper.read_text() + "\n# an edit\n")
     assert _numba_cache.source_digest(src) != before
+
+
+def test_digest_ignores_the_front_door(tmp_path):
+    """Editing a command (simlab/cli: no kernel there) keeps the compiled kernels; the
+    front door really holds none."""
+    src = _copy_sources(tmp_path / "src")
+    before = _numba_cache.source_digest(src)
+    command = src / "simlab" / "cli" / "demo.py"
+    command.write_text(command.read_text() + "\n# an edit\n")
+    assert _numba_cache.source_digest(src) == before
+    for path in (ROOT / "simlab" / "cli").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in imported if m.split(".")[0] == "numba"}, path
 
 
 def test_configure_nests_under_a_given_cache_dir(monkeypatch, tmp_path):

@@ -100,6 +100,27 @@ def test_forger_swapping_the_dataset_is_caught(files):
         load_record(rec)
 
 
+def test_a_record_verified_before_is_checked_again_once_changed(files):
+    """What a process has verified is remembered by the exact bytes of the record and its
+    dataset: loading again is cheap, and a forgery after a genuine load is still caught."""
+    rec, ds = files
+    first = load_record(rec)
+    assert load_record(rec) == first                       # the same bytes: the same record
+    genuine = rec.read_text()
+    data = json.loads(genuine)
+    rec.write_text(json.dumps(_with_counts(data, [0] * len(data["scenarios"]["n_pass"]))))
+    with pytest.raises(TamperedRecordError, match=r"scenario 0: the record says n_pass=0"):
+        load_record(rec)
+    rec.write_text(genuine)                                # genuine again, the dataset swapped under it
+    data = json.loads(genuine)
+    _swap_in_zero_dataset(data, ds)                        # writes a zero-count dataset in place
+    with pytest.raises(TamperedRecordError, match=r"sha256 mismatch"):
+        load_record(rec)
+    rec.write_text(json.dumps(_reseal(data)))              # and the record re-sealed to name it
+    with pytest.raises(TamperedRecordError, match=r"the record says n_pass=\d+, its dataset .* says 0"):
+        load_record(rec)
+
+
 def test_forger_pushing_valid_until_is_caught(files):
     rec, _ = files
     data = json.loads(rec.read_text())
