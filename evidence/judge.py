@@ -9,6 +9,11 @@ registers, in its ``judge`` block:
   rubric, output parser and schema, adapter / endpoint / retry settings -- the spine's
   Kata 49: a config dict is not the whole identity).  The receipt binds it; a changed judge
   resolves as drift.
+* ``components``: the judge's parts by name and version -- at least ``model``, ``prompt``,
+  ``rubric`` and ``parser`` (more may be named: ``schema``, ``adapter``...).  The receipt
+  binds each as ``judge.<name>``, so ``resolve --current judge.rubric=rubric-v4`` expires it
+  naming the part that changed (the spine's requalification trigger for judge, prompt,
+  rubric or parser change).
 * the calibration set, either inline ``calibration_counts`` -- one row per set, baseline's
   then candidate's, or a single shared row, columns ``2 * human_fail + judge_fail``
   (human pass & judge pass, human pass & judge fail, human fail & judge pass, human fail &
@@ -39,6 +44,9 @@ from simlab.models import FrozenModel
 from .errors import EvidenceError
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+PartName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+Version = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+REQUIRED_PARTS = ("model", "prompt", "rubric", "parser")
 SETS = ("baseline", "candidate", "shared")
 FILE_FIELDS = ("item_id", "set", "human_passed", "judge_passed")
 
@@ -51,6 +59,7 @@ class JudgeRegistration(FrozenModel):
     """The manifest's ``judge`` block (see the module docstring)."""
     model_config = ConfigDict(strict=True)
     identity_sha256: Sha256
+    components: dict[PartName, Version]
     calibration_counts: tuple[tuple[int, int, int, int], ...] | None = None
     calibration_sha256: Sha256 | None = None
     calibration_shared: bool
@@ -58,12 +67,25 @@ class JudgeRegistration(FrozenModel):
 
     @model_validator(mode="after")
     def _calibration(self):
+        missing = [p for p in REQUIRED_PARTS if p not in self.components]
+        if missing:
+            raise ValueError(f"judge.components: name the judge's {', '.join(REQUIRED_PARTS)} versions (missing "
+                             f"{', '.join(missing)}): a changed part must expire the receipt by name")
+        clash = sorted({"identity", "calibration"} & set(self.components))
+        if clash:
+            raise ValueError(f"judge.components: {', '.join(clash)} is bound already (identity_sha256, the "
+                             "calibration): name the part otherwise")
         if (self.calibration_counts is None) == (self.calibration_sha256 is None):
             raise ValueError("register exactly one of judge.calibration_counts (inline) and judge.calibration_sha256 "
                              "(the sha256 of a file of paired labels)")
         if self.calibration_counts is not None:
             check_counts(np.asarray(self.calibration_counts, dtype=np.int64), self, "judge.calibration_counts")
         return self
+
+    def bound(self) -> dict[str, str]:
+        """What the receipt binds of the judge: its identity, calibration and every named part."""
+        return {"identity": self.identity_sha256, "calibration": self.calibration_hash(),
+                **dict(sorted(self.components.items()))}
 
     def calibration_hash(self) -> str:
         """What the receipt binds as the calibration: the file's sha256, or the counts' content hash."""

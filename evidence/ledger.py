@@ -21,9 +21,12 @@ next entry), so concurrent writers -- threads or processes -- serialise on SQLit
 lock and none is lost; WAL mode and a busy timeout let them wait instead of failing.
 
 Holdout accounting (issue 30, item 5): ``record_use`` appends a ``holdout_use`` entry for
-each evidence run against a sealed holdout, counting and appending in one transaction, and
-refuses a use beyond the registered maximum; ``check_use`` lets replay confirm that a
-packet's stated use is in the chain without taking another."""
+each evidence run against a sealed holdout, confirmatory or exploratory, counting and
+appending in one transaction.  Every access counts towards the registered maximum -- an
+exploratory look exposes the sealed outcomes as much as a confirmatory one (evidence spine,
+"Repeated holdout use") -- and a use beyond it is recorded too, numbered past the maximum:
+the run's receipt then holds with that reason (``evidence.receipt``).  ``check_use`` lets
+replay confirm that a packet's stated use is in the chain without taking another."""
 from __future__ import annotations
 
 import datetime as dt
@@ -113,16 +116,14 @@ def _read_payloads(path):
         con.close()
 
 
-class HoldoutExhausted(ValueError):
-    """A sealed holdout has been used its registered maximum number of times."""
-
-
 def record_use(path: str | Path, *, holdout_id: str, holdout_sha256: str, max_uses: int, experiment_id: str,
-               manifest_sha256: str, now: dt.datetime | None = None) -> dict:
-    """Count one use of a sealed holdout: ``{use, max_uses, seq, entry_sha256}``.  The chain
-    must verify (a broken chain could hide uses), and the count and the append are one write
-    transaction, so concurrent runs cannot both take the last use; beyond ``max_uses`` it
-    raises :class:`HoldoutExhausted` and writes nothing."""
+               manifest_sha256: str, now: dt.datetime | None = None, purpose: str = "confirmatory") -> dict:
+    """Count one use of a sealed holdout: ``{use, max_uses, purpose, seq, entry_sha256}``.  The
+    chain must verify (a broken chain could hide uses), and the count and the append are one
+    write transaction, so two concurrent runs never get the same use number; a use beyond
+    ``max_uses`` is recorded like any other (``use > max_uses``: the caller holds)."""
+    if purpose not in ("confirmatory", "exploratory"):
+        raise ValueError(f"purpose must be confirmatory or exploratory, got {purpose!r}")
     if Path(path).is_file():
         state = verify(path)
         if not state["ok"]:
@@ -131,20 +132,16 @@ def record_use(path: str | Path, *, holdout_id: str, holdout_sha256: str, max_us
     taken: dict[str, int] = {}
 
     def admit(con):
-        used = len(_uses(con.execute("SELECT payload FROM entries ORDER BY seq").fetchall(), holdout_id))
-        if used >= max_uses:
-            raise HoldoutExhausted(f"holdout.max_uses: sealed holdout {holdout_id!r} has been used {used} time(s), "
-                                   f"the registered maximum is {max_uses}; refused before reading any trial (a new "
-                                   "look would be another use: register a fresh holdout)")
-        taken["use"] = used + 1
+        taken["use"] = len(_uses(con.execute("SELECT payload FROM entries ORDER BY seq").fetchall(), holdout_id)) + 1
 
     issued = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     # the use number is decided inside the transaction; the payload names the run, not the number
     payload = {"kind": USE_KIND, "holdout_id": holdout_id, "holdout_sha256": holdout_sha256, "max_uses": max_uses,
-               "experiment_id": experiment_id, "manifest_sha256": manifest_sha256,
+               "experiment_id": experiment_id, "manifest_sha256": manifest_sha256, "purpose": purpose,
                "at": issued.isoformat().replace("+00:00", "Z")}
     entry = append(path, payload, now=now, admit=admit)
-    return {"use": taken["use"], "max_uses": max_uses, "seq": entry["seq"], "entry_sha256": entry["entry_sha256"]}
+    return {"use": taken["use"], "max_uses": max_uses, "purpose": purpose, "seq": entry["seq"],
+            "entry_sha256": entry["entry_sha256"]}
 
 
 def check_use(path: str | Path, use: dict, holdout_id: str) -> str | None:
@@ -161,9 +158,13 @@ def check_use(path: str | Path, use: dict, holdout_id: str) -> str | None:
         con.close()
     n = 0
     for seq, entry, payload in rows:
-        if _uses([(payload,)], holdout_id):
+        recorded = _uses([(payload,)], holdout_id)
+        if recorded:
             n += 1
             if entry == use.get("entry_sha256"):
+                purpose = recorded[0].get("purpose", "confirmatory")
+                if purpose != use.get("purpose", "confirmatory"):
+                    return f"ledger entry {entry} records the use as {purpose}, the packet states {use.get('purpose')}"
                 return None if (seq, n) == (use.get("seq"), use.get("use")) else (
                     f"ledger entry {entry} is use {n} at entry {seq}, the packet states use {use.get('use')} at entry "
                     f"{use.get('seq')}")

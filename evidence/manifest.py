@@ -92,10 +92,10 @@ class ProtectedSlices(FrozenModel):
 
 class HoldoutRegistration(FrozenModel):
     """A sealed holdout set: its id, the sha256 of its sealed contents and how many evidence
-    runs may use it.  Each run against it is counted in the ledger (``evidence.ledger.
-    record_use``); a run beyond ``max_uses`` is refused before any trial is read, since
-    reading the holdout is the use (evidence spine: a repeatedly used sealed set becomes
-    optimisation data)."""
+    runs may use it.  Each run against it, confirmatory or exploratory, is counted in the
+    ledger before any trial is read (``evidence.ledger.record_use``; reading the holdout is
+    the use); a run beyond ``max_uses`` is still counted, and its receipt holds with that
+    reason (evidence spine: a repeatedly used sealed set becomes optimisation data)."""
     model_config = ConfigDict(strict=True)
     id: Name
     sha256: Sha256
