@@ -5,6 +5,7 @@ import argparse
 
 from simlab.cli._args import add_design_arguments, add_json
 from simlab.cli._backend import add_backend_arguments
+from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
 
 
@@ -23,6 +24,12 @@ def render_certificate(p: dict) -> None:
              if p["proven_upper"] is not None and p["verdict"] != "exceeds" else "")
     print(f"worst false-pass rate {w['rate']:.5g} (upper {w['upper']:.5g}{bound}) vs threshold "
           f"{p['threshold']:.4g} at baseline {w['baseline']:g}, discordance {w['discordance']:.5g}, rho {w['rho']:g}")
+    domain = p["design"].get("label_noise_domain")
+    if domain:
+        print(f"label noise: sensitivity {domain['sensitivity']}, specificity {domain['specificity']} (each arm's "
+              f"judge), {domain['calibration_items']} calibration items "
+              f"{'shared' if domain['calibration_shared'] else 'per arm'}; worst at judge "
+              f"{w['noise']}: {p['design']['label_noise'][w['noise']]}")
     print(f"{p['points']} nuisance points, {p['seconds']:.1f} s; certificate {p['file']}"
           + (f", signed by {p['signed_by']}" if p["signed_by"] else ""))
 
@@ -33,10 +40,17 @@ def cmd_certify(args: argparse.Namespace) -> None:
     from studies.qualify import certificate_payload, certify, write_certificate
 
     key = signing_key(args)
+    judged = label_noise_options(args)
     with executor_from_args(args, args.n_jobs) as ex:
-        cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                       baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
-                       sign_key=key, progress=log_to_stderr(args))
+        if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge
+            from studies.qualify import certify_label_noise
+            cert = certify_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                       baseline=args.baseline, discordance=args.discordance, executor=ex,
+                                       sign_key=key, progress=log_to_stderr(args), **judged)
+        else:
+            cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                           baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
+                           sign_key=key, progress=log_to_stderr(args))
     path = write_certificate(cert, args.out or records_dir())
     emit(args, certificate_payload(cert, path), render_certificate)
 
@@ -46,6 +60,7 @@ def register(subparsers, bench_subparsers) -> None:
     add_design_arguments(p)
     p.add_argument("--engine", choices=("auto", "exact", "simulation"), default="auto",
                    help="exact where it applies (auto), exact only, or simulation (default %(default)s)")
+    add_label_noise_arguments(p)
     add_backend_arguments(p)
     add_json(p)
     p.set_defaults(func=cmd_certify)

@@ -54,6 +54,9 @@ def render_receipt(r: dict) -> None:
                          zip(j["calibration_sets"], j["sensitivity"], j["specificity"], j["calibration_items"]))
         print(f"  judge scale (raw): estimate {_g(j['raw_estimate'])} [{_g(j['raw_lower'])}, {_g(j['raw_upper'])}]; "
               f"calibration {sets}; corrected above")
+    q = r.get("qualification") or {}
+    if q.get("covered"):
+        print(f"  qualification: {q['reasons'][0]} ({q.get('guarantee')})")
     if r.get("purpose") == "exploratory":
         print("  exploratory run (lab_only at most)")
     if r.get("holdout"):

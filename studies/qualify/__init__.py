@@ -22,7 +22,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "checkpoint": ["Checkpoint", "finished_ranges"],
     "nuisance": ["DesignFalsePass", "design_false_pass", "nuisance_points"],
     "certify": ["certificate_payload", "certify", "write_certificate"],
-    "certify_judge": ["certify_label_noise", "label_noise_seed"],
+    "certify_judge": ["calibrate_label_noise", "certify_label_noise", "label_noise_seed"],
     "calibrate": ["Calibration", "calibrate"],
     "robustness": ["RobustnessReport", "robustness", "robustness_estimate"],
     "robust_grid": ["FAMILIES", "default_laws"],

@@ -39,7 +39,7 @@ from methods.qualification.certificate import Certificate, CertifiedDesign
 from methods.qualification.label_noise import LabelNoiseDomain
 from simlab.hashing import content_hash
 
-from .certify import _resolve, certify
+from .certify import certify
 
 SEED_TAG = "simlab-label-noise-certificate-v1"
 
@@ -87,7 +87,9 @@ def _with_domain(cert: Certificate, domain: LabelNoiseDomain, note: str, sign_ke
 
 
 def _prepared(method, domain: LabelNoiseDomain, min_calibration: int | None):
-    method = _resolve(method)
+    if isinstance(method, str):
+        from methods import registry
+        method = registry.get(method)
     if needs_calibration(method):
         return method.with_options(min_calibration=float(min_calibration or domain.calibration_items))
     if min_calibration is not None:
