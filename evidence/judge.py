@@ -23,9 +23,13 @@ registers, in its ``judge`` block:
 * ``min_calibration``: the registered minimum items per set.  It is also the method's
   ``min_calibration`` option, so the comparison runs exactly the registered method.
 
-A set smaller than ``min_calibration``, a file whose bytes are not the registered hash, a
-missing file, or a file for a manifest that registers inline counts is refused (never
-treated as a perfect judge), the message naming the field."""
+A file whose bytes are not the registered hash, a missing file, a file for a manifest that
+registers inline counts, or malformed counts or rows are refused (never treated as a perfect
+judge), the message naming the field or row.  A well-formed set smaller than
+``min_calibration`` is not refused: the correction is not identified to the registered
+bound, so the run is analysed and its comparison is inconclusive, naming each short set's
+size and the registered minimum (:func:`calibration_shortfall`; issue 30, item 2) -- a hold,
+never a pass."""
 from __future__ import annotations
 
 import csv
@@ -93,7 +97,8 @@ class JudgeRegistration(FrozenModel):
 
 
 def check_counts(counts: np.ndarray, reg: JudgeRegistration, where: str) -> None:
-    """Shape, shared flag, non-negative counts and the registered minimum size of each set."""
+    """Shape, shared flag and non-negative counts of each set (a set below the registered
+    minimum size is well-formed: :func:`calibration_shortfall`)."""
     if counts.ndim != 2 or counts.shape[1] != 4 or counts.shape[0] not in (1, 2):
         raise ValueError(f"{where}: one row per set (baseline, candidate) or one shared row, 4 counts each; got "
                          f"shape {counts.shape}")
@@ -103,9 +108,16 @@ def check_counts(counts: np.ndarray, reg: JudgeRegistration, where: str) -> None
     for name, row in zip(set_names(counts.shape[0]), counts):
         if np.any(row < 0):
             raise ValueError(f"{where} ({name} set): counts must be >= 0, got {row.tolist()}")
-        if int(row.sum()) < reg.min_calibration:
-            raise ValueError(f"{where} ({name} set): {int(row.sum())} items < judge.min_calibration "
-                             f"{reg.min_calibration} (the registered minimum calibration size)")
+
+
+def calibration_shortfall(counts, min_calibration: int) -> str | None:
+    """Each calibration set smaller than the registered ``min_calibration``, with its size
+    (``"candidate set 40 items < judge.min_calibration 50"``), or None when every set is large
+    enough."""
+    c = np.asarray(counts, dtype=np.int64)
+    short = [f"{name} set {int(row.sum())} items < judge.min_calibration {min_calibration}"
+             for name, row in zip(set_names(c.shape[0]), c) if int(row.sum()) < min_calibration]
+    return "; ".join(short) or None
 
 
 def _label(value, where: str, field: str) -> bool:

@@ -12,7 +12,8 @@ authority ceiling"), the most restrictive wins:
   check, or a statistical fail -> evidence_ready, block;
 - a protected slice whose test failed under the multiplicity rule -> evidence_ready, block;
 - fewer independent clusters than registered, an inconclusive comparison (with its reason,
-  e.g. a judge correction that is not identified), an ICC upper bound above ``rho_max``, a
+  e.g. a judge correction that is not identified, or a calibration set smaller than the
+  registered ``min_calibration``), an ICC upper bound above ``rho_max``, a
   protected slice inconclusive / not tested / without trials, or a run beyond its sealed
   holdout's maximum number of uses -> evidence_ready, hold;
 - a pass without a covering, verified, trusted-signed qualification, with synthetic

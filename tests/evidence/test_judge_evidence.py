@@ -113,18 +113,54 @@ def test_a_missing_calibration_file_is_refused(tmp_path):
         run(tmp_path, m, name="two", calibration=tmp_path / "absent.jsonl")
 
 
-def test_a_too_small_inline_set_is_refused_naming_the_field():
-    with pytest.raises(ValueError, match=r"judge\.calibration_counts \(candidate set\): 40 items < "
-                                         r"judge\.min_calibration 50"):
-        manifest(judge_block(calibration_counts=[[45, 5, 5, 45], [20, 0, 0, 20]], min_calibration=50))
+SMALL = [[45, 5, 5, 45], [20, 0, 0, 20]]             # 100 baseline items, 40 candidate items
+SHORT = ("statistical comparison inconclusive: a calibration set is smaller than the registered minimum "
+         "(min_calibration): candidate set 40 items < judge.min_calibration 50")
 
 
-def test_a_too_small_set_in_a_file_is_refused_naming_the_field(tmp_path):
+def _held_for_a_short_set(packet, tmp_path):
+    """A set too small for the registered bound: analysed, inconclusive with that reason, a hold."""
+    r = packet["receipt"]
+    c = r["comparison"]
+    assert c["status"] == "inconclusive" and c["lower"] is None and c["estimate"] is None
+    assert c["judge"]["calibration_items"] == [100, 40] and c["judge"]["min_calibration"] == 50
+    assert c["judge"]["raw_estimate"] is not None  # the judge-scale difference is still reported
+    assert (r["state"], r["action"], r["authority"]) == ("evidence_ready", "hold", "none")
+    assert r["reasons"] == [SHORT]
+    assert replay_packet(packet, base=tmp_path)["ok"]
+
+
+def test_a_too_small_inline_set_is_analysed_and_holds_naming_the_size_and_the_minimum(tmp_path):
+    m = manifest(judge_block(calibration_counts=SMALL, min_calibration=50))
+    _held_for_a_short_set(run(tmp_path, m), tmp_path)
+    # both sets short, shared and per arm: each named
+    both = run(tmp_path, manifest(judge_block(calibration_counts=SMALL, min_calibration=101)), name="both")
+    assert both["receipt"]["comparison"]["judge"]["reason"].endswith(
+        "baseline set 100 items < judge.min_calibration 101; candidate set 40 items < judge.min_calibration 101")
+    shared = manifest(judge_block(calibration_counts=[[20, 0, 0, 20]], calibration_shared=True, min_calibration=50))
+    assert run(tmp_path, shared, name="shared")["receipt"]["reasons"] == [
+        SHORT.replace("candidate set", "shared set")]
+
+
+def test_a_too_small_set_in_a_file_is_analysed_and_holds_naming_the_size_and_the_minimum(tmp_path):
     labels = tmp_path / "labels.jsonl"
-    digest = write_labels(labels, [[45, 5, 5, 45], [20, 0, 0, 20]])
+    digest = write_labels(labels, SMALL)
     m = manifest(judge_block(calibration_counts=None, calibration_sha256=digest, min_calibration=50))
-    with pytest.raises(EvidenceError, match=r"labels.jsonl \(candidate set\): 40 items < judge\.min_calibration 50"):
-        run(tmp_path, m, calibration=labels)
+    packet = run(tmp_path, m, calibration=labels)
+    assert packet["receipt"]["components"]["raw_artifacts"]["judge_calibration"] == digest
+    _held_for_a_short_set(packet, tmp_path)
+
+
+def test_cli_holds_a_too_small_set_with_exit_1(tmp_path, capsys):
+    from simlab.cli import main
+
+    m = manifest(judge_block(calibration_counts=SMALL, min_calibration=50))
+    (tmp_path / "manifest.json").write_text(json.dumps(m.canonical()))
+    trials = write_trials(tmp_path / "t.jsonl", m, clusters=40)
+    code = main(["evidence", "run", "--manifest", str(tmp_path / "manifest.json"), "--trials", str(trials),
+                 "--out", str(tmp_path / "p.json"), "--now", "2026-12-01T12:00:00Z", "--json"])
+    r = json.loads(capsys.readouterr().out)["receipt"]
+    assert code == 1 and r["action"] == "hold" and r["reasons"][0] == SHORT
 
 
 @pytest.mark.parametrize("edit,match", [
