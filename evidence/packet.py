@@ -75,26 +75,31 @@ def load_calibration(artifacts: list[dict], base: Path, manifest: Manifest):
 
 
 def check_holdout_use(manifest: Manifest, use: dict | None, exploratory: bool = False) -> dict | None:
-    """The holdout use this run took (from the ledger at run time, from the packet on replay),
-    checked against the registered holdout.  A use beyond ``max_uses`` is stated as such (the
-    receipt holds), never refused: the run happened and the ledger counts it."""
+    """The holdout access this run took (from the ledger at run time, from the packet on
+    replay), checked against the registered holdout.  Only confirmatory accesses count towards
+    ``max_uses``; a confirmatory access beyond it is stated as such (the receipt holds), never
+    refused: the run happened and the ledger counts it.  Exploratory accesses are stated beside."""
     h = manifest.holdout
     if h is None:
         if use is not None:
             raise EvidenceError("holdout: a holdout use is recorded, but the manifest registers no holdout")
         return None
-    if not isinstance(use, dict) or not isinstance(use.get("use"), int):
-        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r}; the run has no recorded use of "
-                            "it (runs against a holdout are counted in the ledger)", option="ledger")
-    if use.get("max_uses") != h.max_uses or use["use"] < 1:
-        raise EvidenceError(f"holdout.max_uses: recorded use {use.get('use')} of at most {use.get('max_uses')} does not "
-                            f"belong to the registered holdout (at most {h.max_uses} uses)")
+    numbers = ("access", "confirmatory", "exploratory")
+    if not isinstance(use, dict) or not all(type(use.get(k)) is int for k in numbers):
+        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r}; the run has no recorded access "
+                            "of it (runs against a holdout are counted in the ledger)", option="ledger")
     purpose = "exploratory" if exploratory else "confirmatory"
     if use.get("purpose", purpose) != purpose:
         raise EvidenceError(f"holdout: the ledger recorded this use as {use.get('purpose')}, the run is {purpose}")
-    return {"id": h.id, "sha256": h.sha256, "use": use["use"], "max_uses": h.max_uses,
-            "beyond_maximum": use["use"] > h.max_uses, "purpose": purpose, "ledger_seq": use.get("seq"),
-            "ledger_entry": use.get("entry_sha256")}
+    if (use.get("max_uses") != h.max_uses or use[purpose] < 1 or min(use[k] for k in numbers) < 0
+            or use["confirmatory"] + use["exploratory"] != use["access"]):
+        raise EvidenceError(f"holdout.max_uses: recorded access {use['access']} (confirmatory {use['confirmatory']}, "
+                            f"exploratory {use['exploratory']}) of at most {use.get('max_uses')} confirmatory does not "
+                            f"belong to the registered holdout (at most {h.max_uses} confirmatory accesses)")
+    return {"id": h.id, "sha256": h.sha256, "purpose": purpose, "access": use["access"],
+            "confirmatory_accesses": use["confirmatory"], "exploratory_accesses": use["exploratory"],
+            "max_uses": h.max_uses, "beyond_maximum": purpose == "confirmatory" and use["confirmatory"] > h.max_uses,
+            "ledger_seq": use.get("seq"), "ledger_entry": use.get("entry_sha256")}
 
 
 def _trial_file_info(path: Path, digest: str, arm: str) -> dict:
@@ -239,10 +244,12 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
                    exploratory: bool = False) -> dict:
     """Evaluate and write the packet to ``out`` (an existing packet is never overwritten;
     a missing folder is created first, so the artifact paths are relative to a real one).
-    A manifest registering a sealed holdout needs ``ledger``: the run takes one use there
-    before any trial is read; a use beyond the registered maximum is counted too and the
-    receipt holds, saying so.  ``exploratory``: the run is declared exploratory -- marked in
-    the packet, the ledger's use and the receipt, and capped at lab_only."""
+    A manifest registering a sealed holdout needs ``ledger``: the run records its access
+    there, with its kind, before any trial is read; a confirmatory access beyond the
+    registered maximum of confirmatory accesses is counted too and the receipt holds, saying
+    so.  ``exploratory``: the run is declared exploratory -- marked in the packet, the
+    ledger's access and the receipt (which states both counts), and capped at lab_only; it
+    does not count towards the maximum."""
     out = Path(out)
     base = prepare_output(out, overwrite)
     for a in artifacts:
@@ -274,8 +281,8 @@ def _take_holdout_use(manifest: Manifest, ledger, issued_at: dt.datetime, explor
     if h is None:
         return None
     if ledger is None:
-        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r} (at most {h.max_uses} uses); "
-                            "give the ledger that counts its uses", option="ledger")
+        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r} (at most {h.max_uses} "
+                            "confirmatory accesses); give the ledger that counts its accesses", option="ledger")
     from .ledger import record_use
     return record_use(ledger, holdout_id=h.id, holdout_sha256=h.sha256, max_uses=h.max_uses,
                       experiment_id=manifest.experiment_id, manifest_sha256=manifest.sha256, now=issued_at,

@@ -14,8 +14,8 @@ authority ceiling"), the most restrictive wins:
 - fewer independent clusters than registered, an inconclusive comparison (with its reason,
   e.g. a judge correction that is not identified, or a calibration set smaller than the
   registered ``min_calibration``), an ICC upper bound above ``rho_max``, a
-  protected slice inconclusive / not tested / without trials, or a run beyond its sealed
-  holdout's maximum number of uses -> evidence_ready, hold;
+  protected slice inconclusive / not tested / without trials, or a confirmatory run beyond
+  its sealed holdout's maximum number of confirmatory accesses -> evidence_ready, hold;
 - a pass without a covering, verified, trusted-signed qualification, with synthetic
   evidence or an unpinned revision, a plan registered after measurement, logs whose
   identities the manifest does not register, or a population membership that was not
@@ -166,13 +166,16 @@ def _authority_gaps(manifest, qualification: QualificationCheck, population: dic
 
 
 def _run_findings(holdout: dict | None, exploratory: bool) -> list[tuple[str, str, str]]:
-    """A sealed holdout used beyond its maximum holds; an exploratory run is lab work only."""
+    """A confirmatory run beyond its sealed holdout's maximum holds; an exploratory run is lab
+    work only."""
     out = []
-    if holdout is not None and holdout["use"] > holdout["max_uses"]:
-        out.append(("evidence_ready", "hold", f"sealed holdout {holdout['id']!r}: this run is use {holdout['use']} "
-                                              f"of at most {holdout['max_uses']} (counted in the ledger): beyond "
-                                              "the registered maximum its outcomes have already been seen, so it "
-                                              "no longer confirms anything -- register a fresh holdout"))
+    if holdout is not None and holdout["beyond_maximum"]:
+        out.append(("evidence_ready", "hold", f"sealed holdout {holdout['id']!r}: this run is confirmatory access "
+                                              f"{holdout['confirmatory_accesses']} of at most {holdout['max_uses']} "
+                                              f"(counted in the ledger; {holdout['exploratory_accesses']} exploratory "
+                                              "access(es) besides): beyond the registered maximum its outcomes have "
+                                              "already been seen, so it no longer confirms anything -- register a "
+                                              "fresh holdout"))
     if exploratory:
         out.append(("evidence_ready", "lab_pass", "exploratory run (declared so): it may suggest, not confirm; "
                                                   "authority capped at lab_only"))
@@ -188,7 +191,8 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
     """The receipt (JSON-ready, with its own ``receipt_sha256``).  ``measurement`` (log
     identities and times, from ``evidence.provenance``) and its findings, and ``population``
     (whether the cases were checked against the registered list) restrict it further.
-    ``holdout``: the sealed holdout's use this run took (stated in the receipt);
+    ``holdout``: the sealed holdout's access this run took, with the confirmatory and
+    exploratory accesses so far (stated in the receipt);
     ``exploratory``: the run was declared exploratory (``purpose`` in the receipt)."""
     findings = _prerequisite_findings(manifest, tests, prerequisites) + list(measurement_findings)
     if issued_at > manifest.valid_until:

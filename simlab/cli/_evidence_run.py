@@ -141,12 +141,14 @@ def add_run_options(p) -> None:
     p.add_argument("--registered-after-measurement", action="store_true",
                    help="the logs were written before the manifest: analyse them, say so, cap authority at lab_only")
     p.add_argument("--exploratory", action="store_true",
-                   help="declare the run exploratory: marked in the receipt (and a holdout use), lab_only at most")
+                   help="declare the run exploratory: marked in the receipt (and its holdout access, which does not "
+                        "count towards the holdout's maximum of confirmatory accesses), lab_only at most")
     p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
     p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
     p.add_argument("--judge-calibration", help="the judge's calibration file of paired labels (JSONL/CSV of item_id, "
                                                "set, human_passed, judge_passed) the manifest's judge block pins")
     p.add_argument("--ledger", help="append the receipt to this SQLite ledger (a run against a registered sealed "
-                                    "holdout also records its use there, and is refused past the maximum)")
+                                    "holdout also records its access there, with its kind; a confirmatory run past "
+                                    "the maximum holds)")
     p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")

@@ -62,8 +62,9 @@ def render_receipt(r: dict) -> None:
     if r.get("holdout"):
         h = r["holdout"]
         beyond = ", BEYOND THE MAXIMUM" if h.get("beyond_maximum") else ""
-        print(f"  sealed holdout {h['id']}: use {h['use']} of at most {h['max_uses']}{beyond} ({h.get('purpose')}; "
-              f"ledger entry {h['ledger_seq']})")
+        print(f"  sealed holdout {h['id']}: {h['confirmatory_accesses']} confirmatory access(es) of at most "
+              f"{h['max_uses']}{beyond}, {h['exploratory_accesses']} exploratory (this run: {h['purpose']} access "
+              f"{h['access']}; ledger entry {h['ledger_seq']})")
     for reason in r["reasons"]:
         print(f"  - {reason}")
     for other in r.get("other_findings", []):

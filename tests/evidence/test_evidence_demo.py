@@ -52,8 +52,8 @@ def test_demo_judge_rows(demo):
     assert rows["judge_failed_check"]["action"] == "block"
     assert "candidate trial(s) with failed checks" in rows["judge_failed_check"]["why"]
     assert rows["judge_holdout_again"]["action"] == "hold"
-    assert rows["judge_holdout_again"]["why"].startswith("sealed holdout 'refund-holdout-v1': this run is use 2 of "
-                                                         "at most 1")
+    assert rows["judge_holdout_again"]["why"].startswith("sealed holdout 'refund-holdout-v1': this run is "
+                                                         "confirmatory access 2 of at most 1")
     r = out["judge"]["rubric_changed"]
     assert (r["state"], r["action"]) == ("expired", "block")
     assert r["reasons"] == ["drift: judge.rubric is now refund-rubric-v4, the receipt bound refund-rubric-v3"]
