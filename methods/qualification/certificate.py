@@ -93,8 +93,9 @@ class CertifiedDesign(FrozenModel):
             raise ValueError(f"looks ({self.looks}) cannot exceed clusters ({self.clusters})")
         if not self.label_noise:
             raise ValueError("label_noise must list at least one measurement model")
-        if self.label_noise_domain is not None and self.label_noise != self.label_noise_domain.models():
-            raise ValueError("label_noise must be the models of label_noise_domain (its corners and centre)")
+        if self.label_noise_domain is not None and self.label_noise_domain.node_set(self.label_noise) is None:
+            raise ValueError("label_noise must be the nodes of label_noise_domain (its corners and centre, or its "
+                             "corners, edge midpoints and centre): the certificate lists exactly what it searched")
         return self
 
 
@@ -158,8 +159,13 @@ class Certificate(FrozenModel):
         noise = "perfect labels" if all(n == LabelNoise() for n in d.label_noise) else \
             f"{len(d.label_noise)} declared label-noise model(s)"
         if d.label_noise_domain is not None:
-            noise = (f"judge labels: {d.label_noise_domain.describe()} (searched at its {len(d.label_noise)} corners "
-                     "and centre; the registered calibration's Clopper-Pearson intervals must lie inside)")
+            r = 2 if d.label_noise_domain.calibration_shared else 4
+            noise = (f"judge labels: {d.label_noise_domain.describe()}; "
+                     f"{d.label_noise_domain.describe_nodes(d.label_noise)}; covered only where the registered "
+                     f"calibration's Clopper-Pearson bounds (one-sided {1 - self.alpha / r:.6g} each, {r} rates) lie "
+                     f"inside the box, which a judge whose true rates lie outside it passes with probability at most "
+                     f"alpha/{r} = {self.alpha / r:.4g}; assuming the label-noise model (errors depend on the arm "
+                     "only, a representative human-labelled calibration set independent of the trials)")
         return (f"{law}, {noise}, K = {d.clusters} independent clusters, baseline in [{d.baseline[0]:g}, "
                 f"{d.baseline[1]:g}], discordance in [{d.discordance[0]:g}, {d.discordance[1]:g}], at the null "
                 f"boundary of the {self.method.estimand} estimand"
@@ -305,16 +311,17 @@ def certificate_paths(name: str | None = None, directory: str | Path | None = No
     return json_files(f"*{CERT_SUFFIX}", "certificate_sha256", name, directory)
 
 
-def _judge_outside(domain: LabelNoiseDomain | None, point: DesignPoint) -> str | None:
+def _judge_outside(domain: LabelNoiseDomain | None, point: DesignPoint, alpha: float) -> str | None:
     """Judge-labelled outcomes: why the point's registered calibration is not inside the
-    certificate's label-noise domain (``methods.qualification.label_noise``), or None."""
+    certificate's label-noise domain at the certificate's ``alpha``
+    (``methods.qualification.label_noise``), or None."""
     if domain is None:
         return ("judge-labelled outcomes: the certificate declares no label-noise domain (sensitivity, specificity, "
                 "calibration-set size) to cover the registered judge calibration")
     if point.calibration is None:
         return ("the certificate covers judge-labelled outcomes with a registered calibration set; the design has "
                 "none")
-    why = calibration_outside(domain, point.calibration)
+    why = calibration_outside(domain, point.calibration, alpha)
     return f"registered judge calibration outside the certified label-noise domain: {why}" if why else None
 
 
@@ -343,7 +350,7 @@ def certificate_covers(cert: Certificate, point: DesignPoint | dict, *,
         if rho > d.rho_max + 1e-12:
             return Coverage(False, f"rho {rho:g} exceeds the certified rho_max {d.rho_max:g}")
     if d.label_noise_domain is not None or point.calibration is not None:
-        why = _judge_outside(d.label_noise_domain, point)
+        why = _judge_outside(d.label_noise_domain, point, cert.alpha)
         if why:
             return Coverage(False, why)
     elif point.label_noise not in d.label_noise:

@@ -18,6 +18,10 @@ def add_label_noise_arguments(p) -> None:
                    help="human-labelled items per calibration set (exactly the registered size)")
     g.add_argument("--calibration-shared", action="store_true",
                    help="one calibration set for both arms (then one judge for both)")
+    g.add_argument("--label-noise-nodes", choices=("edges", "corners"), default=None,
+                   help="the nodes of the box searched: corners, edge midpoints and centre (edges, the default: 9 "
+                        "nodes with a shared set, 49 per arm) or corners and centre (5 / 17); the worst case is over "
+                        "these nodes, not proved between them")
     g.add_argument("--min-calibration", type=positive_int, default=None, metavar="N",
                    help="the method's min_calibration as the manifest's judge.min_calibration registers it "
                         "(default: --calibration-items)")
@@ -27,9 +31,9 @@ def label_noise_options(args) -> dict | None:
     """The domain options, or None when none is given (perfect labels)."""
     given = {k: getattr(args, k) for k in _DOMAIN}
     if all(v is None for v in given.values()):
-        if args.calibration_shared or args.min_calibration is not None:
-            raise UsageError("--calibration-shared and --min-calibration need the label-noise domain: --sensitivity, "
-                             "--specificity and --calibration-items", "--sensitivity")
+        if args.calibration_shared or args.min_calibration is not None or args.label_noise_nodes is not None:
+            raise UsageError("--calibration-shared, --min-calibration and --label-noise-nodes need the label-noise "
+                             "domain: --sensitivity, --specificity and --calibration-items", "--sensitivity")
         return None
     missing = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is None]
     if missing:
@@ -38,4 +42,5 @@ def label_noise_options(args) -> dict | None:
     if getattr(args, "looks", None) is not None or getattr(args, "engine", "auto") == "exact":
         raise UsageError("a label-noise domain is certified by simulation at a fixed sample (no --looks, no "
                          "--engine exact)", "--engine")
-    return {**given, "calibration_shared": args.calibration_shared, "min_calibration": args.min_calibration}
+    return {**given, "calibration_shared": args.calibration_shared, "min_calibration": args.min_calibration,
+            "nodes": args.label_noise_nodes or "edges"}

@@ -28,7 +28,8 @@ def render_certificate(p: dict) -> None:
     if domain:
         print(f"label noise: sensitivity {domain['sensitivity']}, specificity {domain['specificity']} (each arm's "
               f"judge), {domain['calibration_items']} calibration items "
-              f"{'shared' if domain['calibration_shared'] else 'per arm'}; worst at judge "
+              f"{'shared' if domain['calibration_shared'] else 'per arm'}; worst of the "
+              f"{len(p['design']['label_noise'])} nodes searched (not proved between them) at judge "
               f"{w['noise']}: {p['design']['label_noise'][w['noise']]}")
     print(f"{p['points']} nuisance points, {p['seconds']:.1f} s; certificate {p['file']}"
           + (f", signed by {p['signed_by']}" if p["signed_by"] else ""))

@@ -2,12 +2,16 @@
 judge's label noise as part of the nuisance (issue 30, item 3).
 
 ``certify_label_noise`` runs ``studies.qualify.certify.certify`` (simulation engine) over the
-models of a :class:`~methods.qualification.label_noise.LabelNoiseDomain` -- each arm's judge
-sensitivity and specificity at the corners and centre of the registered box, a calibration
-set of exactly ``calibration_items`` human-labelled items drawn with every replication
+nodes of a :class:`~methods.qualification.label_noise.LabelNoiseDomain` -- each arm's judge
+sensitivity and specificity at the corners, edge midpoints and centre of the registered box
+(``nodes="edges"``, the default; ``"corners"``: corners and centre only), a calibration set
+of exactly ``calibration_items`` human-labelled items drawn with every replication
 (``simlab.sampling.calibration``, a stream of its own beside the tables), so the estimated
 sensitivity and specificity vary from replication to replication as they would between
-experiments -- and records the domain in the certificate's design.  The evidence path then
+experiments -- and records the domain and the nodes in the certificate's design.  The
+certificate's worst case is the worst over those nodes (and the baseline / discordance
+grid): a search, not a proof between its points, and its text says so.  The cost grows with
+the nodes: 9 with one shared set (5 for ``corners``), 49 per arm (17).  The evidence path then
 accepts the certificate for a judge-labelled experiment only when the registered
 calibration lies inside that domain (``methods.qualification.label_noise``).
 
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from methods.judged import needs_calibration
 from methods.qualification.certificate import Certificate, CertifiedDesign
-from methods.qualification.label_noise import LabelNoiseDomain
+from methods.qualification.label_noise import LabelNoiseDomain, NodeSet
 from simlab.hashing import content_hash
 
 from .certify import certify
@@ -56,26 +60,37 @@ def label_noise_seed(method, design: CertifiedDesign, alpha: float, route: str =
 def certify_label_noise(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0, *,
                         sensitivity: tuple[float, float], specificity: tuple[float, float], calibration_items: int,
                         calibration_shared: bool = False, min_calibration: int | None = None,
-                        alpha: float = 0.025, seed: int | None = None, sign_key=None, **kw) -> Certificate:
-    """Certify ``method`` at exactly this design over the label-noise domain (module
-    docstring); ``kw`` goes to ``certify`` (nuisance ranges, replications, backend, progress)."""
+                        nodes: NodeSet = "edges", alpha: float = 0.025, seed: int | None = None, sign_key=None,
+                        **kw) -> Certificate:
+    """Certify ``method`` at exactly this design over the label-noise domain's ``nodes``
+    (module docstring); ``kw`` goes to ``certify`` (nuisance ranges, replications, backend,
+    progress)."""
     if kw.get("engine", "simulation") != "simulation":
         raise ValueError("a label-noise domain is certified by simulation (no exact engine models judge error)")
     kw.pop("engine", None)
     domain = LabelNoiseDomain(sensitivity=tuple(sensitivity), specificity=tuple(specificity),
                               calibration_items=calibration_items, calibration_shared=calibration_shared)
     method = _prepared(method, domain, min_calibration)
-    design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max,
-                             label_noise=domain.models(), label_noise_domain=domain,
-                             **{k: tuple(kw[k]) for k in ("baseline", "discordance") if k in kw})
+    design = _design(domain, nodes, clusters, trials, margin, rho_max, kw)
     if seed is None:
         seed = label_noise_seed(method, design, alpha)
-    cert = certify(method, clusters, trials, margin, rho_max, None, label_noise=domain.models(), alpha=alpha,
+    cert = certify(method, clusters, trials, margin, rho_max, None, label_noise=design.label_noise, alpha=alpha,
                    engine="simulation", seed=seed, **kw)
-    note = (f"Label noise: {domain.describe()}; the {len(design.label_noise)} models searched are the corners of that "
-            "box (each arm's judge independently) and its centre. Stream seed "
+    note = (f"{_searched(domain, design)} Stream seed "
             f"{seed}{' (derived from the design)' if seed == label_noise_seed(method, design, alpha) else ''}.")
     return _with_domain(cert, domain, note, sign_key)
+
+
+def _design(domain: LabelNoiseDomain, nodes: NodeSet, clusters, trials, margin, rho_max, kw) -> CertifiedDesign:
+    return CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max,
+                           label_noise=domain.models(nodes), label_noise_domain=domain,
+                           **{k: tuple(kw[k]) for k in ("baseline", "discordance") if k in kw})
+
+
+def _searched(domain: LabelNoiseDomain, design: CertifiedDesign) -> str:
+    """The certificate's words for its label-noise search: the domain and the nodes evaluated."""
+    return (f"Label noise: {domain.describe()}; {domain.describe_nodes(design.label_noise)} (listed in "
+            "design.label_noise).")
 
 
 def _with_domain(cert: Certificate, domain: LabelNoiseDomain, note: str, sign_key) -> Certificate:
@@ -99,8 +114,9 @@ def _prepared(method, domain: LabelNoiseDomain, min_calibration: int | None):
 
 def calibrate_label_noise(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0, *,
                           sensitivity: tuple[float, float], specificity: tuple[float, float], calibration_items: int,
-                          calibration_shared: bool = False, min_calibration: int | None = None, alpha: float = 0.025,
-                          seed: int | None = None, sign_key=None, **kw):
+                          calibration_shared: bool = False, min_calibration: int | None = None,
+                          nodes: NodeSet = "edges", alpha: float = 0.025, seed: int | None = None, sign_key=None,
+                          **kw):
     """Calibrate ``method``'s nominal level over the label-noise domain and certify the
     calibrated method on a fresh stream (module docstring); returns the ``Calibration`` with
     the certificate that records the domain.  ``kw`` goes to ``calibrate``."""
@@ -111,15 +127,12 @@ def calibrate_label_noise(method, clusters: int, trials: int, margin: float, rho
     domain = LabelNoiseDomain(sensitivity=tuple(sensitivity), specificity=tuple(specificity),
                               calibration_items=calibration_items, calibration_shared=calibration_shared)
     base = _prepared(method, domain, min_calibration)
-    design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max,
-                             label_noise=domain.models(), label_noise_domain=domain,
-                             **{k: tuple(kw[k]) for k in ("baseline", "discordance") if k in kw})
+    design = _design(domain, nodes, clusters, trials, margin, rho_max, kw)
     derived = label_noise_seed(replace(base, nominal_alpha=None), design, alpha, route="calibrate")
     seed = derived if seed is None else seed
-    cal = calibrate(base, clusters, trials, margin, rho_max, None, alpha=alpha, label_noise=domain.models(),
+    cal = calibrate(base, clusters, trials, margin, rho_max, None, alpha=alpha, label_noise=design.label_noise,
                     seed=seed, **kw)
-    note = (f"Label noise: {domain.describe()}; the {len(design.label_noise)} models searched are the corners of that "
-            f"box (each arm's judge independently) and its centre. Certification stream seed {seed}"
+    note = (f"{_searched(domain, design)} Certification stream seed {seed}"
             f"{' (derived from the design)' if seed == derived else ''}; the level search ran on seed "
             f"{cal.search.get('search_seed', seed)}.")
     return replace(cal, certificate=_with_domain(cal.certificate, domain, note, sign_key))

@@ -64,6 +64,9 @@ def test_a_calibration_inside_the_certified_domain_is_covered_and_can_reach_the_
     assert q["covered"] and q["signature"]["signed_by"], q["reasons"]
     assert "and the registered judge calibration (inside its label-noise domain)" in q["reasons"][0]
     assert q["guarantee"] == "model-certified" and "judge sensitivity in [0.9, 1]" in q["assumptions"]
+    assert ("worst case over the 49 label-noise nodes the certificate lists (its corners, edge midpoints and centre), "
+            "a search, not a proof between them") in q["assumptions"]
+    assert "passes with probability at most alpha/4 = 0.025" in q["assumptions"]
     assert r["comparison"]["status"] == "pass"
     assert (r["state"], r["action"], r["authority"]) == ("qualified", "canary_eligible", "canary"), r["reasons"]
 
@@ -74,8 +77,8 @@ def test_a_calibration_outside_the_domain_is_not_covered_and_says_why(tmp_path, 
     assert r["comparison"]["status"] == "pass" and r["action"] == "lab_pass"
     assert r["reasons"] == [
         "unqualified: design not covered: registered judge calibration outside the certified label-noise domain: the "
-        "baseline set's specificity 0.9 has the 0.9875 Clopper-Pearson interval [0.8567, 0.934], not inside the "
-        "certified [0.9, 1]"]
+        "baseline set's specificity 0.9 has one-sided 0.975 Clopper-Pearson bounds [0.8663, 0.9276], not inside the "
+        "certified [0.9, 1]"]   # each bound at 1 - alpha / 4, the certificate's alpha 0.1
 
 
 def test_a_calibration_of_another_size_is_not_covered(tmp_path, judge_cert):
@@ -133,5 +136,5 @@ def test_the_certificate_file_states_its_domain_and_a_tampered_domain_is_refused
     data["certificate_sha256"] = content_hash(body)
     forged = tmp_path / path.name
     forged.write_text(json.dumps(data))
-    with pytest.raises(TamperedRecordError, match="label_noise must be the models of label_noise_domain"):
+    with pytest.raises(TamperedRecordError, match="label_noise must be the nodes of label_noise_domain"):
         load_certificate(forged)

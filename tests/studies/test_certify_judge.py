@@ -21,7 +21,7 @@ POINT = dict(baseline=(0.8, 0.8), discordance=(0.3, 0.3))   # one nuisance point
 
 def _design(**kw):
     d = LabelNoiseDomain(**{"sensitivity": (0.9, 1.0), "specificity": (0.9, 1.0), "calibration_items": 200, **kw})
-    return CertifiedDesign(clusters=100, trials=1, margin=0.05, rho_max=0.0, label_noise=d.models(),
+    return CertifiedDesign(clusters=100, trials=1, margin=0.05, rho_max=0.0, label_noise=d.models("edges"),
                            label_noise_domain=d)
 
 
@@ -40,8 +40,10 @@ def test_a_label_noise_certificate_records_its_domain_and_reloads(tmp_path):
                                calibration_items=200, alpha=0.1, allowed_excess=2.0, min_replications=300,
                                max_replications=300, **POINT)
     d = cert.design
-    assert d.label_noise_domain.calibration_items == 200 and d.label_noise == d.label_noise_domain.models()
-    assert len(cert.points) == 17 and {p.noise for p in cert.points} == set(range(17))
+    assert d.label_noise_domain.calibration_items == 200 and d.label_noise == d.label_noise_domain.models("edges")
+    assert len(cert.points) == 49 and {p.noise for p in cert.points} == set(range(49))  # every node evaluated
+    assert ("worst case over the 49 label-noise nodes the certificate lists (its corners, edge midpoints and centre), "
+            "a search, not a proof between them (listed in design.label_noise)") in cert.search
     assert cert.method.options["min_calibration"] == 200.0 and cert.engine == "simulation"
     seed = label_noise_seed(registry.get("judge_corrected").with_options(min_calibration=200), d, 0.1)
     assert f"Stream seed {seed} (derived from the design)" in cert.search
@@ -49,6 +51,16 @@ def test_a_label_noise_certificate_records_its_domain_and_reloads(tmp_path):
     again = load_certificate(path)
     assert again.certificate_sha256 == cert.certificate_sha256 and again.design == d
     assert json.loads(path.read_text())["design"]["label_noise_domain"]["sensitivity"] == [0.9, 1.0]
+
+
+def test_the_corner_search_is_still_available_and_says_so():
+    cert = certify_label_noise("judge_corrected", 100, 1, 0.05, sensitivity=(0.9, 1.0), specificity=(0.9, 1.0),
+                               calibration_items=200, calibration_shared=True, nodes="corners", alpha=0.1,
+                               allowed_excess=2.0, min_replications=300, max_replications=300, **POINT)
+    d = cert.design
+    assert d.label_noise == d.label_noise_domain.models("corners") and len(cert.points) == 5
+    assert "worst case over the 5 label-noise nodes the certificate lists (its corners and centre)" in cert.search
+    assert "one judge for both arms" in cert.assumptions
 
 
 def test_label_noise_options_are_checked():
@@ -92,6 +104,8 @@ def test_cli_certifies_a_label_noise_domain_and_refuses_half_a_domain(tmp_path, 
     err = json.loads(capsys.readouterr().out)["error"]
     assert err["field"] == "--specificity" and "needs --sensitivity, --specificity and --calibration-items" in \
         err["message"]
+    assert main(base + ["--label-noise-nodes", "corners"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["field"] == "--sensitivity"
     assert main(base + ["--sensitivity", "0.95,0.95", "--specificity", "0.95,0.95", "--calibration-items", "200",
                         "--min-calibration", "100"]) == 0
     out = json.loads(capsys.readouterr().out)
