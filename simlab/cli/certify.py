@@ -26,8 +26,9 @@ def render_certificate(p: dict) -> None:
           f"{p['threshold']:.4g} at baseline {w['baseline']:g}, discordance {w['discordance']:.5g}, rho {w['rho']:g}")
     domain = p["design"].get("label_noise_domain")
     if domain:
-        print(f"label noise: sensitivity {domain['sensitivity']}, specificity {domain['specificity']} (each arm's "
-              f"judge), {domain['calibration_items']} calibration items "
+        judges = "one judge for both arms" if domain["calibration_shared"] else "each arm's judge"
+        print(f"label noise: sensitivity {domain['sensitivity']}, specificity {domain['specificity']} ({judges}), "
+              f"{domain['calibration_items']} calibration items "
               f"{'shared' if domain['calibration_shared'] else 'per arm'}; worst of the "
               f"{len(p['design']['label_noise'])} nodes searched (not proved between them) at judge "
               f"{w['noise']}: {p['design']['label_noise'][w['noise']]}")
