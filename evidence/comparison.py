@@ -123,9 +123,10 @@ def compare(experiment: PairedExperiment, manifest: Manifest, calibration: np.nd
                                           experiment.clusters, alpha)),
     }
     if manifest.judge is not None:  # the spine asks for all of these beside the corrected estimate
+        minimum = manifest.judge.min_calibration
         out["judge"] = _clean({**{k: detail.get(k) for k in _JUDGE_KEYS},
-                               "reason": _judge_reason(detail.get("reason"), calibration, manifest.judge.min_calibration),
-                               "min_calibration": manifest.judge.min_calibration,
+                               "reason": _judge_reason(detail.get("reason"), calibration, minimum),
+                               "min_calibration": minimum,
                                "calibration_counts": np.asarray(calibration).tolist(),
                                "candidate_passes_overridden": experiment.candidate_passes_overridden})
     if manifest.protected_slices is not None:
