@@ -17,7 +17,8 @@ def _arrow_schema():
     return pa.schema([("case_id", pa.string()), ("trial_index", pa.int64()), ("cluster_id", pa.string()),
                       ("arm", pa.string()), ("passed", pa.bool_()), ("failed_checks", pa.list_(pa.string())),
                       ("latency_ms", pa.float64()), ("cost", pa.float64()), ("cost_provenance", pa.string()),
-                      ("manifest_sha256", pa.string()), ("timestamp", pa.string()), ("slice", pa.string())])
+                      ("manifest_sha256", pa.string()), ("timestamp", pa.string()), ("slice", pa.string()),
+                      ("judge_labelled", pa.bool_())])
 
 
 def _csv_header(source) -> list[str] | None:
@@ -51,9 +52,9 @@ def _read_csv(src, header: list[str]):
     checks = table.column("failed_checks")
     lists = pc.if_else(pc.is_null(checks), pa.scalar([], pa.list_(pa.string())), pc.split_pattern(checks, ";"))
     table = table.set_column(table.schema.get_field_index("failed_checks"), "failed_checks", lists)
-    for name in ("timestamp", "slice"):
+    for name, kind in (("timestamp", pa.string()), ("slice", pa.string()), ("judge_labelled", pa.bool_())):
         if name not in header:
-            table = table.append_column(name, pa.nulls(table.num_rows, pa.string()))
+            table = table.append_column(name, pa.nulls(table.num_rows, kind))
     return table
 
 
@@ -153,6 +154,17 @@ def _timestamps(table) -> np.ndarray | None:
     return micro / 1e6
 
 
+def _judge_labels(table) -> np.ndarray | None:
+    """int8 codes of the ``judge_labelled`` column (1 / 0, -1 where not stated), None when no
+    row states it."""
+    col = table.column("judge_labelled")
+    if col.null_count == len(col):
+        return None
+    stated = ~col.is_null().to_numpy(zero_copy_only=False)
+    values = col.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)
+    return np.where(stated, values, np.int8(-1)).astype(np.int8)
+
+
 def columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | None:
     """Vectorised checks; None when any row is bad (the slow path then names them all)."""
     import re
@@ -181,4 +193,5 @@ def columns_from_arrow(table, source: str, first_line: int) -> TrialColumns | No
         lines=np.arange(first_line, first_line + table.num_rows, dtype=np.int64),
         failed_names=lambda row: checks[row].as_py(), timestamps=stamps,
         slice_names=(np.asarray(table.column("slice").to_pylist(), dtype=object)
-                     if table.column("slice").null_count < table.num_rows else None), **numbers)
+                     if table.column("slice").null_count < table.num_rows else None),
+        judge_labelled=_judge_labels(table), **numbers)

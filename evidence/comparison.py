@@ -123,13 +123,31 @@ def compare(experiment: PairedExperiment, manifest: Manifest, calibration: np.nd
                                           experiment.clusters, alpha)),
     }
     if manifest.judge is not None:  # the spine asks for all of these beside the corrected estimate
-        out["judge"] = _clean({**{k: detail.get(k) for k in _JUDGE_KEYS}, "min_calibration": manifest.judge.min_calibration,
+        minimum = manifest.judge.min_calibration
+        out["judge"] = _clean({**{k: detail.get(k) for k in _JUDGE_KEYS},
+                               "reason": _judge_reason(detail.get("reason"), calibration, minimum),
+                               "min_calibration": minimum,
                                "calibration_counts": np.asarray(calibration).tolist(),
                                "candidate_passes_overridden": experiment.candidate_passes_overridden})
     if manifest.protected_slices is not None:
         out["slices"] = _clean(slice_comparisons(method, experiment, manifest,
                                                  lambda mask: analysis_tables(method, experiment, mask), alpha))
     return out
+
+
+def _judge_reason(reason: str | None, calibration, min_calibration: int) -> str | None:
+    """The method's reason, naming each calibration set below the registered minimum and its
+    size: a set too small for the registered bound is an analysed run whose comparison is
+    inconclusive (issue 30, item 2), and the receipt says which set and by how much."""
+    from methods.judged import REASONS, SMALL_CALIBRATION
+
+    from .judge import calibration_shortfall
+
+    short = calibration_shortfall(calibration, min_calibration)
+    if short is None:
+        return reason
+    small = REASONS[SMALL_CALIBRATION]
+    return f"{small}: {short}" if reason in (None, "", small) else f"{reason}; {small}: {short}"
 
 
 def _clean(value: Any) -> Any:

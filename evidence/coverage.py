@@ -11,7 +11,9 @@ the registered method and cover the design: the observed number of independent c
 trials per cluster, margin, confidence, look schedule and intra-cluster correlation up to
 the manifest's ``rho_max`` (a grid record covers grid points only -- for several trials per
 cluster an unknown rho needs ``rho_max = 0`` or a certificate; ``methods.qualification``
-decides).  A theorem record covers every design its theorem's assumptions hold for (any
+decides).  Judge-labelled outcomes (the manifest's ``judge``) add the registered calibration
+counts to the design: only a certificate whose label-noise domain holds them covers
+(``methods.qualification.label_noise``).  A theorem record covers every design its theorem's assumptions hold for (any
 K, cluster sizes and rho; perfect labels, no interim looks for a fixed-sample method:
 ``theorem_covers``).  Every other record or certificate of the method must agree
 (``find_coverage``: sources cannot be shopped).  The design is that of the tables the method analyses (trial
@@ -102,11 +104,12 @@ def _others(directory: Path, name: str, pinned_path: Path) -> bool:
 
 
 def design_point(manifest: Manifest, tables, confidence: float | None = None, *,
-                 sizes_free: bool = False) -> dict | str:
+                 sizes_free: bool = False, calibration=None) -> dict | str:
     """The design of the analysed ``tables`` (K, 4) as ``methods.qualification`` describes it
     (empty clusters are missing and do not count), or why there is none.  ``sizes_free``
     (a theorem record: cluster sizes are no assumption) describes unequal clusters by their
-    sizes instead of refusing them."""
+    sizes instead of refusing them.  ``calibration``: the registered judge calibration counts
+    (judge-labelled outcomes), part of the design a certificate's label-noise domain covers."""
     sizes_all = [int(x) for x in tables.sum(axis=1) if x > 0]
     clusters = len(sizes_all)
     sizes = set(sizes_all)
@@ -128,7 +131,8 @@ def design_point(manifest: Manifest, tables, confidence: float | None = None, *,
                     f"{list(equal)} (the schedule qualification evaluates)")
     return {"clusters": clusters, "cluster_size": cluster_size,
             "margin": manifest.margin, "confidence": manifest.confidence if confidence is None else confidence,
-            "looks": looks, "rho": 0.0 if manifest.rho_max == 0.0 else None, "rho_max": manifest.rho_max}
+            "looks": looks, "rho": 0.0 if manifest.rho_max == 0.0 else None, "rho_max": manifest.rho_max,
+            **({"calibration": [[int(x) for x in row] for row in calibration]} if calibration is not None else {})}
 
 
 def _is_theorem(q, path: Path) -> bool:
@@ -198,10 +202,13 @@ def _slice_gaps(q, obj, covers, directory, path, manifest, experiment, slices: d
 
 
 def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, directory: str | Path | None = None,
-                        now: dt.datetime, trusted: dict | None = None, slices: dict | None = None) -> QualificationCheck:
+                        now: dt.datetime, trusted: dict | None = None, slices: dict | None = None,
+                        calibration=None) -> QualificationCheck:
     """Verify the pinned record or certificate, its coverage of this design (and of each
     protected slice's test, ``slices`` from the comparison) and, when it covers, its
-    signature against ``trusted`` (never raises for a bad file)."""
+    signature against ``trusted`` (never raises for a bad file).  ``calibration``: the
+    registered judge calibration counts when the outcomes are judge labels -- then only a
+    certificate whose label-noise domain holds them covers."""
     from methods import qualification as q
 
     from .comparison import analysis_tables, registered_method, unit_of
@@ -235,7 +242,7 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
             f"method than the registered {manifest.statistical_method!r} the comparison runs (its options or code "
             "differ)",))
     tables = analysis_tables(method, experiment)
-    point = design_point(manifest, tables, sizes_free=_is_theorem(q, path))
+    point = design_point(manifest, tables, sizes_free=_is_theorem(q, path), calibration=calibration)
     if isinstance(point, str):
         return QualificationCheck(**out, covered=False, reasons=(point,))
     why = _covered_everywhere(q, obj, covers, directory, path, point, now)
@@ -245,6 +252,7 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
     if gaps:
         return QualificationCheck(**out, covered=False, reasons=tuple(gaps))
     unit = "case(s)" if unit_of(method) == "case_all_trials" else "trial pair(s)"
+    judged = ", and the registered judge calibration (inside its label-noise domain)" if calibration is not None else ""
     size = point["cluster_size"]
     per_cluster = (f"{size['trials']} {unit} per cluster" if size["kind"] == "fixed" else
                    f"{min(size['sizes'])}..{max(size['sizes'])} {unit} per cluster")
@@ -252,4 +260,5 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
         f"{path.name} covers K={point['clusters']}, {per_cluster}, "
         f"margin {manifest.margin:g}, confidence {manifest.confidence:g}, "
         + ("any rho (valid by theorem)" if _is_theorem(q, path) else f"rho <= {manifest.rho_max:g}")
-        + (f", and {sum(len(s['tests']) for s in slices['slices'])} protected-slice test(s)" if slices else ""),))
+        + (f", and {sum(len(s['tests']) for s in slices['slices'])} protected-slice test(s)" if slices else "")
+        + judged,))

@@ -10,7 +10,10 @@ of that method, copied and signed with a fresh demo key:
    this shows the rule, it is not evidence about any agent);
 4. as 3 with one candidate trial failing a hard check -> block, whatever the average;
 5. replay of 3 (identical receipt), and of a copy whose comparison was forged -> rejected;
-6. every receipt in a hash-chained ledger, verified; 3 resolved after its expiry -> expired.
+6. every receipt in a hash-chained ledger, verified; 3 resolved after its expiry -> expired;
+7. judge-labelled experiments under ``judge_corrected`` (``evidence.demo_judge``): the
+   judge-scale and corrected differences, a failed deterministic check that blocks whatever
+   the judge said, a second look at a sealed holdout that holds, a changed rubric that expires.
 """
 from __future__ import annotations
 
@@ -81,6 +84,11 @@ def run_demo(out: str | Path | None = None) -> dict:
         "hidden_hard_failure": _scenario(out, "hidden_hard_failure", clusters=500, cases=1, reps=1,
                                          candidate_failed=1, **common, **measured),
     }
+    from simlab.signing import load_private_key
+    from .demo_judge import run_judge_demo
+
+    judge = run_judge_demo(out, qdir, load_private_key(out / "keys" / "demo.key"), trusted, now)
+    packets.update(judge.pop("packets"))
     rows = [{"scenario": k, "state": p["receipt"]["state"], "action": p["receipt"]["action"],
              "authority": p["receipt"]["authority"], "clusters": p["receipt"]["evidence"]["clusters"],
              "pairs": p["receipt"]["evidence"]["pairs"], "status": p["receipt"]["comparison"]["status"],
@@ -98,14 +106,15 @@ def run_demo(out: str | Path | None = None) -> dict:
     expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))
     later = resolve_receipt(good["receipt"], expiry + dt.timedelta(days=1), replayed=replayed["ok"])
     (out / "demo.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n")
-    return {"folder": str(out), "method": METHOD, "rows": rows,
+    return {"folder": str(out), "method": METHOD, "rows": rows, "judge": judge,
             "replay": {"ok": replayed["ok"], "action": replayed["action"]},
             "forged_replay": {"ok": rejected["ok"], "action": rejected["action"], "reasons": rejected["reasons"]},
             "ledger": verify(ledger), "resolved_after_expiry": {k: later[k] for k in ("state", "action", "reasons")}}
 
 
 def render_demo(p: dict) -> None:
-    print(f"Evidence path ({p['method']}, margin 0.03; files in {p['folder']})")
+    print(f"Evidence path ({p['method']}, margin 0.03; judge_* rows: judge_corrected, margin 0.05; files in "
+          f"{p['folder']})")
     for r in p["rows"]:
         print(f"  {r['scenario']:<20} {r['clusters']:>4} clusters {r['pairs']:>4} pairs  {r['status']:<12} "
               f"-> {r['state']}, {r['action']} ({r['authority']})")
@@ -118,3 +127,6 @@ def render_demo(p: dict) -> None:
     print(f"  ledger: {led['entries']} receipts, chain {'intact' if led['ok'] else 'BROKEN'}")
     r = p["resolved_after_expiry"]
     print(f"  measured_signed resolved a day after expiry: {r['state']}, {r['action']}")
+    if p.get("judge"):
+        from .demo_judge import render_judge
+        render_judge(p["judge"])

@@ -17,7 +17,8 @@ Judges cannot override deterministic checks (issue 30, item 4): when the manifes
 a judge, a candidate trial with a failed check counts as a fail in the tables whatever the
 judge said (``candidate_passes_overridden`` counts them).  Only candidate trials: forcing a
 baseline trial to fail would move the corrected difference towards the candidate.  The
-receipt blocks on any such trial in any case."""
+receipt blocks on any such trial in any case.  Which outcomes are judge labels (the trials'
+``judge_labelled``) is checked and counted by ``evidence.labels``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import EvidenceErrors, Problem
+from .labels import check_judge_labels, first_judge_labelled, judge_label_counts
 from .manifest import Manifest
 from .trial_schema import PROVENANCE, TrialColumns
 from .trials import MAX_REPORTED
@@ -52,6 +54,8 @@ class PairedExperiment:
     case_slice: np.ndarray | None = None  # object: each case's slice value (None: no slices given)
     case_cells: np.ndarray = None      # int64 (cases, 4): each case's trial pairs by cell
     candidate_passes_overridden: int = 0  # judge-labelled candidate passes with a failed check, counted as fails
+    judge_labels: dict = None          # rows stating judge_labelled true / false / not at all (evidence.labels)
+    judge_label_example: str | None = None  # where the first judge-labelled row is
 
     @property
     def clusters(self) -> int:
@@ -167,6 +171,7 @@ def _case_values(cols: TrialColumns, case: np.ndarray, rows: np.ndarray, values:
 
 def pair_trials(cols: TrialColumns, manifest: Manifest, registered_after: bool = False) -> PairedExperiment:
     """Join the arms and build per-cluster tables; any inconsistency is a PairingError."""
+    check_judge_labels(cols, manifest)
     errors = check_manifest_binding(cols, manifest, registered_after)
     base_rows = np.flatnonzero(~cols.candidate)
     cand_rows = np.flatnonzero(cols.candidate)
@@ -222,4 +227,5 @@ def pair_trials(cols: TrialColumns, manifest: Manifest, registered_after: bool =
                             provenance_counts={p: int(c) for p, c in zip(PROVENANCE, prov)},
                             case_names=cols.case_names, case_cluster=case_cluster, case_passes=case_passes,
                             case_trials=reps.astype(np.int64), case_slice=case_slice, case_cells=case_cells,
-                            candidate_passes_overridden=overridden)
+                            candidate_passes_overridden=overridden, judge_labels=judge_label_counts(cols),
+                            judge_label_example=first_judge_labelled(cols))

@@ -9,6 +9,11 @@ registers, in its ``judge`` block:
   rubric, output parser and schema, adapter / endpoint / retry settings -- the spine's
   Kata 49: a config dict is not the whole identity).  The receipt binds it; a changed judge
   resolves as drift.
+* ``components``: the judge's parts by name and version -- at least ``model``, ``prompt``,
+  ``rubric`` and ``parser`` (more may be named: ``schema``, ``adapter``...).  The receipt
+  binds each as ``judge.<name>``, so ``resolve --current judge.rubric=rubric-v4`` expires it
+  naming the part that changed (the spine's requalification trigger for judge, prompt,
+  rubric or parser change).
 * the calibration set, either inline ``calibration_counts`` -- one row per set, baseline's
   then candidate's, or a single shared row, columns ``2 * human_fail + judge_fail``
   (human pass & judge pass, human pass & judge fail, human fail & judge pass, human fail &
@@ -18,9 +23,13 @@ registers, in its ``judge`` block:
 * ``min_calibration``: the registered minimum items per set.  It is also the method's
   ``min_calibration`` option, so the comparison runs exactly the registered method.
 
-A set smaller than ``min_calibration``, a file whose bytes are not the registered hash, a
-missing file, or a file for a manifest that registers inline counts is refused (never
-treated as a perfect judge), the message naming the field."""
+A file whose bytes are not the registered hash, a missing file, a file for a manifest that
+registers inline counts, or malformed counts or rows are refused (never treated as a perfect
+judge), the message naming the field or row.  A well-formed set smaller than
+``min_calibration`` is not refused: the correction is not identified to the registered
+bound, so the run is analysed and its comparison is inconclusive, naming each short set's
+size and the registered minimum (:func:`calibration_shortfall`; issue 30, item 2) -- a hold,
+never a pass."""
 from __future__ import annotations
 
 import csv
@@ -38,6 +47,9 @@ from simlab.models import FrozenModel
 from .errors import EvidenceError
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
+PartName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
+Version = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+REQUIRED_PARTS = ("model", "prompt", "rubric", "parser")
 SETS = ("baseline", "candidate", "shared")
 FILE_FIELDS = ("item_id", "set", "human_passed", "judge_passed")
 
@@ -50,6 +62,7 @@ class JudgeRegistration(FrozenModel):
     """The manifest's ``judge`` block (see the module docstring)."""
     model_config = ConfigDict(strict=True)
     identity_sha256: Sha256
+    components: dict[PartName, Version]
     calibration_counts: tuple[tuple[int, int, int, int], ...] | None = None
     calibration_sha256: Sha256 | None = None
     calibration_shared: bool
@@ -57,6 +70,14 @@ class JudgeRegistration(FrozenModel):
 
     @model_validator(mode="after")
     def _calibration(self):
+        missing = [p for p in REQUIRED_PARTS if p not in self.components]
+        if missing:
+            raise ValueError(f"judge.components: name the judge's {', '.join(REQUIRED_PARTS)} versions (missing "
+                             f"{', '.join(missing)}): a changed part must expire the receipt by name")
+        clash = sorted({"identity", "calibration"} & set(self.components))
+        if clash:
+            raise ValueError(f"judge.components: {', '.join(clash)} is bound already (identity_sha256, the "
+                             "calibration): name the part otherwise")
         if (self.calibration_counts is None) == (self.calibration_sha256 is None):
             raise ValueError("register exactly one of judge.calibration_counts (inline) and judge.calibration_sha256 "
                              "(the sha256 of a file of paired labels)")
@@ -66,13 +87,19 @@ class JudgeRegistration(FrozenModel):
             check_counts(np.asarray(self.calibration_counts, dtype=np.int64), self, "judge.calibration_counts")
         return self
 
+    def bound(self) -> dict[str, str]:
+        """What the receipt binds of the judge: its identity, calibration and every named part."""
+        return {"identity": self.identity_sha256, "calibration": self.calibration_hash(),
+                **dict(sorted(self.components.items()))}
+
     def calibration_hash(self) -> str:
         """What the receipt binds as the calibration: the file's sha256, or the counts' content hash."""
         return self.calibration_sha256 or content_hash([list(r) for r in self.calibration_counts])
 
 
 def check_counts(counts: np.ndarray, reg: JudgeRegistration, where: str) -> None:
-    """Shape, shared flag, non-negative counts and the registered minimum size of each set."""
+    """Shape, shared flag and non-negative counts of each set (a set below the registered
+    minimum size is well-formed: :func:`calibration_shortfall`)."""
     import numpy as np
 
     if counts.ndim != 2 or counts.shape[1] != 4 or counts.shape[0] not in (1, 2):
@@ -84,9 +111,16 @@ def check_counts(counts: np.ndarray, reg: JudgeRegistration, where: str) -> None
     for name, row in zip(set_names(counts.shape[0]), counts):
         if np.any(row < 0):
             raise ValueError(f"{where} ({name} set): counts must be >= 0, got {row.tolist()}")
-        if int(row.sum()) < reg.min_calibration:
-            raise ValueError(f"{where} ({name} set): {int(row.sum())} items < judge.min_calibration "
-                             f"{reg.min_calibration} (the registered minimum calibration size)")
+
+
+def calibration_shortfall(counts, min_calibration: int) -> str | None:
+    """Each calibration set smaller than the registered ``min_calibration``, with its size
+    (``"candidate set 40 items < judge.min_calibration 50"``), or None when every set is large
+    enough."""
+    c = np.asarray(counts, dtype=np.int64)
+    short = [f"{name} set {int(row.sum())} items < judge.min_calibration {min_calibration}"
+             for name, row in zip(set_names(c.shape[0]), c) if int(row.sum()) < min_calibration]
+    return "; ".join(short) or None
 
 
 def _label(value, where: str, field: str) -> bool:

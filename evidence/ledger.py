@@ -21,9 +21,15 @@ next entry), so concurrent writers -- threads or processes -- serialise on SQLit
 lock and none is lost; WAL mode and a busy timeout let them wait instead of failing.
 
 Holdout accounting (issue 30, item 5): ``record_use`` appends a ``holdout_use`` entry for
-each evidence run against a sealed holdout, counting and appending in one transaction, and
-refuses a use beyond the registered maximum; ``check_use`` lets replay confirm that a
-packet's stated use is in the chain without taking another."""
+each evidence run against a sealed holdout -- every access, confirmatory or exploratory, with
+its kind -- counting and appending in one transaction.  The manifest registers a maximum
+number of *confirmatory* accesses (``holdout.max_uses``): only confirmatory accesses count
+towards it, and a confirmatory access beyond it is recorded too, numbered past the maximum
+(the run's receipt then holds with that reason, ``evidence.receipt``).  Exploratory accesses
+are counted and stated beside them (they expose the sealed outcomes too -- evidence spine,
+"Repeated holdout use": count accesses, distinguish confirmatory analyses from exploratory
+discovery) and authorise lab work at most.  ``check_use`` lets replay confirm that a
+packet's stated access is in the chain, with the same counts, without taking another."""
 from __future__ import annotations
 
 import datetime as dt
@@ -91,6 +97,9 @@ def append(path: str | Path, receipt: dict, now: dt.datetime | None = None, admi
 USE_KIND = "simlab.evidence.holdout_use"
 
 
+PURPOSES = ("confirmatory", "exploratory")
+
+
 def _uses(rows, holdout_id: str) -> list[dict]:
     out = []
     for (payload,) in rows:
@@ -100,8 +109,15 @@ def _uses(rows, holdout_id: str) -> list[dict]:
     return out
 
 
+def _counts(uses: list[dict]) -> dict[str, int]:
+    """``{access, confirmatory, exploratory}`` of these accesses (the last one's numbers)."""
+    kinds = [u.get("purpose", "confirmatory") for u in uses]
+    return {"access": len(kinds), **{p: kinds.count(p) for p in PURPOSES}}
+
+
 def holdout_uses(path: str | Path, holdout_id: str) -> list[dict]:
-    """The recorded uses of sealed holdout ``holdout_id``, oldest first."""
+    """The recorded accesses of sealed holdout ``holdout_id``, oldest first (each with its
+    ``purpose``)."""
     return _uses(_read_payloads(path), holdout_id)
 
 
@@ -113,16 +129,17 @@ def _read_payloads(path):
         con.close()
 
 
-class HoldoutExhausted(ValueError):
-    """A sealed holdout has been used its registered maximum number of times."""
-
-
 def record_use(path: str | Path, *, holdout_id: str, holdout_sha256: str, max_uses: int, experiment_id: str,
-               manifest_sha256: str, now: dt.datetime | None = None) -> dict:
-    """Count one use of a sealed holdout: ``{use, max_uses, seq, entry_sha256}``.  The chain
-    must verify (a broken chain could hide uses), and the count and the append are one write
-    transaction, so concurrent runs cannot both take the last use; beyond ``max_uses`` it
-    raises :class:`HoldoutExhausted` and writes nothing."""
+               manifest_sha256: str, now: dt.datetime | None = None, purpose: str = "confirmatory") -> dict:
+    """Record one access of a sealed holdout: ``{access, confirmatory, exploratory, max_uses,
+    purpose, seq, entry_sha256}`` -- ``access`` this run's number among all accesses,
+    ``confirmatory`` / ``exploratory`` the accesses of each kind so far, this one included.
+    The chain must verify (a broken chain could hide accesses), and the count and the append
+    are one write transaction, so two concurrent runs never get the same numbers; a
+    confirmatory access beyond ``max_uses`` is recorded like any other (``confirmatory >
+    max_uses``: the caller holds)."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose must be confirmatory or exploratory, got {purpose!r}")
     if Path(path).is_file():
         state = verify(path)
         if not state["ok"]:
@@ -131,24 +148,20 @@ def record_use(path: str | Path, *, holdout_id: str, holdout_sha256: str, max_us
     taken: dict[str, int] = {}
 
     def admit(con):
-        used = len(_uses(con.execute("SELECT payload FROM entries ORDER BY seq").fetchall(), holdout_id))
-        if used >= max_uses:
-            raise HoldoutExhausted(f"holdout.max_uses: sealed holdout {holdout_id!r} has been used {used} time(s), "
-                                   f"the registered maximum is {max_uses}; refused before reading any trial (a new "
-                                   "look would be another use: register a fresh holdout)")
-        taken["use"] = used + 1
+        before = _uses(con.execute("SELECT payload FROM entries ORDER BY seq").fetchall(), holdout_id)
+        taken.update(_counts(before + [{"purpose": purpose}]))
 
     issued = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
-    # the use number is decided inside the transaction; the payload names the run, not the number
+    # the numbers are decided inside the transaction; the payload names the run and its kind
     payload = {"kind": USE_KIND, "holdout_id": holdout_id, "holdout_sha256": holdout_sha256, "max_uses": max_uses,
-               "experiment_id": experiment_id, "manifest_sha256": manifest_sha256,
+               "experiment_id": experiment_id, "manifest_sha256": manifest_sha256, "purpose": purpose,
                "at": issued.isoformat().replace("+00:00", "Z")}
     entry = append(path, payload, now=now, admit=admit)
-    return {"use": taken["use"], "max_uses": max_uses, "seq": entry["seq"], "entry_sha256": entry["entry_sha256"]}
+    return {**taken, "max_uses": max_uses, "purpose": purpose, "seq": entry["seq"], "entry_sha256": entry["entry_sha256"]}
 
 
 def check_use(path: str | Path, use: dict, holdout_id: str) -> str | None:
-    """Why the recorded ``use`` (from a packet) is not in the ledger as stated, or None."""
+    """Why the recorded access ``use`` (from a packet) is not in the ledger as stated, or None."""
     if not Path(path).is_file():
         return f"no ledger at {path}"
     state = verify(path)
@@ -159,15 +172,27 @@ def check_use(path: str | Path, use: dict, holdout_id: str) -> str | None:
         rows = con.execute("SELECT seq, entry_sha256, payload FROM entries ORDER BY seq").fetchall()
     finally:
         con.close()
-    n = 0
+    seen: list[dict] = []
     for seq, entry, payload in rows:
-        if _uses([(payload,)], holdout_id):
-            n += 1
-            if entry == use.get("entry_sha256"):
-                return None if (seq, n) == (use.get("seq"), use.get("use")) else (
-                    f"ledger entry {entry} is use {n} at entry {seq}, the packet states use {use.get('use')} at entry "
-                    f"{use.get('seq')}")
+        recorded = _uses([(payload,)], holdout_id)
+        if not recorded:
+            continue
+        seen += recorded
+        if entry != use.get("entry_sha256"):
+            continue
+        purpose = recorded[0].get("purpose", "confirmatory")
+        if purpose != use.get("purpose", "confirmatory"):
+            return f"ledger entry {entry} records the use as {purpose}, the packet states {use.get('purpose')}"
+        counts = {"seq": seq, **_counts(seen)}
+        stated = {k: use.get(k) for k in counts}
+        return None if stated == counts else (
+            f"ledger entry {entry} is {_numbers(counts)}, the packet states {_numbers(stated)}")
     return f"the packet's holdout use (entry {use.get('entry_sha256')}) is not in the ledger {path}"
+
+
+def _numbers(c: dict) -> str:
+    return (f"access {c['access']} (confirmatory {c['confirmatory']}, exploratory {c['exploratory']}) at entry "
+            f"{c['seq']}")
 
 
 def verify(path: str | Path, head: str | None = None, head_seq: int | None = None) -> dict:

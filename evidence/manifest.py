@@ -14,7 +14,7 @@ Plan before data (DESIGN.md): ``created_at`` must precede every log and trial it
 ``protected_slices`` registers slices (a metadata field and its values) that must each be
 non-inferior too, under a multiplicity rule (Holm, or fixed-sequence gatekeeping).
 ``judge`` registers the judge and its calibration set when the outcomes are judge labels
-(``evidence.judge``); ``holdout`` a sealed holdout and its maximum number of uses.  The
+(``evidence.judge``); ``holdout`` a sealed holdout and its maximum number of confirmatory accesses.  The
 optional blocks are left out of the canonical JSON when absent, so a manifest that does
 not use them keeps its identity."""
 from __future__ import annotations
@@ -91,11 +91,14 @@ class ProtectedSlices(FrozenModel):
 
 
 class HoldoutRegistration(FrozenModel):
-    """A sealed holdout set: its id, the sha256 of its sealed contents and how many evidence
-    runs may use it.  Each run against it is counted in the ledger (``evidence.ledger.
-    record_use``); a run beyond ``max_uses`` is refused before any trial is read, since
-    reading the holdout is the use (evidence spine: a repeatedly used sealed set becomes
-    optimisation data)."""
+    """A sealed holdout set: its id, the sha256 of its sealed contents and ``max_uses``, the
+    maximum number of confirmatory accesses.  Each run against it is recorded in the ledger
+    as an access of its kind, confirmatory or exploratory, before any trial is read
+    (``evidence.ledger.record_use``; reading the holdout is the access), and the receipt
+    states both counts.  Only confirmatory accesses count towards ``max_uses``: a
+    confirmatory run beyond it is still counted, and its receipt holds with that reason
+    (evidence spine: a repeatedly used sealed set becomes optimisation data); exploratory
+    runs authorise lab work at most."""
     model_config = ConfigDict(strict=True)
     id: Name
     sha256: Sha256

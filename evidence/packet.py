@@ -74,22 +74,32 @@ def load_calibration(artifacts: list[dict], base: Path, manifest: Manifest):
     return registered_calibration(manifest.judge, base / art["path"] if art else None)
 
 
-def check_holdout_use(manifest: Manifest, use: dict | None) -> dict | None:
-    """The holdout use this run took (from the ledger at run time, from the packet on replay),
-    checked against the registered holdout."""
+def check_holdout_use(manifest: Manifest, use: dict | None, exploratory: bool = False) -> dict | None:
+    """The holdout access this run took (from the ledger at run time, from the packet on
+    replay), checked against the registered holdout.  Only confirmatory accesses count towards
+    ``max_uses``; a confirmatory access beyond it is stated as such (the receipt holds), never
+    refused: the run happened and the ledger counts it.  Exploratory accesses are stated beside."""
     h = manifest.holdout
     if h is None:
         if use is not None:
             raise EvidenceError("holdout: a holdout use is recorded, but the manifest registers no holdout")
         return None
-    if not isinstance(use, dict) or not isinstance(use.get("use"), int):
-        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r}; the run has no recorded use of "
-                            "it (runs against a holdout are counted in the ledger)", option="ledger")
-    if use.get("max_uses") != h.max_uses or not 1 <= use["use"] <= h.max_uses:
-        raise EvidenceError(f"holdout.max_uses: recorded use {use.get('use')} of at most {use.get('max_uses')} is not "
-                            f"within the registered maximum {h.max_uses}")
-    return {"id": h.id, "sha256": h.sha256, "use": use["use"], "max_uses": h.max_uses, "ledger_seq": use.get("seq"),
-            "ledger_entry": use.get("entry_sha256")}
+    numbers = ("access", "confirmatory", "exploratory")
+    if not isinstance(use, dict) or not all(type(use.get(k)) is int for k in numbers):
+        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r}; the run has no recorded access "
+                            "of it (runs against a holdout are counted in the ledger)", option="ledger")
+    purpose = "exploratory" if exploratory else "confirmatory"
+    if use.get("purpose", purpose) != purpose:
+        raise EvidenceError(f"holdout: the ledger recorded this use as {use.get('purpose')}, the run is {purpose}")
+    if (use.get("max_uses") != h.max_uses or use[purpose] < 1 or min(use[k] for k in numbers) < 0
+            or use["confirmatory"] + use["exploratory"] != use["access"]):
+        raise EvidenceError(f"holdout.max_uses: recorded access {use['access']} (confirmatory {use['confirmatory']}, "
+                            f"exploratory {use['exploratory']}) of at most {use.get('max_uses')} confirmatory does not "
+                            f"belong to the registered holdout (at most {h.max_uses} confirmatory accesses)")
+    return {"id": h.id, "sha256": h.sha256, "purpose": purpose, "access": use["access"],
+            "confirmatory_accesses": use["confirmatory"], "exploratory_accesses": use["exploratory"],
+            "max_uses": h.max_uses, "beyond_maximum": purpose == "confirmatory" and use["confirmatory"] > h.max_uses,
+            "ledger_seq": use.get("seq"), "ledger_entry": use.get("entry_sha256")}
 
 
 def _trial_file_info(path: Path, digest: str, arm: str) -> dict:
@@ -145,7 +155,8 @@ def load_trials(artifacts: list[dict], adapter: dict | None, base: Path,
     if kind == "inspect":
         from .adapters.inspect import read_inspect_pair
         cols, infos = read_inspect_pair(b, c, cluster_field=mapping["cluster_field"], score=mapping.get("score"),
-                                        slice_field=mapping.get("slice_field"), check_logs=checks)
+                                        slice_field=mapping.get("slice_field"), check_logs=checks,
+                                        judge_labelled=mapping.get("judge_labelled"))
     else:
         from .adapters.lmeval import read_lmeval_pair
         cols, infos = read_lmeval_pair(b, c, cluster_field=mapping["cluster_field"], score=mapping.get("score"),
@@ -170,11 +181,11 @@ def load_population(artifacts: list[dict], base: Path, manifest: Manifest) -> Po
 def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None, base: Path,
              tests: tuple[TestReceipt, ...], prerequisites: tuple[PrerequisiteReceipt, ...],
              qualification_dir: Path | None, trusted: dict | None, issued_at: dt.datetime,
-             registered_after: bool = False, holdout_use: dict | None = None) -> dict:
+             registered_after: bool = False, holdout_use: dict | None = None, exploratory: bool = False) -> dict:
     """The receipt, recomputed from the raw artifacts (errors in the evidence raise ValueError).
     The statistics' modules are imported only once the inputs have been read: a refused input
-    exits without them."""
-    holdout = check_holdout_use(manifest, holdout_use)
+    exits without them.  ``exploratory``: the run was declared exploratory (lab_only at most)."""
+    holdout = check_holdout_use(manifest, holdout_use, exploratory)
     population = load_population(artifacts, base, manifest)
     calibration, calibration_file = load_calibration(artifacts, base, manifest)
     cols, hashes, logs = load_trials(artifacts, adapter, base,
@@ -197,11 +208,11 @@ def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None,
     comparison = compare(experiment, manifest, calibration)
     qdir = Path(qualification_dir) if qualification_dir else default_directory()
     qualification = check_qualification(manifest, experiment, directory=qdir, now=issued_at, trusted=trusted,
-                                        slices=comparison.get("slices"))
+                                        slices=comparison.get("slices"), calibration=calibration)
     return build_receipt(manifest=manifest, experiment=experiment, comparison=comparison,
                          qualification=qualification, tests=tests, prerequisites=prerequisites, raw_artifacts=hashes,
                          issued_at=issued_at, measurement=record, measurement_findings=findings, population=pop,
-                         holdout=holdout)
+                         holdout=holdout, exploratory=exploratory)
 
 
 def _relative(path: str | Path, to: Path) -> str:
@@ -229,11 +240,16 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
                    tests: tuple[TestReceipt, ...] = (), prerequisites: tuple[PrerequisiteReceipt, ...] = (),
                    qualification_dir: str | Path | None = None, trusted: dict | None = None,
                    now: dt.datetime | None = None, overwrite: bool = False,
-                   registered_after: bool = False, ledger: str | Path | None = None) -> dict:
+                   registered_after: bool = False, ledger: str | Path | None = None,
+                   exploratory: bool = False) -> dict:
     """Evaluate and write the packet to ``out`` (an existing packet is never overwritten;
     a missing folder is created first, so the artifact paths are relative to a real one).
-    A manifest registering a sealed holdout needs ``ledger``: the run takes one use there
-    before any trial is read, and is refused when the registered maximum has been used."""
+    A manifest registering a sealed holdout needs ``ledger``: the run records its access
+    there, with its kind, before any trial is read; a confirmatory access beyond the
+    registered maximum of confirmatory accesses is counted too and the receipt holds, saying
+    so.  ``exploratory``: the run is declared exploratory -- marked in the packet, the
+    ledger's access and the receipt (which states both counts), and capped at lab_only; it
+    does not count towards the maximum."""
     out = Path(out)
     base = prepare_output(out, overwrite)
     for a in artifacts:
@@ -242,14 +258,16 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
     issued_at = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     rel = [{**a, "path": _relative(a["path"], base)} for a in artifacts]
     load_calibration(rel, base, manifest)  # a wrong or missing calibration is refused before a holdout use is taken
-    use = _take_holdout_use(manifest, ledger, issued_at)
+    use = _take_holdout_use(manifest, ledger, issued_at, exploratory)
     receipt = evaluate(manifest=manifest, artifacts=rel, adapter=adapter, base=base, tests=tests,
                        prerequisites=prerequisites, qualification_dir=qualification_dir, trusted=trusted,
-                       issued_at=issued_at, registered_after=registered_after, holdout_use=use)
+                       issued_at=issued_at, registered_after=registered_after, holdout_use=use,
+                       exploratory=exploratory)
     for a in rel:
         a["sha256"] = receipt["components"]["raw_artifacts"][a["role"]]
     packet = {"schema_version": "1", "kind": PACKET_KIND, "manifest": manifest.canonical(), "artifacts": rel,
               "adapter": adapter, "registered_after_measurement": bool(registered_after),
+              "exploratory": bool(exploratory),
               "tests": [t.model_dump(mode="json") for t in tests],
               "prerequisites": [p.model_dump(mode="json") for p in prerequisites], "receipt": receipt}
     if use is not None:
@@ -258,19 +276,17 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
     return packet
 
 
-def _take_holdout_use(manifest: Manifest, ledger, issued_at: dt.datetime) -> dict | None:
+def _take_holdout_use(manifest: Manifest, ledger, issued_at: dt.datetime, exploratory: bool) -> dict | None:
     h = manifest.holdout
     if h is None:
         return None
     if ledger is None:
-        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r} (at most {h.max_uses} uses); "
-                            "give the ledger that counts its uses", option="ledger")
-    from .ledger import HoldoutExhausted, record_use
-    try:
-        return record_use(ledger, holdout_id=h.id, holdout_sha256=h.sha256, max_uses=h.max_uses,
-                          experiment_id=manifest.experiment_id, manifest_sha256=manifest.sha256, now=issued_at)
-    except HoldoutExhausted as exc:
-        raise EvidenceError(str(exc), option="holdout") from None
+        raise EvidenceError(f"holdout: the manifest registers sealed holdout {h.id!r} (at most {h.max_uses} "
+                            "confirmatory accesses); give the ledger that counts its accesses", option="ledger")
+    from .ledger import record_use
+    return record_use(ledger, holdout_id=h.id, holdout_sha256=h.sha256, max_uses=h.max_uses,
+                      experiment_id=manifest.experiment_id, manifest_sha256=manifest.sha256, now=issued_at,
+                      purpose="exploratory" if exploratory else "confirmatory")
 
 
 def detect_kind(path: str | Path) -> str:

@@ -11,15 +11,19 @@ authority ceiling"), the most restrictive wins:
 - contradictory evidence (fabricated cost provenance), any candidate trial with a failed
   check, or a statistical fail -> evidence_ready, block;
 - a protected slice whose test failed under the multiplicity rule -> evidence_ready, block;
-- fewer independent clusters than registered, an inconclusive comparison, an ICC upper
-  bound above ``rho_max``, or a protected slice inconclusive / not tested / without trials
-  -> evidence_ready, hold;
+- fewer independent clusters than registered, an inconclusive comparison (with its reason,
+  e.g. a judge correction that is not identified, or a calibration set smaller than the
+  registered ``min_calibration``), an ICC upper bound above ``rho_max``, a
+  protected slice inconclusive / not tested / without trials, or a confirmatory run beyond
+  its sealed holdout's maximum number of confirmatory accesses -> evidence_ready, hold;
 - a pass without a covering, verified, trusted-signed qualification, with synthetic
   evidence or an unpinned revision, a plan registered after measurement, logs whose
   identities the manifest does not register, or a population membership that was not
-  checked against the registered case list -> evidence_ready, lab_pass (authority lab_only);
-- judge-labelled outcomes (the manifest's ``judge``): a pass is lab_pass at most (the
-  judge's label-noise model is not matched against a qualification record's domain);
+  checked against the registered case list, an exploratory run, or judge-labelled outcomes
+  under a manifest that registers no judge (taken as truth: ``evidence.labels``) ->
+  evidence_ready, lab_pass (authority lab_only).  A judge-corrected comparison is covered
+  only by a certificate whose label-noise domain holds the registered calibration
+  (``evidence.coverage``);
 - a pass with all of them -> qualified, canary_eligible (authority canary): the ceiling.
 
 A candidate trial with a failed deterministic check blocks whatever its ``passed`` label
@@ -41,6 +45,7 @@ from .coverage import QualificationCheck
 from .experiment import PairedExperiment
 from simlab.hashing import content_hash, with_self_hash
 from .manifest import Manifest, Name
+from .labels import uncorrected_judge_finding
 from .slices import slice_findings
 
 ACTIONS = ("block", "hold", "lab_pass", "canary_eligible")  # weakest first
@@ -149,10 +154,6 @@ def _authority_gaps(manifest, qualification: QualificationCheck, population: dic
     if population is None or not population.get("checked"):
         gaps.append("population membership not checked: no registered case list was given (the manifest's "
                     "population_hash binds the cases and clusters that must be present)")
-    if manifest.judge is not None:
-        # a record's label-noise model must match the registered judge; the manifest registers no such model yet
-        gaps.append("judge-labelled outcomes: qualification at the registered judge's label-noise model is not "
-                    "checked by the evidence path, so the judge-corrected comparison authorises lab work only")
     if not qualification.covered:
         gaps.extend(f"unqualified: {r}" for r in qualification.reasons)
     elif not qualification.signed_by:
@@ -164,22 +165,42 @@ def _authority_gaps(manifest, qualification: QualificationCheck, population: dic
     return gaps
 
 
+def _run_findings(holdout: dict | None, exploratory: bool) -> list[tuple[str, str, str]]:
+    """A confirmatory run beyond its sealed holdout's maximum holds; an exploratory run is lab
+    work only."""
+    out = []
+    if holdout is not None and holdout["beyond_maximum"]:
+        out.append(("evidence_ready", "hold", f"sealed holdout {holdout['id']!r}: this run is confirmatory access "
+                                              f"{holdout['confirmatory_accesses']} of at most {holdout['max_uses']} "
+                                              f"(counted in the ledger; {holdout['exploratory_accesses']} exploratory "
+                                              "access(es) besides): beyond the registered maximum its outcomes have "
+                                              "already been seen, so it no longer confirms anything -- register a "
+                                              "fresh holdout"))
+    if exploratory:
+        out.append(("evidence_ready", "lab_pass", "exploratory run (declared so): it may suggest, not confirm; "
+                                                  "authority capped at lab_only"))
+    return out
+
+
 def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, comparison: dict,
                   qualification: QualificationCheck, tests: tuple[TestReceipt, ...] = (),
                   prerequisites: tuple[PrerequisiteReceipt, ...] = (), raw_artifacts: dict[str, str],
                   issued_at: dt.datetime, measurement: dict | None = None,
                   measurement_findings: list[tuple[str, str, str]] = (), population: dict | None = None,
-                  holdout: dict | None = None) -> dict:
+                  holdout: dict | None = None, exploratory: bool = False) -> dict:
     """The receipt (JSON-ready, with its own ``receipt_sha256``).  ``measurement`` (log
     identities and times, from ``evidence.provenance``) and its findings, and ``population``
     (whether the cases were checked against the registered list) restrict it further.
-    ``holdout``: the sealed holdout's use this run took (stated in the receipt)."""
+    ``holdout``: the sealed holdout's access this run took, with the confirmatory and
+    exploratory accesses so far (stated in the receipt);
+    ``exploratory``: the run was declared exploratory (``purpose`` in the receipt)."""
     findings = _prerequisite_findings(manifest, tests, prerequisites) + list(measurement_findings)
     if issued_at > manifest.valid_until:
         findings.append(("expired", "block", f"manifest expired at {iso(manifest.valid_until)}"))
     if issued_at < manifest.created_at:
         findings.append(("expired", "block", "receipt would predate the manifest (chronology)"))
-    findings += _evidence_findings(manifest, experiment, comparison)
+    findings += _evidence_findings(manifest, experiment, comparison) + _run_findings(holdout, exploratory)
+    findings += uncorrected_judge_finding(manifest, experiment.judge_labels or {}, experiment.judge_label_example)
     gaps = _authority_gaps(manifest, qualification, population)
     if gaps:
         findings += [("evidence_ready", "lab_pass", g) for g in gaps]
@@ -197,14 +218,14 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
         "reasons": reasons, "other_findings": [r for _, _, r in findings if r not in reasons],
         "issued_at": iso(issued_at), "valid_until": iso(valid_until),
         "code_revision": manifest.code_revision, "measurement_kind": manifest.measurement_kind,
+        "purpose": "exploratory" if exploratory else "confirmatory",
         "components": {
             "manifest": manifest.sha256, "raw_artifacts": dict(sorted(raw_artifacts.items())),
             "comparison": content_hash(comparison), "qualification": manifest.qualification_sha256,
             "method": comparison["method"], "population": manifest.population_hash,
             "inputs": dict(sorted(manifest.input_hashes.items())),
             "tests": {t.name: t.sha256 for t in tests}, "prerequisites": {p.name: p.sha256 for p in prerequisites},
-            **({"judge": {"identity": manifest.judge.identity_sha256,
-                          "calibration": manifest.judge.calibration_hash()}} if manifest.judge else {}),
+            **({"judge": manifest.judge.bound()} if manifest.judge else {}),
             **({"holdout": {manifest.holdout.id: manifest.holdout.sha256}} if manifest.holdout else {}),
         },
         "comparison": comparison,
@@ -214,6 +235,7 @@ def build_receipt(*, manifest: Manifest, experiment: PairedExperiment, compariso
                           "examples": list(experiment.failed_examples)},
         "evidence": {"clusters": experiment.clusters, "pairs": experiment.pairs, "cases": experiment.cases,
                      "minimum_independent_clusters": manifest.minimum_independent_clusters,
+                     "judge_labelled": experiment.judge_labels,
                      "cost_provenance": experiment.provenance_counts},
         "qualification": qualification.as_dict(),
         "measurement": measurement,

@@ -106,12 +106,13 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
         if issued_at.tzinfo is None:
             raise ValueError("issued_at has no time zone")
         registered_after = packet.get("registered_after_measurement", False)
-        if not isinstance(registered_after, bool):
-            raise ValueError("registered_after_measurement must be true or false")
+        exploratory = packet.get("exploratory", False)
+        if not isinstance(registered_after, bool) or not isinstance(exploratory, bool):
+            raise ValueError("registered_after_measurement and exploratory must be true or false")
         fresh = evaluate(manifest=manifest, artifacts=artifacts, adapter=packet.get("adapter"), base=Path(base),
                          tests=tests, prerequisites=pres, qualification_dir=qualification_dir, trusted=trusted,
                          issued_at=issued_at, registered_after=registered_after,
-                         holdout_use=packet.get("holdout_use"))
+                         holdout_use=packet.get("holdout_use"), exploratory=exploratory)
     except (ValueError, KeyError, TypeError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         return _blocked(reasons + [f"raw evidence does not replay: {msg}"])

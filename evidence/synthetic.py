@@ -4,7 +4,15 @@ Each cluster's cell probabilities (p11, p10, p01, p00) are drawn from a Dirichle
 concentration ``(1 - rho) / rho`` around the cells implied by baseline pass rate ``b``,
 discordance ``q`` and difference ``d`` (p10 = (q - d)/2, p01 = (q + d)/2; the DGM of
 ``simlab.scenario``), and every (case, trial) pair draws its cell from them.  Fixed seed:
-the same arguments give the same bytes."""
+the same arguments give the same bytes.
+
+Judge-labelled experiments (``judge=(Se_b, Sp_b, Se_c, Sp_c)``): the drawn cells are the true
+outcomes; each arm's recorded label is then the judge's, passing a true pass with
+probability Se and a true fail with probability 1 - Sp (the measurement model of
+``simlab.scenario.LabelNoise``), and every row says ``judge_labelled: true``.
+:func:`draw_calibration` draws the judge's representative human-labelled calibration sets
+under the same model (``simlab.sampling.calibration``'s), :func:`write_calibration` writes
+them as a file of paired labels (``evidence.judge``)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -60,12 +68,61 @@ def draw_categories(*, clusters: int, pairs_per_cluster: int, baseline: float = 
     return np.minimum((u[:, :, None] > cum[:, None, :]).sum(axis=2), 3)
 
 
+def judge_labels(cats: np.ndarray, judge: tuple[float, float, float, float], seed: int) -> np.ndarray:
+    """The cells the judge records for true cells ``cats`` (same shape, 0..3 = n11, n10, n01,
+    n00): each arm's label through that arm's (sensitivity, specificity)."""
+    rng = np.random.default_rng([seed, 1])
+    se_b, sp_b, se_c, sp_c = judge
+    out = []
+    for truth, se, sp in (((cats == 0) | (cats == 1), se_b, sp_b), ((cats == 0) | (cats == 2), se_c, sp_c)):
+        u = rng.random(cats.shape)
+        out.append(np.where(truth, u < se, u < 1.0 - sp))
+    return 2 * (~out[0]).astype(np.int64) + (~out[1]).astype(np.int64)
+
+
+def draw_calibration(items: int, pass_rates: tuple[float, float], judge: tuple[float, float, float, float],
+                     seed: int, shared: bool = False) -> list[list[int]]:
+    """A representative calibration set of ``items`` human-labelled items per arm: each item's
+    human label passes with its arm's true pass rate, the judge labels it through that arm's
+    sensitivity and specificity; counts per arm ``2 * human_fail + judge_fail``.  ``shared``:
+    one set for both arms (one judge: the baseline's error; the mean pass rate)."""
+    rng = np.random.default_rng([seed, 2])
+    counts = []
+    sets = ([(sum(pass_rates) / 2.0, judge[0], judge[1])] if shared
+            else list(zip(pass_rates, judge[0::2], judge[1::2])))
+    for rate, se, sp in sets:
+        human = rng.random(items) < rate
+        u = rng.random(items)
+        judged = np.where(human, u < se, u < 1.0 - sp)
+        counts.append(np.bincount(2 * (~human) + (~judged), minlength=4).tolist())
+    return counts
+
+
+def write_calibration(path: str | Path, counts: list[list[int]]) -> str:
+    """Write calibration ``counts`` (per arm, or one shared row) as a JSONL file of paired
+    labels; returns its sha256."""
+    import hashlib
+    import json
+
+    lines = [json.dumps({"item_id": f"{arm}-{i}", "set": arm, "human_passed": cell < 2, "judge_passed": cell % 2 == 0})
+             for arm, row in zip(_ARMS if len(counts) == 2 else ("shared",), counts) for cell, n in enumerate(row) for i in range(sum(row[:cell]),
+                                                                                          sum(row[:cell]) + n)]
+    path = Path(path)
+    path.write_text("\n".join(lines) + "\n")
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def write_trials(path: str | Path, manifest: Manifest, *, clusters: int, cases_per_cluster: int = 1,
-                 candidate_failed: int = 0, cost_provenance: str = "synthetic", **draw) -> Path:
+                 candidate_failed: int = 0, cost_provenance: str = "synthetic",
+                 judge: tuple[float, float, float, float] | None = None, **draw) -> Path:
     """Write a JSONL trial file for ``manifest`` (both arms, ``manifest.repetitions`` trials per
-    case); the first ``candidate_failed`` candidate trials get a failed check."""
+    case); the first ``candidate_failed`` candidate trials get a failed check; ``judge``: the
+    recorded labels are this judge's (module docstring)."""
     reps = manifest.repetitions
     cats = draw_categories(clusters=clusters, pairs_per_cluster=cases_per_cluster * reps, **draw)
+    if judge is not None:
+        cats = judge_labels(cats, judge, draw.get("seed", 20261130))
+    judged = ',"judge_labelled":true' if judge is not None else ""
     h = manifest.sha256
     cost = "null" if cost_provenance == "absent" else "0.002"
     lines = []
@@ -81,7 +138,7 @@ def write_trials(path: str | Path, manifest: Manifest, *, clusters: int, cases_p
                     lines.append(f'{{"case_id":"case-{k:05d}-{j:02d}","trial_index":{t},"cluster_id":"customer-{k:05d}",'
                                  f'"arm":"{arm}","passed":{"true" if passed else "false"},"failed_checks":{checks},'
                                  f'"latency_ms":{100 + 7 * t + k % 13 + 3 * (arm == "candidate")},"cost":{cost},'
-                                 f'"cost_provenance":"{cost_provenance}","manifest_sha256":"{h}"}}')
+                                 f'"cost_provenance":"{cost_provenance}","manifest_sha256":"{h}"{judged}}}')
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

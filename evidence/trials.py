@@ -4,8 +4,10 @@ One row per executed trial: case id, trial index, cluster id (the independent un
 the customer), arm, passed, failed checks, latency, cost with its provenance, and the
 manifest hash the trial ran under (``null`` only for trials measured before the manifest
 existed: the registered-after-measurement route, capped at lab_only).  Optional columns:
-``timestamp`` (ISO 8601 with a zone: when the trial ran; the manifest must predate it) and
-``slice`` (the case's value of the manifest's protected-slice field).  Strict: unknown,
+``timestamp`` (ISO 8601 with a zone: when the trial ran; the manifest must predate it),
+``slice`` (the case's value of the manifest's protected-slice field) and ``judge_labelled``
+(true when a model judge gave ``passed``, false when a human or a deterministic check did;
+empty / null: not stated -- ``evidence.labels`` says what each means for the run).  Strict: unknown,
 repeated or missing fields, wrong types, non-finite numbers (``nan`` in a CSV is a number,
 not "not recorded": leave the cell empty), and a missing label (never a pass or a fail) are
 errors; every bad row is kept, and the message names each root cause once with a few
@@ -36,7 +38,7 @@ from simlab.models import FrozenModel
 
 from .errors import EvidenceErrors, Problem
 from .manifest import Sha256
-from .trial_schema import PROVENANCE, TrialColumns, csv_header_problem
+from .trial_schema import PROVENANCE, TrialColumns, concat_judge_labels, csv_header_problem, judge_label_codes
 
 MAX_REPORTED = 50  # keys spelled out per kind of pairing problem (all are counted)
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
@@ -57,6 +59,7 @@ class TrialRecord(FrozenModel):
     manifest_sha256: Sha256 | None  # required; null = measured before the manifest existed
     timestamp: AwareDatetime | None = Field(default=None, strict=False)
     slice: _Id | None = None
+    judge_labelled: bool | None = None
 
     @model_validator(mode="after")
     def _provenance(self):
@@ -142,6 +145,8 @@ def _csv_value(name: str, text: str) -> Any:
         return int(text) if text.strip().lstrip("-").isdigit() else text
     if name == "passed":
         return {"true": True, "false": False, "1": True, "0": False, "": None}.get(text.strip().lower(), text)
+    if name == "judge_labelled":  # an empty cell is "not stated"
+        return {"true": True, "false": False, "1": True, "0": False, "": None}.get(text.strip().lower(), text)
     if name == "failed_checks":
         return [c for c in text.split(";")] if text else []
     if name in ("latency_ms", "cost"):
@@ -208,7 +213,7 @@ def columns_from_records(records: list[TrialRecord], source: str, lines: Iterabl
         failed_names=lambda row: list(records[row].failed_checks),
         timestamps=np.asarray(stamps, dtype=np.float64),
         slice_names=np.asarray(slices, dtype=object) if any(v is not None for v in slices) else None,
-        locate=locate)
+        locate=locate, judge_labelled=judge_label_codes(r.judge_labelled for r in records))
 
 
 def columns_from_places(rows: list[tuple[str, dict]], source: str) -> TrialColumns:
@@ -428,5 +433,5 @@ def concat_columns(a: TrialColumns, b: TrialColumns, source: str) -> TrialColumn
         provenance=np.concatenate([a.provenance, b.provenance]), manifest_hashes=hashes,
         first_row_of_hash=first if len(hashes) > 1 else {}, lines=np.concatenate([a.lines, b.lines]),
         failed_names=lambda row: a.failed_checks_of(row) if row < n_a else b.failed_checks_of(row - n_a),
-        timestamps=np.concatenate(stamps), slice_names=slices,
+        timestamps=np.concatenate(stamps), slice_names=slices, judge_labelled=concat_judge_labels(a, b),
         locate=lambda row: f"{name_a} {a.where(row)}" if row < n_a else f"{name_b} {b.where(row - n_a)}")

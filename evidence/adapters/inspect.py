@@ -17,7 +17,11 @@ Mapping: sample id -> case id, epoch -> trial index, the sample-metadata field
 ``cluster_field`` -> cluster id (and ``slice_field`` -> slice), the score ``score`` -> passed
 (``C``/``I``, true/false, 1/0; Inspect's ``N``, no answer, is a fail, as its
 ``value_to_float`` scores it), the sample's ``started_at`` -> timestamp, ``total_time`` ->
-latency.  A scorer may add ``failed_checks`` (names) to its score metadata.  Inspect records
+latency.  A scorer may add ``failed_checks`` (names) to its score metadata, and
+``judge_labelled`` (true when a model judge gave the value, false when it did not) -- or the
+mapping's ``judge_labelled`` states it for every sample of the score (``--judge-scored``:
+the score is a model judge's verdict); a sample whose metadata contradicts the mapping is a
+problem, never silently relabelled.  Inspect records
 no cost.  Every problem is named by file, sample id and epoch and grouped by root cause:
 a scorer the log does not have (listing those it has), a metadata field no sample has,
 errored, unscored or invalidated samples, partial credit.  Logs that did not complete
@@ -227,8 +231,24 @@ def _metadata_value(sample: _Sample, field: str, name: str, what: str, problems:
     return str(value)
 
 
+def _judge_label(meta: dict, judged: bool | None, score: str, where: str, problems: list[Problem]):
+    """The sample's ``judge_labelled``: its score metadata's, else the mapping's (None: not stated)."""
+    said = meta.get("judge_labelled")
+    if said is None:
+        return judged
+    if not isinstance(said, bool):
+        problems.append(Problem(f"{where} (value {said!r})", f"score {score!r} metadata judge_labelled is not true "
+                                                               "or false"))
+        return None
+    if judged is not None and said != judged:
+        problems.append(Problem(where, f"score {score!r} metadata says judge_labelled {str(said).lower()}, the "
+                                       f"mapping says {str(judged).lower()} for every sample of that score"))
+    return said
+
+
 def log_rows(path: Path, samples: list[_Sample], arm: str, *, cluster_field: str, score: str,
-             slice_field: str | None, manifest_hash: str | None) -> tuple[list, list[Problem]]:
+             slice_field: str | None, manifest_hash: str | None,
+             judge_labelled: bool | None = None) -> tuple[list, list[Problem]]:
     """``(where, row dict)`` for every good sample of one log and the problems of the others."""
     name = path.name
     for field, what in ((cluster_field, "cluster"), (slice_field, "slice")):
@@ -257,19 +277,23 @@ def log_rows(path: Path, samples: list[_Sample], arm: str, *, cluster_field: str
             continue
         cluster = _metadata_value(s, cluster_field, name, "cluster", problems, where)
         slice_value = _metadata_value(s, slice_field, name, "slice", problems, where) if slice_field else None
+        judged = _judge_label(sc.metadata or {}, judge_labelled, score, where, problems)
         if cluster is None or (slice_field and slice_value is None):
             continue
         rows.append((where, {"case_id": str(s.id), "trial_index": s.epoch, "cluster_id": cluster, "arm": arm,
                              "passed": passed, "failed_checks": (sc.metadata or {}).get("failed_checks", []),
                              "latency_ms": None if s.total_time is None else float(s.total_time) * 1000.0,
                              "cost": None, "cost_provenance": "absent", "manifest_sha256": manifest_hash,
-                             "timestamp": s.started_at, "slice": slice_value}))
+                             "timestamp": s.started_at, "slice": slice_value, "judge_labelled": judged}))
     return rows, problems
 
 
 def read_inspect_pair(baseline: str | Path, candidate: str | Path, *, cluster_field: str, score: str | None,
-                      slice_field: str | None = None, check_logs=None) -> tuple[TrialColumns, list[dict]]:
+                      slice_field: str | None = None, check_logs=None,
+                      judge_labelled: bool | None = None) -> tuple[TrialColumns, list[dict]]:
     """Both logs as one validated set of trial columns, and each log's identity and times.
+    ``judge_labelled``: the score is (True) or is not (False) a model judge's verdict, for
+    every sample (None: as each sample's score metadata says, else not stated).
     ``check_logs(infos)`` runs on the two logs' identities before any sample is judged: the
     wrong log is a root cause that comes before its samples' problems."""
     logs = [(Path(baseline), "baseline", *read_log(baseline)), (Path(candidate), "candidate", *read_log(candidate))]
@@ -281,7 +305,7 @@ def read_inspect_pair(baseline: str | Path, candidate: str | Path, *, cluster_fi
     for (path, arm, header, samples), info in zip(logs, infos):
         chosen = choose_score(samples, score, path.name)
         r, p = log_rows(path, samples, arm, cluster_field=cluster_field, score=chosen, slice_field=slice_field,
-                        manifest_hash=info["manifest_sha256"])
+                        manifest_hash=info["manifest_sha256"], judge_labelled=judge_labelled)
         rows += r
         problems += p
         info["score"] = chosen

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterable, Literal, Mapping
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from simlab.estimands import null_pair_rates
 from simlab.models import FrozenModel
@@ -50,6 +50,7 @@ from simlab.signing import Signature
 from simlab.clock import parse_time, utcnow
 from simlab.hashing import content_hash, short
 from .design import Coverage, DesignPoint
+from .label_noise import LabelNoiseDomain, calibration_outside
 from .points import NuisancePoint
 from .record import RecordedMethod, body_of, signed_payload
 from .records import json_files, safe_name
@@ -71,6 +72,16 @@ class CertifiedDesign(FrozenModel):
     label_noise: tuple[LabelNoise, ...] = (LabelNoise(),)
     baseline: tuple[float, float] = (0.5, 1.0)
     discordance: tuple[float, float] = (0.01, 0.5)
+    label_noise_domain: LabelNoiseDomain | None = None   # judge-labelled outcomes (``label_noise``)
+
+    @model_serializer(mode="wrap")
+    def _drop_no_domain(self, handler):
+        # without a label-noise domain the design serialises as before the field existed, so
+        # the content hashes of the certificates that have none do not move
+        data = handler(self)
+        if self.label_noise_domain is None:
+            data.pop("label_noise_domain", None)
+        return data
 
     @model_validator(mode="after")
     def _ranges(self):
@@ -82,6 +93,9 @@ class CertifiedDesign(FrozenModel):
             raise ValueError(f"looks ({self.looks}) cannot exceed clusters ({self.clusters})")
         if not self.label_noise:
             raise ValueError("label_noise must list at least one measurement model")
+        if self.label_noise_domain is not None and self.label_noise_domain.node_set(self.label_noise) is None:
+            raise ValueError("label_noise must be the nodes of label_noise_domain (its corners and centre, or its "
+                             "corners, edge midpoints and centre): the certificate lists exactly what it searched")
         return self
 
 
@@ -144,6 +158,14 @@ class Certificate(FrozenModel):
                f"<= {d.rho_max:g}")
         noise = "perfect labels" if all(n == LabelNoise() for n in d.label_noise) else \
             f"{len(d.label_noise)} declared label-noise model(s)"
+        if d.label_noise_domain is not None:
+            r = 2 if d.label_noise_domain.calibration_shared else 4
+            noise = (f"judge labels: {d.label_noise_domain.describe()}; "
+                     f"{d.label_noise_domain.describe_nodes(d.label_noise)}; covered only where the registered "
+                     f"calibration's Clopper-Pearson bounds (one-sided {1 - self.alpha / r:.6g} each, {r} rates) lie "
+                     f"inside the box, which a judge whose true rates lie outside it passes with probability at most "
+                     f"alpha/{r} = {self.alpha / r:.4g}; assuming the label-noise model (errors depend on the arm "
+                     "only, a representative human-labelled calibration set independent of the trials)")
         return (f"{law}, {noise}, K = {d.clusters} independent clusters, baseline in [{d.baseline[0]:g}, "
                 f"{d.baseline[1]:g}], discordance in [{d.discordance[0]:g}, {d.discordance[1]:g}], at the null "
                 f"boundary of the {self.method.estimand} estimand"
@@ -289,12 +311,27 @@ def certificate_paths(name: str | None = None, directory: str | Path | None = No
     return json_files(f"*{CERT_SUFFIX}", "certificate_sha256", name, directory)
 
 
+def _judge_outside(domain: LabelNoiseDomain | None, point: DesignPoint, alpha: float) -> str | None:
+    """Judge-labelled outcomes: why the point's registered calibration is not inside the
+    certificate's label-noise domain at the certificate's ``alpha``
+    (``methods.qualification.label_noise``), or None."""
+    if domain is None:
+        return ("judge-labelled outcomes: the certificate declares no label-noise domain (sensitivity, specificity, "
+                "calibration-set size) to cover the registered judge calibration")
+    if point.calibration is None:
+        return ("the certificate covers judge-labelled outcomes with a registered calibration set; the design has "
+                "none")
+    why = calibration_outside(domain, point.calibration, alpha)
+    return f"registered judge calibration outside the certified label-noise domain: {why}" if why else None
+
+
 def certificate_covers(cert: Certificate, point: DesignPoint | dict, *,
                        now: _dt.datetime | None = None) -> Coverage:
     """A verified certificate covers exactly its design: same K, fixed cluster size M, margin,
     look schedule and confidence; rho within its ``rho_max`` (an unknown rho needs the design's
     pre-registered ``rho_max`` within it, unless M = 1 where rho has no effect); a declared
-    label-noise model; baseline / discordance, when known, inside the searched ranges."""
+    label-noise model -- or, for judge-labelled outcomes, the registered calibration inside its
+    label-noise domain; baseline / discordance, when known, inside the searched ranges."""
     if isinstance(point, dict):
         point = DesignPoint.model_validate(point)
     d = cert.design
@@ -312,7 +349,11 @@ def certificate_covers(cert: Certificate, point: DesignPoint | dict, *,
             return Coverage(False, "rho unknown and no rho_max pre-registered: the certificate cannot cover it")
         if rho > d.rho_max + 1e-12:
             return Coverage(False, f"rho {rho:g} exceeds the certified rho_max {d.rho_max:g}")
-    if point.label_noise not in d.label_noise:
+    if d.label_noise_domain is not None or point.calibration is not None:
+        why = _judge_outside(d.label_noise_domain, point, cert.alpha)
+        if why:
+            return Coverage(False, why)
+    elif point.label_noise not in d.label_noise:
         return Coverage(False, "label-noise model is not among the certified ones")
     for name, x, (lo, hi) in (("baseline", point.baseline, d.baseline),
                               ("discordance", point.discordance, d.discordance)):

@@ -13,7 +13,8 @@ from simlab.scenario import ClusterSize, FixedSize, LabelNoise
 
 class DesignPoint(FrozenModel):
     """What the evidence path knows about an experiment's design.  ``rho`` is the intra-
-    cluster correlation when known; ``rho_max`` the pre-registered upper limit when not."""
+    cluster correlation when known; ``rho_max`` the pre-registered upper limit when not.
+    ``calibration``: the registered judge calibration when the outcomes are judge labels."""
     clusters: int = Field(ge=1)
     cluster_size: ClusterSize = FixedSize(trials=1)
     margin: float = Field(gt=0.0, lt=1.0)
@@ -24,6 +25,10 @@ class DesignPoint(FrozenModel):
     discordance: float | None = Field(default=None, ge=0.0, le=1.0)
     confidence: float | None = None
     looks: int | None = Field(default=None, ge=1)
+    # judge-labelled outcomes: the registered calibration counts, one row per set (baseline,
+    # candidate) or one shared row, columns 2 * human_fail + judge_fail (``methods.judged``);
+    # only a certificate with a label-noise domain covers them
+    calibration: tuple[tuple[int, int, int, int], ...] | None = None
 
     @property
     def rho_irrelevant(self) -> bool:

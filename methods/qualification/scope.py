@@ -23,6 +23,9 @@ from .records import records_dir
 from .verdicts import QUALIFIED
 
 _TOL = 1e-12
+JUDGE_NOT_ON_GRID = ("judge-labelled outcomes: a grid record's label-noise models are exact judge errors, but a "
+                     "registered judge's errors are estimated from its calibration set; a certificate with a "
+                     "label-noise domain covering that calibration is needed (simlab certify --sensitivity ...)")
 
 
 def _on_grid(grid, x: float) -> float | None:
@@ -55,6 +58,8 @@ def covers(record: QualificationRecord, point: DesignPoint | dict, *, now: _dt.d
                                                                         point.discordance)):
         if x is not None and not axis.contains(x):
             return Coverage(False, f"{name}={x:g} lies outside the qualified domain [{axis.lo:g}, {axis.hi:g}]")
+    if point.calibration is not None:
+        return Coverage(False, JUDGE_NOT_ON_GRID)
     if point.label_noise not in dom.label_noise:
         return Coverage(False, "label-noise model is not in the qualified domain")
     noise = dom.label_noise.index(point.label_noise)

@@ -118,7 +118,7 @@ def theorem_covers(record: TheoremRecord, point: DesignPoint | dict) -> Coverage
     """Does the theorem cover ``point``?  (module docstring)."""
     if isinstance(point, dict):
         point = DesignPoint.model_validate(point)
-    if point.label_noise != LabelNoise():
+    if point.label_noise != LabelNoise() or point.calibration is not None:
         return Coverage(False, "the theorem bounds the recorded outcomes' false-pass rate; with judge label noise "
                                "the recorded outcomes estimate something else (a measured or certified qualification "
                                "under the label-noise model is needed)")

@@ -66,7 +66,6 @@ OPTION_HINTS = {
                                                  "manifest's judge.calibration_sha256) with --judge-calibration"),
     "ledger": ("--ledger", "a run against a sealed holdout is counted in the ledger given with --ledger"),
     "manifest": ("--manifest", "fix the manifest"),
-    "holdout": ("--manifest", "a sealed holdout's uses are spent: register a fresh holdout in a new manifest"),
     "filter": ("--filter", "choose the lm-evaluation-harness filter with --filter"),
     "format": ("--format", "say which kind of input it is with --format"),
 }
@@ -111,6 +110,11 @@ def adapter_of(kind: str, args, manifest) -> dict | None:
            "slice_field": slices.field if slices else None}
     if kind == "lm-eval":
         out["filter"] = getattr(args, "filter", None)
+    if getattr(args, "judge_scored", False):
+        if kind != "inspect":
+            raise UsageError("--judge-scored applies to Inspect logs (a model-graded scorer's verdicts)",
+                             "--judge-scored")
+        out["judge_labelled"] = True
     return out
 
 
@@ -133,15 +137,22 @@ def add_run_options(p) -> None:
     p.add_argument("--score", help="Inspect / lm-eval: scorer (metric) whose value C/I, 1/0, true/false is passed "
                                    "(default: the log's only one)")
     p.add_argument("--filter", help="lm-eval: the filter whose rows to read, when the samples have several")
+    p.add_argument("--judge-scored", action="store_true",
+                   help="Inspect: the score is a model judge's verdict (every trial judge-labelled; a score's own "
+                        "metadata judge_labelled may also say so per sample)")
     p.add_argument("--population", help="the registered case list (JSONL/CSV/JSON of case_id, cluster_id); its "
                                         "identity must be the manifest's population_hash (without it: lab_only)")
     p.add_argument("--registered-after-measurement", action="store_true",
                    help="the logs were written before the manifest: analyse them, say so, cap authority at lab_only")
+    p.add_argument("--exploratory", action="store_true",
+                   help="declare the run exploratory: marked in the receipt (and its holdout access, which does not "
+                        "count towards the holdout's maximum of confirmatory accesses), lab_only at most")
     p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
     p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
     p.add_argument("--judge-calibration", help="the judge's calibration file of paired labels (JSONL/CSV of item_id, "
                                                "set, human_passed, judge_passed) the manifest's judge block pins")
     p.add_argument("--ledger", help="append the receipt to this SQLite ledger (a run against a registered sealed "
-                                    "holdout also records its use there, and is refused past the maximum)")
+                                    "holdout also records its access there, with its kind; a confirmatory run past "
+                                    "the maximum holds)")
     p.add_argument("--now", help="issue time (ISO 8601 with zone; default: now)")

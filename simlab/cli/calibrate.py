@@ -7,6 +7,7 @@ import argparse
 
 from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time, finite_float, positive_int
 from simlab.cli._backend import add_backend_arguments
+from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
 
 
@@ -17,28 +18,42 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     from simlab.cli.certify import render_certificate, signing_key
     from studies.qualify import calibrate, certificate_payload, write_certificate
 
-    from studies.qualify import calibrate_estimate
-
+    judged = label_noise_options(args)
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
-        estimate = calibrate_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                                      search_replications=args.search_reps, baseline=args.baseline,
-                                      discordance=args.discordance, alpha=args.alpha, workers=ex.workers)
-        what = f"calibrating {args.method} at K={args.clusters}, M={args.trials}"
-        check_time(args, estimate.low, what)
-        say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
-        cal = calibrate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                        alpha=args.alpha, target=args.target, baseline=args.baseline, discordance=args.discordance,
-                        search_replications=args.search_reps, executor=ex, sign_key=signing_key(args),
-                        progress=say)
+        if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge
+            from studies.qualify import calibrate_label_noise
+            cal = calibrate_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                        alpha=args.alpha, target=args.target, baseline=args.baseline,
+                                        discordance=args.discordance, search_replications=args.search_reps,
+                                        executor=ex, sign_key=signing_key(args), progress=say, **judged)
+        else:
+            from studies.qualify import calibrate_estimate
+
+            estimate = calibrate_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                          args.looks, search_replications=args.search_reps, baseline=args.baseline,
+                                          discordance=args.discordance, alpha=args.alpha, workers=ex.workers)
+            what = f"calibrating {args.method} at K={args.clusters}, M={args.trials}"
+            check_time(args, estimate.low, what)
+            say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
+            cal = calibrate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                            alpha=args.alpha, target=args.target, baseline=args.baseline,
+                            discordance=args.discordance, search_replications=args.search_reps, executor=ex,
+                            sign_key=signing_key(args), progress=say)
     path = write_certificate(cal.certificate, args.out or records_dir())
-    payload = {**certificate_payload(cal.certificate, path), "calibration": cal.as_dict()}
+    payload = {**certificate_payload(cal.certificate, path), "calibration": cal.as_dict(),
+               "method_options": dict(cal.certificate.method.options)}
 
     def render(p: dict) -> None:
         c = p["calibration"]
         name = (f"name it in a manifest as statistical_method = \"{c['statistical_method']}\""
                 if c["statistical_method"] else "its options differ from the registered method's, so no manifest "
                 "name finds it (calibrate it with the registered options to name it)")
+        domain = p["design"].get("label_noise_domain")
+        if domain and not c["statistical_method"]:  # a judge block registers min_calibration beside the name
+            options = p["method_options"]
+            name = (f"name it in a manifest as statistical_method = \"{c['method']}\" with judge.min_calibration "
+                    f"= {options.get('min_calibration', 0):g}")
         print(f"calibrated: {c['method']} (nominal level {c['nominal_alpha']:.5g} for a worst case <= alpha "
               f"{c['alpha']:g}; search target {c['target']:.4g}, {c['search']['route']}); {name}")
         render_certificate(p)
@@ -57,6 +72,7 @@ def register(subparsers, bench_subparsers) -> None:
                         "Monte Carlo bound)")
     p.add_argument("--search-reps", type=positive_int, default=20_000,
                    help="replications per null scenario on the search stream (default %(default)s)")
+    add_label_noise_arguments(p)
     add_backend_arguments(p)
     add_json(p)
     p.set_defaults(func=cmd_calibrate)

@@ -5,6 +5,7 @@ import argparse
 
 from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time
 from simlab.cli._backend import add_backend_arguments
+from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
 
 
@@ -23,6 +24,14 @@ def render_certificate(p: dict) -> None:
              if p["proven_upper"] is not None and p["verdict"] != "exceeds" else "")
     print(f"worst false-pass rate {w['rate']:.5g} (upper {w['upper']:.5g}{bound}) vs threshold "
           f"{p['threshold']:.4g} at baseline {w['baseline']:g}, discordance {w['discordance']:.5g}, rho {w['rho']:g}")
+    domain = p["design"].get("label_noise_domain")
+    if domain:
+        judges = "one judge for both arms" if domain["calibration_shared"] else "each arm's judge"
+        print(f"label noise: sensitivity {domain['sensitivity']}, specificity {domain['specificity']} ({judges}), "
+              f"{domain['calibration_items']} calibration items "
+              f"{'shared' if domain['calibration_shared'] else 'per arm'}; worst of the "
+              f"{len(p['design']['label_noise'])} nodes searched (not proved between them) at judge "
+              f"{w['noise']}: {p['design']['label_noise'][w['noise']]}")
     print(f"{p['points']} nuisance points, {p['seconds']:.1f} s; certificate {p['file']}"
           + (f", signed by {p['signed_by']}" if p["signed_by"] else ""))
 
@@ -34,17 +43,24 @@ def cmd_certify(args: argparse.Namespace) -> None:
     from studies.qualify import certificate_payload, certify, certify_estimate, write_certificate
 
     key = signing_key(args)
+    judged = label_noise_options(args)
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
-        estimate = certify_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                                    baseline=args.baseline, discordance=args.discordance, engine=args.engine,
-                                    workers=ex.workers)
-        what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
-        check_time(args, estimate.low, what)
-        say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
-        cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                       baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
-                       sign_key=key, progress=say)
+        if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge
+            from studies.qualify import certify_label_noise
+            cert = certify_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                       baseline=args.baseline, discordance=args.discordance, executor=ex,
+                                       sign_key=key, progress=say, **judged)
+        else:
+            estimate = certify_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                        args.looks, baseline=args.baseline, discordance=args.discordance,
+                                        engine=args.engine, workers=ex.workers)
+            what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
+            check_time(args, estimate.low, what)
+            say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
+            cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                           baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
+                           sign_key=key, progress=say)
     path = write_certificate(cert, args.out or records_dir())
     emit(args, certificate_payload(cert, path), render_certificate)
 
@@ -54,6 +70,7 @@ def register(subparsers, bench_subparsers) -> None:
     add_design_arguments(p)
     p.add_argument("--engine", choices=("auto", "exact", "simulation"), default="auto",
                    help="exact where it applies (auto), exact only, or simulation (default %(default)s)")
+    add_label_noise_arguments(p)
     add_backend_arguments(p)
     add_json(p)
     p.set_defaults(func=cmd_certify)

@@ -58,6 +58,7 @@ def run_compare(args) -> int:
                           out=out, adapter=adapter_of(kind, args, manifest), tests=tests, prerequisites=pres,
                           qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
                           now=parse_time(args.now, "--now"), registered_after=args.registered_after_measurement,
+                          exploratory=args.exploratory,
                           ledger=args.ledger)
     s = summary(packet, out)
     _write(args.markdown, markdown(s), "--markdown")

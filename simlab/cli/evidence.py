@@ -54,9 +54,17 @@ def render_receipt(r: dict) -> None:
                          zip(j["calibration_sets"], j["sensitivity"], j["specificity"], j["calibration_items"]))
         print(f"  judge scale (raw): estimate {_g(j['raw_estimate'])} [{_g(j['raw_lower'])}, {_g(j['raw_upper'])}]; "
               f"calibration {sets}; corrected above")
+    q = r.get("qualification") or {}
+    if q.get("covered"):
+        print(f"  qualification: {q['reasons'][0]} ({q.get('guarantee')})")
+    if r.get("purpose") == "exploratory":
+        print("  exploratory run (lab_only at most)")
     if r.get("holdout"):
         h = r["holdout"]
-        print(f"  sealed holdout {h['id']}: use {h['use']} of {h['max_uses']} (ledger entry {h['ledger_seq']})")
+        beyond = ", BEYOND THE MAXIMUM" if h.get("beyond_maximum") else ""
+        print(f"  sealed holdout {h['id']}: {h['confirmatory_accesses']} confirmatory access(es) of at most "
+              f"{h['max_uses']}{beyond}, {h['exploratory_accesses']} exploratory (this run: {h['purpose']} access "
+              f"{h['access']}; ledger entry {h['ledger_seq']})")
     for reason in r["reasons"]:
         print(f"  - {reason}")
     for other in r.get("other_findings", []):
@@ -104,6 +112,7 @@ def run_run(args) -> int:
     packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
                           adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
                           trusted=trusted, now=now, registered_after=args.registered_after_measurement,
+                          exploratory=args.exploratory,
                           ledger=args.ledger)
     payload = {"packet": str(args.out), "receipt": packet["receipt"]}
     report_ledger(args, payload)

@@ -5,7 +5,8 @@ domain (a grid record) or at exactly one design (a certificate).
 grid on the null boundary, tasks), ``tasks`` (one task through the engine's loop), ``batch`` (scenarios of one K decided together),
 ``escalation`` (counts, verdicts, which scenarios need more replications), ``refine``
 (golden-section search around each cell's worst point), ``checkpoint`` (resumable runs),
-``nuisance`` (the worst case at one design, for sizing), ``certify`` (certificates),
+``nuisance`` (the worst case at one design, for sizing), ``certify`` (certificates;
+``certify_judge``: over a judge's label-noise domain),
 ``calibrate`` (the largest nominal level that is valid at a design, then its certificate),
 ``estimate`` (how long certifying or calibrating at a design will take),
 ``robustness`` (a claim's false-pass rate under laws outside the cluster model; its default
@@ -22,6 +23,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "checkpoint": ["Checkpoint", "finished_ranges"],
     "nuisance": ["DesignFalsePass", "design_false_pass", "nuisance_points"],
     "certify": ["certificate_payload", "certify", "write_certificate"],
+    "certify_judge": ["calibrate_label_noise", "certify_label_noise", "label_noise_seed"],
     "calibrate": ["Calibration", "calibrate"],
     "estimate": ["calibrate_estimate", "certify_estimate"],
     "robustness": ["RobustnessReport", "robustness", "robustness_estimate"],

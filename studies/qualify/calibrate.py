@@ -154,9 +154,10 @@ class _LevelSearch:
                     if base.stats is not None:
                         yield Block(base.clusters, stats=np.ascontiguousarray(base.stats[rows]), size=base.size,
                                     tag=rows, alphas=(int(level),))
-                    else:
-                        yield Block(base.clusters, tables=np.ascontiguousarray(base.tables[rows]), tag=rows,
-                                    alphas=(int(level),))
+                    else:  # a judge-corrected method's calibration sets go with their rows
+                        cal = None if base.calibration is None else np.ascontiguousarray(base.calibration[rows])
+                        yield Block(base.clusters, tables=np.ascontiguousarray(base.tables[rows]), calibration=cal,
+                                    tag=rows, alphas=(int(level),))
             self.first.append(self.lo.copy())
 
     def __call__(self, i, j, c, res, block):

@@ -1,6 +1,8 @@
 """Issue 30, items 1 and 4 on the evidence path: a registered judge calibration, used exactly
-by the judge-corrected comparison and refused when it does not match; and a failed
-deterministic check that no judge pass can override."""
+by the judge-corrected comparison and refused when it does not match; the judge's parts
+bound so that a changed model, prompt, rubric or parser expires the receipt by name; which
+trials are judge-labelled, and what follows; and a failed deterministic check that no judge
+pass can override.  (With a covering certificate: ``test_judge_coverage.py``.)"""
 from __future__ import annotations
 
 import datetime as dt
@@ -20,11 +22,12 @@ from evidence.synthetic import demo_manifest, write_trials
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
 IDENTITY = "sha256:" + "2" * 64
 COUNTS = [[380, 20, 20, 380], [380, 20, 20, 380]]  # Se = Sp = 0.95 per arm, 800 items each
+PARTS = {"model": "judge-model@2026-11", "prompt": "judge-prompt-v2", "rubric": "rubric-v3", "parser": "parser-v2"}
 
 
 def judge_block(**kw) -> dict:
-    return {"identity_sha256": IDENTITY, "calibration_counts": COUNTS, "calibration_shared": False,
-            "min_calibration": 200, **kw}
+    return {"identity_sha256": IDENTITY, "components": PARTS, "calibration_counts": COUNTS,
+            "calibration_shared": False, "min_calibration": 200, **kw}
 
 
 def manifest(judge: dict | None = None, method: str = "judge_corrected", **kw) -> Manifest:
@@ -72,9 +75,10 @@ def test_the_comparison_runs_judge_corrected_with_exactly_the_registered_counts(
     direct = method.analyze(tables, m.margin, alpha=one_sided_alpha(m.confidence), calibration=np.array(COUNTS))
     assert (c["estimate"], c["lower"], c["status"]) == (direct.estimate, direct.lower, direct.status)
     assert c["judge"]["raw_lower"] == direct.raw_lower and c["method"] == method.identity.as_dict()
-    assert packet["receipt"]["components"]["judge"]["identity"] == IDENTITY
-    assert packet["receipt"]["action"] == "lab_pass"
-    assert "judge-labelled outcomes" in " ".join(packet["receipt"]["reasons"])
+    assert packet["receipt"]["components"]["judge"] == {"identity": IDENTITY, "calibration": m.judge.calibration_hash(),
+                                                        **PARTS}
+    assert packet["receipt"]["action"] == "lab_pass"  # no certificate covers it here
+    assert any(r.startswith("unqualified: pinned qualification record") for r in packet["receipt"]["reasons"])
 
 
 def test_a_calibration_file_is_read_hashed_bound_and_replayed(tmp_path):
@@ -109,18 +113,54 @@ def test_a_missing_calibration_file_is_refused(tmp_path):
         run(tmp_path, m, name="two", calibration=tmp_path / "absent.jsonl")
 
 
-def test_a_too_small_inline_set_is_refused_naming_the_field():
-    with pytest.raises(ValueError, match=r"judge\.calibration_counts \(candidate set\): 40 items < "
-                                         r"judge\.min_calibration 50"):
-        manifest(judge_block(calibration_counts=[[45, 5, 5, 45], [20, 0, 0, 20]], min_calibration=50))
+SMALL = [[45, 5, 5, 45], [20, 0, 0, 20]]             # 100 baseline items, 40 candidate items
+SHORT = ("statistical comparison inconclusive: a calibration set is smaller than the registered minimum "
+         "(min_calibration): candidate set 40 items < judge.min_calibration 50")
 
 
-def test_a_too_small_set_in_a_file_is_refused_naming_the_field(tmp_path):
+def _held_for_a_short_set(packet, tmp_path):
+    """A set too small for the registered bound: analysed, inconclusive with that reason, a hold."""
+    r = packet["receipt"]
+    c = r["comparison"]
+    assert c["status"] == "inconclusive" and c["lower"] is None and c["estimate"] is None
+    assert c["judge"]["calibration_items"] == [100, 40] and c["judge"]["min_calibration"] == 50
+    assert c["judge"]["raw_estimate"] is not None  # the judge-scale difference is still reported
+    assert (r["state"], r["action"], r["authority"]) == ("evidence_ready", "hold", "none")
+    assert r["reasons"] == [SHORT]
+    assert replay_packet(packet, base=tmp_path)["ok"]
+
+
+def test_a_too_small_inline_set_is_analysed_and_holds_naming_the_size_and_the_minimum(tmp_path):
+    m = manifest(judge_block(calibration_counts=SMALL, min_calibration=50))
+    _held_for_a_short_set(run(tmp_path, m), tmp_path)
+    # both sets short, shared and per arm: each named
+    both = run(tmp_path, manifest(judge_block(calibration_counts=SMALL, min_calibration=101)), name="both")
+    assert both["receipt"]["comparison"]["judge"]["reason"].endswith(
+        "baseline set 100 items < judge.min_calibration 101; candidate set 40 items < judge.min_calibration 101")
+    shared = manifest(judge_block(calibration_counts=[[20, 0, 0, 20]], calibration_shared=True, min_calibration=50))
+    assert run(tmp_path, shared, name="shared")["receipt"]["reasons"] == [
+        SHORT.replace("candidate set", "shared set")]
+
+
+def test_a_too_small_set_in_a_file_is_analysed_and_holds_naming_the_size_and_the_minimum(tmp_path):
     labels = tmp_path / "labels.jsonl"
-    digest = write_labels(labels, [[45, 5, 5, 45], [20, 0, 0, 20]])
+    digest = write_labels(labels, SMALL)
     m = manifest(judge_block(calibration_counts=None, calibration_sha256=digest, min_calibration=50))
-    with pytest.raises(EvidenceError, match=r"labels.jsonl \(candidate set\): 40 items < judge\.min_calibration 50"):
-        run(tmp_path, m, calibration=labels)
+    packet = run(tmp_path, m, calibration=labels)
+    assert packet["receipt"]["components"]["raw_artifacts"]["judge_calibration"] == digest
+    _held_for_a_short_set(packet, tmp_path)
+
+
+def test_cli_holds_a_too_small_set_with_exit_1(tmp_path, capsys):
+    from simlab.cli import main
+
+    m = manifest(judge_block(calibration_counts=SMALL, min_calibration=50))
+    (tmp_path / "manifest.json").write_text(json.dumps(m.canonical()))
+    trials = write_trials(tmp_path / "t.jsonl", m, clusters=40)
+    code = main(["evidence", "run", "--manifest", str(tmp_path / "manifest.json"), "--trials", str(trials),
+                 "--out", str(tmp_path / "p.json"), "--now", "2026-12-01T12:00:00Z", "--json"])
+    r = json.loads(capsys.readouterr().out)["receipt"]
+    assert code == 1 and r["action"] == "hold" and r["reasons"][0] == SHORT
 
 
 @pytest.mark.parametrize("edit,match", [
@@ -158,6 +198,9 @@ def test_a_file_for_inline_counts_and_a_file_without_a_judge_are_refused(tmp_pat
     ({"calibration_sha256": "sha256:" + "3" * 64}, r"register exactly one of judge\.calibration_counts"),
     ({"calibration_counts": [[380, -1, 20, 380], [380, 20, 20, 380]]}, r"baseline set\): counts must be >= 0"),
     ({"min_calibration": 0}, r"judge\.min_calibration"),
+    ({"components": {"model": "m", "prompt": "p"}}, r"judge\.components: name the judge's model, prompt, rubric, "
+                                                   r"parser versions \(missing rubric, parser\)"),
+    ({"components": {**PARTS, "calibration": "c"}}, r"judge\.components: calibration is bound already"),
 ])
 def test_bad_judge_blocks_are_refused_naming_the_field(block, match):
     with pytest.raises(ValueError, match=match):
@@ -175,13 +218,36 @@ def test_judge_method_and_judge_block_go_together(tmp_path):
 def test_a_changed_judge_or_calibration_expires_the_receipt_on_resolve(tmp_path):
     r = run(tmp_path, manifest())["receipt"]
     later = NOW + dt.timedelta(hours=1)
-    same = resolve_receipt(r, later, {"judge.identity": IDENTITY,
-                                      "judge.calibration": r["components"]["judge"]["calibration"]})
-    assert same["action"] == "lab_pass"
+    current = {"judge.identity": IDENTITY, "judge.calibration": r["components"]["judge"]["calibration"],
+               **{f"judge.{k}": v for k, v in PARTS.items()}}
+    same = resolve_receipt(r, later, current)
+    assert same["action"] == "lab_pass" and not any("drift" in x for x in same["reasons"])
     for name in ("judge.identity", "judge.calibration"):
         out = resolve_receipt(r, later, {name: "sha256:" + "9" * 64})
         assert out["action"] == "block" and out["state"] == "expired"
         assert any(x.startswith(f"drift: {name} is now sha256:9999") for x in out["reasons"])
+
+
+@pytest.mark.parametrize("part,new", [("model", "judge-model@2027-01"), ("prompt", "judge-prompt-v3"),
+                                      ("rubric", "rubric-v4"), ("parser", "parser-v3")])
+def test_each_changed_judge_part_expires_the_receipt_naming_it(tmp_path, part, new):
+    r = run(tmp_path, manifest())["receipt"]
+    out = resolve_receipt(r, NOW + dt.timedelta(hours=1), {f"judge.{part}": new})
+    assert (out["state"], out["action"], out["authority"]) == ("expired", "block", "none")
+    assert out["reasons"] == [f"drift: judge.{part} is now {new}, the receipt bound {PARTS[part]}"]
+
+
+def test_cli_resolve_names_the_changed_rubric(tmp_path, capsys):
+    from simlab.cli import main
+
+    packet = run(tmp_path, manifest())
+    path = tmp_path / "exp.packet.json"
+    assert json.loads(path.read_text())["receipt"] == packet["receipt"]
+    code = main(["evidence", "resolve", str(path), "--replay", "--as-of", "2026-12-01T13:00:00Z",
+                 "--current", "judge.rubric=rubric-v4", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["state"] == "expired" and out["action"] == "block"
+    assert out["reasons"] == ["drift: judge.rubric is now rubric-v4, the receipt bound rubric-v3"]
 
 
 def _judge_pass_with_failed_check(rows):

@@ -120,7 +120,9 @@ def test_qualification_for_the_same_label_with_other_options_is_lab_only(world, 
     assert other.label == "dm_score@alpha=0.02" != other.identity.source_sha256
     cert = certify(other, 300, 1, 0.03, rho_max=0.5)
     write_certificate(cert, tmp_path / "q")
-    w = dataclasses.replace(world, qdir=tmp_path / "q", pin=cert.certificate_sha256)
+    # a run after the certificate was made (the session's world.now may predate it: "created in the future")
+    later = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(minutes=1)
+    w = dataclasses.replace(world, qdir=tmp_path / "q", pin=cert.certificate_sha256, now=later)
     packet = w.run(tmp_path, w.manifest(method="dm_score@alpha=0.02"), draw={"discordance": 0.1})
     assert packet["receipt"]["action"] in ("lab_pass", "hold", "block")
     assert not packet["receipt"]["qualification"]["covered"]
