@@ -117,6 +117,8 @@ def calibration_shortfall(counts, min_calibration: int) -> str | None:
     """Each calibration set smaller than the registered ``min_calibration``, with its size
     (``"candidate set 40 items < judge.min_calibration 50"``), or None when every set is large
     enough."""
+    import numpy as np
+
     c = np.asarray(counts, dtype=np.int64)
     short = [f"{name} set {int(row.sum())} items < judge.min_calibration {min_calibration}"
              for name, row in zip(set_names(c.shape[0]), c) if int(row.sum()) < min_calibration]
