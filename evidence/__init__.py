@@ -1,5 +1,5 @@
 """The evidence path: manifest -> raw trials -> paired experiment -> comparison through a
-qualified method -> receipt -> resolve / replay -> ledger (DESIGN.md "Evidence path").
+qualified method -> receipt -> resolve / replay -> ledger (README, "The evidence path, step by step").
 
 The public API (import from here; the modules below may change)::
 

@@ -96,7 +96,7 @@ def reference_pairs(path: Path, manifest):
 
 
 def _receipt(manifest, experiment, comparison, digest: str):
-    from .coverage import check_qualification
+    from .qualification_check import check_qualification
     from .receipt import build_receipt
 
     q = check_qualification(manifest, experiment, now=NOW)

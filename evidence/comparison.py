@@ -55,7 +55,7 @@ def registered_method(manifest: Manifest):
 
 
 def one_sided_alpha(confidence: float) -> float:
-    """DESIGN.md: a two-sided interval at confidence c has one-sided level (1 - c) / 2."""
+    """The project's level convention (``methods.protocol``): a two-sided interval at confidence c has one-sided level (1 - c) / 2."""
     return (1.0 - confidence) / 2.0
 
 

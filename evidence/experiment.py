@@ -2,7 +2,7 @@
 
 Repeating a case measures stochastic reliability; it does not create independent units.
 Each pair therefore keeps its cluster (e.g. the customer), and the comparison is made on
-per-cluster 2x2 tables (DESIGN.md order n11, n10, n01, n00).  A missing, duplicated or
+per-cluster 2x2 tables (cell order of ``simlab.scenario``: n11, n10, n01, n00).  A missing, duplicated or
 cluster-mismatched pair, a trial run under another manifest, a case split over clusters
 or slices, or a case with the wrong number of repetitions is an error naming the key --
 never a silent drop.  Problems are grouped by root cause: trial indices that only one arm

@@ -7,7 +7,7 @@ chapter, "Manifest before measurement").  Its identity is the sha256 of its RFC 
 canonical JSON; every trial record carries that hash.  Measured evidence needs a pinned
 (40-hex git) code revision; non-finite numbers and unknown fields are refused.
 
-Plan before data (DESIGN.md): ``created_at`` must precede every log and trial it governs;
+Plan before data: ``created_at`` must precede every log and trial it governs;
 ``arms`` registers, per arm, the model, task and task arguments the logs must record, and
 ``dataset`` the dataset identity; ``population_hash`` is the identity of the case list
 (``evidence.population``: case ids and clusters) that must be present, no more, no fewer.

@@ -194,7 +194,7 @@ def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None,
         hashes["judge_calibration"] = calibration_file
     record, findings = measurement(manifest, cols, logs, registered_after, cols.source)
     from .comparison import compare
-    from .coverage import check_qualification, default_directory
+    from .qualification_check import check_qualification, default_directory
     from .experiment import pair_trials
     from .receipt import build_receipt
 

@@ -23,7 +23,7 @@ authority ceiling"), the most restrictive wins:
   under a manifest that registers no judge (taken as truth: ``evidence.labels``) ->
   evidence_ready, lab_pass (authority lab_only).  A judge-corrected comparison is covered
   only by a certificate whose label-noise domain holds the registered calibration
-  (``evidence.coverage``);
+  (``evidence.qualification_check``);
 - a pass with all of them -> qualified, canary_eligible (authority canary): the ceiling.
 
 A candidate trial with a failed deterministic check blocks whatever its ``passed`` label
@@ -41,7 +41,7 @@ from pydantic import AwareDatetime, ConfigDict, Field
 
 from simlab.models import FrozenModel
 
-from .coverage import QualificationCheck
+from .qualification_check import QualificationCheck
 from .experiment import PairedExperiment
 from simlab.hashing import content_hash, with_self_hash
 from .manifest import Manifest, Name

@@ -1,7 +1,7 @@
 """Adapters that turn a team's own decision rule into a simlab method.
 
 :func:`numpy_method` wraps a plain vectorised numpy function over ``tables[R, K, 4]``
-(DESIGN.md order ``n11, n10, n01, n00``; a cluster with zero trials is missing)::
+(cell order of ``simlab.scenario``: ``n11, n10, n01, n00``; a cluster with zero trials is missing)::
 
     def my_interval(tables, margin, alpha, **options):
         ...                      # numpy over the whole batch, no Python per replication

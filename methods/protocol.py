@@ -1,6 +1,6 @@
 """The one protocol every decision method keeps, fixed-sample or sequential.
 
-A decision method answers the non-inferiority question of DESIGN.md: with margin ``m > 0``
+A decision method answers the non-inferiority question: with margin ``m > 0``
 and null ``H0: Delta <= -m``, it *passes* (promotes) when its lower confidence bound
 ``L >= -m`` (inclusive).  A fixed-sample method is the one-look case: it looks once, at
 all the data.  Every method shares

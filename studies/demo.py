@@ -6,7 +6,7 @@ margin 0.03), and what a gate can do there and at 100 customers x 3 trials.
    with 30 one-trial customers, baseline always passing, candidate losing with
    probability 0.04, margin 0.03, 95%: P(pass) = 0.96^30 = 0.29386 -- computed by the
    exact engine, by the formula, and by simulation (with its MC SE and z-score).
-2. Unequal clusters (DESIGN.md): 15 customers winning 1/1 and 15 losing 9/9.  The
+2. Unequal clusters (two estimands, ``simlab.estimands``): 15 customers winning 1/1 and 15 losing 9/9.  The
    trial-weighted difference is -0.8, the cluster-weighted one 0; every method's
    estimate is reported beside the estimand it targets.
 3. Method comparison: the ``DEMO_METHODS`` (``full``: every registered fixed-sample method) on

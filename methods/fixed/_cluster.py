@@ -3,7 +3,7 @@ obuchowski): per-replication cluster summaries (numba), the batch kernel of the 
 ratio-estimator methods (:func:`ratio_kernel`) and the critical-value tables their
 ``prepare`` hooks build once per batch.
 
-Conventions (DESIGN.md): a cluster with zero trials is missing and is skipped; ``D_k =
+Conventions (``simlab.scenario``): a cluster with zero trials is missing and is skipped; ``D_k =
 n01 - n10`` is cluster k's candidate-minus-baseline count, ``n_k`` its trials.
 """
 import math

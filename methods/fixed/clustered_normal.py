@@ -12,7 +12,7 @@ With equal cluster sizes the mean and variance are computed from the integer mom
 ``(K, sum D_k, sum D_k^2)`` (``methods.fixed._moments``), which is also what the studies
 engine's moment path samples.
 
-Source: cx_eval_lab evidence-spine chapter, "Statistical non-inferiority" (../shared/seed);
+Source: cx_eval_lab evidence-spine chapter, "Statistical non-inferiority" (the chapter this project grew from);
 the interval is the textbook large-sample z interval for a mean of cluster summaries
 (Donner & Klar 2000, *Design and Analysis of Cluster Randomization Trials*, sec. 6.2).
 """

@@ -56,7 +56,7 @@ estimated from validation data (Greenland 1988, Stat Med 7:745-757; the form
 
 Interval ``theta +- t_{1 - alpha, K - 1} sqrt(V)`` (K non-empty clusters; the t reference of
 ``cluster_robust``, conservative for the calibration part), unclipped; pass iff ``lower >=
--margin`` (DESIGN.md).  The raw judge-scale difference ``p_c - p_b`` and its interval
+-margin`` (``methods.protocol``).  The raw judge-scale difference ``p_c - p_b`` and its interval
 (``cluster_robust``'s) are reported beside it.
 
 What the tables must hold.  Every count is a judge label of the registered judge: the

@@ -38,13 +38,12 @@ from .verdicts import (EXCEEDS, MC_RULE, QUALIFIED, UNDETERMINED, VERDICTS, Reco
 from .theorem import THEOREM_SUFFIX, TheoremRecord, build_theorem_record, load_theorem_record, theorem_covers, theorem_paths
 from .verify import UntrustedRecordError, load_record, verify_record
 
-RESULTS_DIR = records_dir()   # the default records directory at import time (compatibility name)
 
 __all__ = [
     "Axis", "CERT_SUFFIX", "COVERAGE_RULE", "CellVerdict", "CertPoint", "Certificate", "CertifiedDesign", "Coverage",
     "DatasetRef", "DesignPoint", "ENV_VAR", "EXCEEDS", "IntAxis", "MC_RULE", "NuisancePoint", "ScenarioPoint", "RecordedMethod", "QUALIFIED",
     "QualificationDomain", "QualificationPolicy", "QualificationRecord", "QualifiedRule", "QualifiedSubdomain",
-    "RESULTS_DIR", "RecordError", "SCHEMA_VERSION", "ScenarioTable", "StaleRecordError", "TamperedRecordError",
+    "RecordError", "SCHEMA_VERSION", "ScenarioTable", "StaleRecordError", "TamperedRecordError",
     "THEOREM_SUFFIX", "TheoremRecord", "UNDETERMINED", "UntrustedRecordError", "build_theorem_record",
     "load_theorem_record", "theorem_covers", "theorem_paths", "VERDICTS", "WorstCase", "build_record", "content_hash",
     "cell_verdicts", "certificate_covers", "certificate_paths", "check_scenarios", "clip_discordance",

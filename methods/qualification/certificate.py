@@ -1,7 +1,7 @@
 """Certificates: a method evaluated at exactly one design, worst case over the nuisance.
 
 A grid record is a map for screening; a decision at an off-grid design rests on a
-certificate (DESIGN.md, "Qualification record").  It names the method (identity, as in
+certificate (README, "Choosing a method").  It names the method (identity, as in
 records), the design (clusters K, trials per cluster M, margin, look schedule), the
 nuisance domain searched (baseline and discordance ranges, rho up to ``rho_max``, the
 label-noise models), every evaluated nuisance point with its false-pass rate (exact, or
@@ -144,7 +144,7 @@ class Certificate(FrozenModel):
 
     @property
     def guarantee(self) -> str:
-        """The kind of statement (DESIGN.md "Kinds of guarantee"): ``exact`` when the false-pass
+        """The kind of statement (README, "Choosing a method": three kinds of guarantee): ``exact`` when the false-pass
         rate is computed without Monte Carlo error and bounded between the evaluated points
         (a proven supremum), else ``model-certified``."""
         return "exact" if self.engine.startswith("exact") and self.proven_upper is not None else "model-certified"

@@ -5,7 +5,7 @@ evaluated scenario with its counts, Clopper-Pearson bounds and verdict, one verd
 discrete cell (worst over the nuisance), the worst case, the qualified sub-domain, the
 dataset file it came from (name + sha256), created / valid-until, the Monte Carlo rule its
 bounds follow (``verdicts``), its own content hash (RFC 8785 canonical JSON, sha256;
-DESIGN.md "Qualification record") and optionally an Ed25519 signature (``simlab.signing``).
+``simlab.hashing``) and optionally an Ed25519 signature (``simlab.signing``).
 """
 from __future__ import annotations
 

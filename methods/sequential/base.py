@@ -1,7 +1,7 @@
 """The protocol every sequential decision method keeps: look schedules, per-look
 evaluation, the stopping rule, and the result objects.
 
-Data are the fixed-sample tables ``tables[R, K_max, 4]`` (DESIGN.md order ``n11, n10,
+Data are the fixed-sample tables ``tables[R, K_max, 4]`` (cell order of ``simlab.scenario``: ``n11, n10,
 n01, n00``) with clusters in arrival order, plus a :class:`LookSchedule` registered before
 the data: strictly increasing cumulative counts of clusters (or of trials).  A look at
 ``n`` clusters sees the prefix ``tables[:, :n]``; a look at ``n`` trials sees the shortest

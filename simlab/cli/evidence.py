@@ -302,9 +302,9 @@ def run_verify(args) -> int:
     return EXIT_OK if result["ok"] else EXIT_BLOCKED
 
 
-def run_demo(args) -> int:
-    from evidence import render_demo, run_demo as demo
-    _emit(args, demo(args.out), render_demo)
+def cmd_evidence_demo(args) -> int:
+    from evidence import render_demo, run_demo
+    _emit(args, run_demo(args.out), render_demo)
     return 0
 
 
@@ -412,7 +412,7 @@ def register(sub, bench_sub) -> None:
     p = es.add_parser("demo", help="the whole path on a built-in synthetic experiment")
     p.add_argument("--out", help="folder for the demo's files (default: a temporary folder)")
     _add_json(p)
-    p.set_defaults(func=run_demo)
+    p.set_defaults(func=cmd_evidence_demo)
 
     p = bench_sub.add_parser("evidence", help="evidence path on 1,000,000 trials per arm vs a json+dict reference")
     p.add_argument("--trials", type=positive_int, default=1_000_000, help="trial records per arm (default %(default)s)")

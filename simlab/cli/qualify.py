@@ -36,12 +36,12 @@ def run_qualify(args: argparse.Namespace) -> None:
         raise UsageError("give --method NAME (or 'all'), or use `simlab qualify show RECORD`", "--method")
     if args.method != "all":
         method_names(args.method)  # a mistyped name answers before the policy and the studies load
-    from methods.qualification import RESULTS_DIR, QualificationPolicy, named_policy
+    from methods.qualification import QualificationPolicy, named_policy, records_dir
 
     pol = args.policy or "standard"
     policy = QualificationPolicy.load(pol) if Path(pol).suffix.lower() in (".json", ".toml") else named_policy(pol)
     kind = "fixed" if policy.domain.looks is None else "sequential"
-    out_dir = Path(args.out) if args.out else Path(RESULTS_DIR)
+    out_dir = Path(args.out) if args.out else records_dir()  # resolved now, not at import
     check_writable(out_dir / "record.json", "--out")
 
     from simlab.cli._backend import executor_from_args

@@ -48,8 +48,8 @@ def run_exact(args: argparse.Namespace) -> None:
                              "probabilities); without --loss simlab prints the seed's fixed table", given[0])
         from studies.exact import seed_table
 
-        payload = {**seed_table(), "source": "the seed's Sequential Decisions Lab design (DESIGN.md reference "
-                                                "numbers)"}
+        payload = {**seed_table(), "source": "the seed's Sequential Decisions Lab design (its reference "
+                                                "numbers, tests/reference_values.py)"}
     else:
         schedule = schedule_of(args, args.looks or DEFAULT_LOOKS)
         win = args.win or 0.0

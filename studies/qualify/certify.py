@@ -1,4 +1,4 @@
-"""Certification at the design point (DESIGN.md, "Qualification record"; issue 11.2).
+"""Certification at the design point (README, "Choosing a method"; results/qualification/README.md).
 
 ``certify(method, clusters, trials, margin, rho_max, looks)`` evaluates the method at
 exactly that design -- K clusters of M trials, that margin and look schedule -- and takes

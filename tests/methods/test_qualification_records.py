@@ -12,9 +12,10 @@ import math
 import pytest
 
 from methods import registry
-from methods.qualification import (RESULTS_DIR, DesignPoint, covers, find_coverage, load_certificate, load_record,
+from methods.qualification import (DesignPoint, covers, find_coverage, load_certificate, load_record,
                                    load_theorem_record, named_policy, record_paths)
 from simlab.scenario import FixedSize
+from tests.methods.records_readme import RESULTS_DIR
 
 ASYMPTOTIC_TRIAL = ["paired_wald", "agresti_min", "bonett_price", "tango_score", "newcombe_hybrid"]
 EXACT_TRIAL = ["exact_discordant", "binomial_loss"]

@@ -110,9 +110,9 @@ def test_batched_engine_reproduces_shipped_records(stem):
     """The shipped records were made by the per-scenario engine: re-simulated in one batch
     from (policy seed, scenario), a spread of their scenarios (every K, size, rho and margin
     present, at most 8000 replications each) gets exactly the recorded counts."""
-    from methods.qualification import RESULTS_DIR, load_record
+    from methods.qualification import load_record, records_dir
 
-    rec = load_record(RESULTS_DIR / f"{stem}.json", check_dataset=False)
+    rec = load_record(records_dir() / f"{stem}.json", check_dataset=False)
     s = rec.scenarios
     key = method_key(rec.method.resolve())
     picked = {}

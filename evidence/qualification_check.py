@@ -22,7 +22,7 @@ use of the method at its own design (the slice's clusters, and the level its mul
 rule gave it) and must be covered too.  Finally its embedded Ed25519 signature is checked
 against the trusted key set: only a covered *and* trusted-signed qualification can lift a
 receipt to ``canary_eligible``.  The check names the kind of guarantee the decision rests on
-(DESIGN.md "Kinds of guarantee": theorem, exact or model-certified) and its assumptions."""
+(README, "Choosing a method": theorem, exact or model-certified) and its assumptions."""
 from __future__ import annotations
 
 import datetime as dt
