@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import json
 import os
 import platform
 import subprocess
-import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
@@ -210,8 +210,9 @@ def _atomic_target(path: str | Path):
     p = Path(path)
     check_output_path(p)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    os.close(fd)
+    _remove_dead_writers_temporaries(p)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:
@@ -227,6 +228,22 @@ def _atomic_target(path: str | Path):
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _remove_dead_writers_temporaries(path: Path) -> None:
+    """A writer killed before its rename leaves ``.<name>.<pid>.tmp``; remove those whose
+    pid is no longer alive (a live writer's temporary is left alone)."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2:-len(".tmp")]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        except PermissionError:  # alive, another user's
+            pass
 
 
 def check_output_path(path: str | Path) -> Path:

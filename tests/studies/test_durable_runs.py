@@ -213,3 +213,22 @@ def test_chunks_survive_a_failed_output_write(tmp_path, monkeypatch):
     monkeypatch.undo()
     ds = run_study(spec, chunk_size=CHUNK, work_dir=work, out=out)
     assert ds.attrs["run_tasks_resumed"] == 24 and out.exists() and not run_dir.exists()
+
+
+def test_a_dead_writers_temporary_is_removed_and_a_live_ones_kept(tmp_path):
+    """A writer killed between creating its temporary and renaming it leaves
+    ``.<name>.<pid>.tmp``; the next write removes it if that pid is dead, and keeps a
+    temporary whose writer is still alive."""
+    from studies.datasets import save_json
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "result.json"
+    stale = tmp_path / f".result.json.{dead.pid}.tmp"
+    live = tmp_path / f".result.json.{os.getppid()}.tmp"
+    stale.write_text("partial")
+    live.write_text("in progress")
+    save_json({"a": 1}, out)
+    assert json.loads(out.read_text()) == {"a": 1}
+    assert not stale.exists()
+    assert live.exists()
