@@ -155,6 +155,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     from studies.qualify.calibrate import calibrate as run_calibration
     from studies.qualify.calibrate import manifest_name
     from studies.qualify.certify import certify, write_certificate
+    from studies.qualify.estimate import calibrate_estimate, certify_estimate
     from studies.sizing.analytic import distribution_free_floor
     from studies.sizing.size import size
 
@@ -188,8 +189,11 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     skipped: list[dict[str, str]] = []
     rows: list[dict[str, Any]] = []
 
+    def left() -> float:
+        return max_seconds - (time.perf_counter() - t0)
+
     def over_budget() -> bool:
-        return time.perf_counter() - t0 > max_seconds
+        return left() < 0.0
 
     def row_of(m, cov=None, made: str = "", refused: str = "") -> dict[str, Any]:
         fp = _source_worst(cov) if cov is not None and cov.covered else None
@@ -222,7 +226,15 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             if over_budget():
                 skipped.append({"method": m.label, "what": "certificate", "why": f"time budget {max_seconds:g} s spent"})
                 continue
-            say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design")
+            est = certify_estimate(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
+            if est.low > left():   # what certifying it certainly costs does not fit: not started
+                skipped.append({"method": m.label, "what": "certificate",
+                                "why": f"estimated {est.describe()}, over the {left():.0f} s left of the {max_seconds:g} s "
+                                       f"budget; certify it explicitly: simlab certify --method {m.label} --clusters "
+                                       f"{clusters} --trials {trials} --margin {margin:g} --rho-max {rho_max:g}"})
+                continue
+            say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design "
+                f"(estimated {est.describe()})")
             cert = certify(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, n_jobs=n_jobs)
             path = write_certificate(cert, certify_dir)
             try:
@@ -251,7 +263,14 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             continue
         made = ""
         if stored is None:
-            say(f"{base}: calibrating its nominal level at this design")
+            est = calibrate_estimate(base, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
+            if est.low > left():
+                skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
+                                "why": f"estimated {est.describe()}, over the {left():.0f} s left of the "
+                                       f"{max_seconds:g} s budget; run: simlab calibrate --method {base} --clusters "
+                                       f"{clusters} --trials {trials} --margin {margin:g} --rho-max {rho_max:g}"})
+                continue
+            say(f"{base}: calibrating its nominal level at this design (estimated {est.describe()})")
             try:
                 cal = run_calibration(base, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, n_jobs=n_jobs,
                                       progress=say)

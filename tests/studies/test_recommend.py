@@ -137,3 +137,28 @@ def test_recommend_ranks_the_calibrated_dm_score_it_certified(tmp_path, rho_max)
         assert registry.get(name).identity == cal.method.identity
     else:
         assert name is None and registry.get(cal.method.label).identity != cal.method.identity
+
+
+def test_a_certificate_estimated_over_the_budget_is_not_started(records, tmp_path, monkeypatch):
+    """On-demand certification is estimated first: a certificate whose estimated cost does
+    not fit in what is left of the budget is listed as skipped, with the estimate and the
+    command to run, and nothing is certified or written."""
+    from studies.engine.cost import TimeEstimate
+    from studies.qualify import estimate
+
+    asked = []
+
+    def costly(method, *args, **kw):
+        asked.append(method.name)
+        return TimeEstimate(3600.0, 7200.0, 1)
+
+    monkeypatch.setattr(estimate, "certify_estimate", costly)
+    p = recommend(clusters=37, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2,
+                  methods=["paired_wald"], calibrate=(), top=0, directory=records, certify_dir=tmp_path,
+                  max_seconds=60.0)
+    assert asked == ["paired_wald"]
+    skipped = [s for s in p["skipped"] if s["method"] == "paired_wald" and s["what"] == "certificate"]
+    assert len(skipped) == 1, p["skipped"]
+    assert "estimated 60 min to 2.0 h" in skipped[0]["why"], skipped[0]["why"]
+    assert "simlab certify --method paired_wald --clusters 37" in skipped[0]["why"]
+    assert not list(tmp_path.iterdir())
