@@ -6,3 +6,5 @@ estimate, status)`` with ``status`` one of "pass", "fail", "inconclusive".  They
 validate the numba kernels (tests) and as the per-replication baseline of
 ``simlab bench methods``; nothing in the evidence path uses them.
 """
+__all__ = ["betting_horizon", "bounded", "cluster", "design_effect", "hierarchical_v1", "practitioner",
+           "resample", "trial"]

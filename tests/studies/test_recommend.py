@@ -81,7 +81,7 @@ def test_recommend_reports_uncovered_designs_and_bad_input(records):
 
 def test_recommend_command(records, capsys):
     args = ["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.1", "--rho-max", "0.1",
-            "--discordance", "0.2", "--top", "0", "--directory", str(records)]
+            "--discordance", "0.2", "--top", "0", "--directory", str(records), "--max-seconds", "20"]
     assert main(args + ["--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["design"]["clusters"] == 30 and p["alternative"]["target_power"] == 0.8
