@@ -28,6 +28,7 @@ import numpy as np
 from methods.fixed._common import decide, no_bounds, write_inconclusive
 from methods.fixed._special import norm_cdf
 from simlab.rng import mix64, uniform
+from simlab.numba_cache import cache_closure
 
 # --------------------------------------------------------------------------- bootstrap key
 
@@ -183,7 +184,7 @@ def cluster_bootstrap_kernel(endpoints):
             lower[r], upper[r] = endpoints(stats, d, n, m, theta, consts)
             status[r] = decide(lower[r], margin)
 
-    return kernel
+    return cache_closure(kernel)
 
 
 @nb.njit(cache=True)

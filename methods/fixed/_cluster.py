@@ -12,6 +12,7 @@ import numba as nb
 import numpy as np
 
 from methods.fixed._common import decide, no_bounds, write_inconclusive
+from simlab.numba_cache import cache_closure
 
 
 @nb.njit(inline="always", cache=True)
@@ -76,7 +77,7 @@ def ratio_kernel(residual_term, half_width):
             upper[r] = est + half
             status[r] = decide(lower[r], margin)
 
-    return kernel
+    return cache_closure(kernel)
 
 
 def check_min_clusters(method) -> float:

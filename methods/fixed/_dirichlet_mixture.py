@@ -35,6 +35,7 @@ import numpy as np
 
 from methods.fixed._gauss_kronrod import NODES, adaptive
 from methods.fixed._special import SQRT2PI, betacf, norm_ppf
+from simlab.numba_cache import cache_closure
 
 # --------------------------------------------------------------------------- Dirichlet-difference mixture
 #
@@ -376,7 +377,7 @@ def tail_quadrature(panel, breaks):
         tot, dtot = integrate((c, upper, payload), brk, nbrk)
         return min(max(tot, 0.0), 1.0), max(dtot, 0.0)
 
-    return tail
+    return cache_closure(tail)
 
 
 _ROOT_STEP = 1e-9
@@ -450,7 +451,7 @@ def tail_inverse(tail):
             d = nd
         return d
 
-    return tail_at, quantile
+    return cache_closure(tail_at), cache_closure(quantile)
 
 
 # ---------------------------------------------------------------- the grouped mixture's

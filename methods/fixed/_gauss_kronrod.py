@@ -18,6 +18,7 @@ a function passed as an argument would be compiled afresh in every process).
 """
 import numba as nb
 import numpy as np
+from simlab.numba_cache import cache_closure
 
 # Gauss-Kronrod (7, 15) abscissae (XGK[7] = 0 the centre) and weights, QUADPACK qk15.
 XGK = np.array([0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
@@ -125,7 +126,7 @@ def adaptive(panel):
             n += 1
         return tot, dtot
 
-    return integrate
+    return cache_closure(integrate)
 
 
 __all__ = ["EPSABS", "EPSREL", "LIMIT", "NODES", "PAIR_ORDER", "WG", "WGK", "XGK", "adaptive", "kronrod_sums",

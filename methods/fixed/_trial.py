@@ -16,6 +16,7 @@ import numba as nb
 import numpy as np
 
 from methods.fixed._common import decide, pooled_counts, write_inconclusive
+from simlab.numba_cache import cache_closure
 
 
 TANGO_TOL = 1e-10  # absolute tolerance of the Tango bounds (root of the score statistic)
@@ -38,7 +39,7 @@ def pooled_kernel(interval):
             lower[r], upper[r], estimate[r] = interval(a, b, c, d, n, consts)
             status[r] = decide(lower[r], margin)
 
-    return kernel
+    return cache_closure(kernel)
 
 
 @nb.njit(inline="always", cache=True)

@@ -9,6 +9,7 @@ import math
 import numba as nb
 
 from methods.sequential.base import LOOK_CONTINUE
+from simlab.numba_cache import cache_closure
 
 
 @nb.njit(inline="always", cache=True)
@@ -55,4 +56,4 @@ def welford_kernel(look):
                     continue
                 status[r, j], bound[r, j] = look(j, L, count, mean, m2, margin, consts)
 
-    return kernel
+    return cache_closure(kernel)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from simlab import _numba_cache
+from simlab import numba_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,20 +22,20 @@ def _copy_sources(dest: Path) -> Path:
 
 def test_digest_moves_with_any_kernel_source(tmp_path):
     src = _copy_sources(tmp_path / "src")
-    before = _numba_cache.source_digest(src)
+    before = numba_cache.source_digest(src)
     helper = src / "methods" / "fixed" / "_common.py"
     helper.write_text(helper.read_text() + "\n# an edit\n")
-    assert _numba_cache.source_digest(src) != before
+    assert numba_cache.source_digest(src) != before
 
 
 def test_digest_ignores_the_front_door(tmp_path):
     """Editing a command (simlab/cli: no kernel there) keeps the compiled kernels; the
     front door really holds none."""
     src = _copy_sources(tmp_path / "src")
-    before = _numba_cache.source_digest(src)
+    before = numba_cache.source_digest(src)
     command = src / "simlab" / "cli" / "demo.py"
     command.write_text(command.read_text() + "\n# an edit\n")
-    assert _numba_cache.source_digest(src) == before
+    assert numba_cache.source_digest(src) == before
     for path in (ROOT / "simlab" / "cli").rglob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -46,9 +46,9 @@ def test_digest_ignores_the_front_door(tmp_path):
 def test_configure_nests_under_a_given_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("SIMLAB_NUMBA_CACHE", raising=False)
-    d = _numba_cache.configure()
-    assert Path(d).parent == tmp_path and Path(d).name == "simlab-" + _numba_cache.source_digest()[:16]
-    assert _numba_cache.configure() == d  # idempotent (child processes inherit it)
+    d = numba_cache.configure()
+    assert Path(d).parent == tmp_path and Path(d).name == "simlab-" + numba_cache.source_digest()[:16]
+    assert numba_cache.configure() == d  # idempotent (child processes inherit it)
 
 
 def test_editing_an_inlined_helper_recompiles(tmp_path):
@@ -72,3 +72,48 @@ def test_editing_an_inlined_helper_recompiles(tmp_path):
     assert edited != text
     helper.write_text(edited)      # the kernel's own file (paired_wald.py) is untouched
     assert status() == "fail"
+
+
+_CLOSURE_PROBE = """
+import json, sys
+import numpy as np
+from methods import registry
+tables = np.array([[[10, 1, 2, 5], [8, 2, 1, 6], [7, 0, 3, 4]]], np.int32)
+out = {}
+for name in sys.argv[1:]:
+    m = registry.get(name)
+    lower = m.decide(tables, 0.05, 0.025)
+    s = m.kernel.stats
+    out[name] = {"hits": sum(s.cache_hits.values()), "misses": sum(s.cache_misses.values()),
+                 "result": repr(lower)}
+print(json.dumps(out))
+"""
+_FACTORY_KERNELS = ("paired_wald", "tango_score", "obuchowski", "cluster_robust", "cluster_bootstrap")
+
+
+def test_factory_kernels_load_from_the_cache_in_the_next_process(tmp_path):
+    """A kernel made by a factory (a closure over the method's own jitted functions) is
+    compiled by the first process and loaded, not compiled again, by the next one (numba
+    keyed it on a random uuid: every process recompiled), with the same decisions; two
+    closures of one factory (paired_wald, tango_score) keep separate cache entries."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", _CLOSURE_PROBE, *_FACTORY_KERNELS], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(__import__("json").loads(proc.stdout))
+    first, second = runs
+    for name in _FACTORY_KERNELS:
+        assert first[name]["misses"] >= 1, (name, first[name])
+        assert second[name] == {**first[name], "hits": second[name]["hits"], "misses": 0}, (name, second[name])
+        assert second[name]["hits"] >= 1, (name, second[name])
+    assert first["paired_wald"]["result"] != first["tango_score"]["result"]
+
+
+def test_closure_keys_tell_captured_functions_apart():
+    from methods import registry
+
+    keys = {n: numba_cache._describe(registry.get(n).kernel) for n in ("paired_wald", "tango_score", "bonett_price")}
+    assert len(set(keys.values())) == 3
+    assert numba_cache._describe(registry.get("paired_wald").kernel) == keys["paired_wald"]
