@@ -23,11 +23,17 @@ computed here (:class:`ExactUnsupported`).
 from __future__ import annotations
 
 import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
 
 from ..scenario import ExplicitSizes, FixedSize, PairedScenario
+
+# A large cluster at a large rho overflows the Dirichlet-multinomial's rising factorials
+# (inf, then inf / inf = NaN); ``_normalised`` turns that into ExactUnsupported (callers fall
+# back to simulation), so numpy's overflow / invalid-value warnings from this module are noise.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"simlab\.exact\.cluster_pmf")
 
 
 class ExactUnsupported(ValueError):
