@@ -93,10 +93,10 @@ def t_consts(method, alpha: float, margin: float, tables: np.ndarray) -> np.ndar
     ``t_{1 - alpha/2}`` on ``j`` degrees of freedom, for every df a batch with ``K =
     tables.shape[1]`` clusters can need; a kernel with ``k_used`` clusters reads
     ``consts[k_used - 1]`` (df = k_used - 1)."""
-    from scipy import stats  # heavy: imported when used
+    from scipy import special  # stdtrit is t.ppf's own kernel: the same bits, without importing scipy.stats
     q = 1.0 - alpha
     K = max(int(tables.shape[1]), 1)
     out = np.empty(K + 1, np.float64)
     out[0] = check_min_clusters(method)
-    out[1:] = stats.t.ppf(q, np.arange(1, K + 1))
+    out[1:] = special.stdtrit(np.arange(1, K + 1), q)
     return out

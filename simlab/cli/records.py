@@ -198,7 +198,8 @@ def cmd_restamp(args: argparse.Namespace) -> int:
 
     def render(p: dict) -> None:
         for r in p["records"]:
-            extra = f" ({r['checked']} scenarios, {r['replications']:,} replications re-simulated)" if r["checked"] else ""
+            what = "points certified again" if r["record"].endswith(".cert.json") else "scenarios"
+            extra = f" ({r['checked']} {what}, {r['replications']:,} replications re-simulated)" if r["checked"] else ""
             print(f"{r['record']}: {r['status']}{extra}" + (f" -- {r['detail']}" if r["detail"] else ""))
 
     emit(args, {"directory": str(d), "records": [r.as_dict() for r in done]}, render)
@@ -270,9 +271,10 @@ def register(subparsers, bench_subparsers) -> None:
     _json_flag(s)
     s.set_defaults(func=cmd_regenerate)
 
-    s = rs.add_parser("restamp", help="carry records across a refactor: re-simulate a random sample of each stale "
-                                      "record's scenarios and re-stamp it with the current method identity only "
-                                      "if every count is the same (exit 2 when one differs)")
+    s = rs.add_parser("restamp", help="carry records and certificates across a refactor: re-simulate a random "
+                                      "sample of each stale record's scenarios (certify each stale certificate "
+                                      "again) and re-stamp it with the current method identity only if every "
+                                      "count is the same (exit 2 when one differs)")
     _records_flag(s)
     s.add_argument("--only", default=None, help="comma-separated method names")
     s.add_argument("--sample", type=positive_int, default=24, help="scenarios re-simulated per record (default "

@@ -1,4 +1,4 @@
-"""Re-stamp records after a change that moves code but not what it computes.
+"""Re-stamp records and certificates after a change that moves code but not what it computes.
 
 A method's identity covers the code its decisions run through (``methods.identity``), so a
 refactor of that code -- a shared helper extracted, a protocol method reworded -- makes its
@@ -106,6 +106,64 @@ def restamp_record(path: str | Path, *, sample: int = DEFAULT_SAMPLE, dry_run: b
     return Restamp(path.name, label, "restamped", len(picked), reps)
 
 
+_SAME_FIELDS = ("engine", "search", "replications", "points", "worst", "proven_upper", "verdict", "threshold")
+
+
+def restamp_certificate(path: str | Path, *, dry_run: bool = False,
+                        progress: Callable[[str], None] | None = None) -> Restamp:
+    """Check and re-stamp one certificate.  A certificate is small (seconds to certify), so
+    nothing is sampled: it is certified again with the current code on exactly its own
+    arguments (method and options, design, alpha, allowed excess, MC confidence, replication
+    schedule, validity; the engine kind; the default seed, which every ``simlab certify`` and
+    ``simlab calibrate`` certificate is made with), and re-stamped only if the engine, search,
+    schedule, every point (rates, counts, bounds, verdicts), the worst point, the proven
+    bound and the verdict are bitwise the ones stored.  The re-stamped certificate keeps the
+    original ``created`` and ``valid_until`` and names the migration in
+    ``software["identity_migration"]``; the old file (named by its old hash) is removed."""
+    from methods.qualification import load_certificate
+    from studies.qualify.certify import certify, write_certificate
+    from studies.qualify.run import software_info
+
+    path = Path(path)
+    old = load_certificate(path, check_current=False)
+    method = old.method.resolve()
+    ident = method.identity
+    label = old.method.name
+    if same_digest(ident.source_sha256, old.method.source_sha256):
+        return Restamp(path.name, label, "current")
+    if ident.version != old.method.version:
+        return Restamp(path.name, label, "mismatch", detail=f"version changed ({old.method.version} -> "
+                                                            f"{ident.version}): certify again")
+    d = old.design
+    sched = old.replications or (2000, 128_000)
+    if progress:
+        progress(f"{label}: certifying again at K={d.clusters}, M={d.trials} ({old.engine})")
+    new = certify(method, d.clusters, d.trials, d.margin, d.rho_max, d.looks, label_noise=tuple(d.label_noise),
+                  baseline=tuple(d.baseline), discordance=tuple(d.discordance), alpha=old.alpha,
+                  allowed_excess=old.allowed_excess, mc_confidence=old.mc_confidence, min_replications=sched[0],
+                  max_replications=sched[-1], validity_days=old.validity_days,
+                  engine="simulation" if old.engine == "simulation" else "exact")
+    differ = [f for f in _SAME_FIELDS if getattr(new, f) != getattr(old, f)]
+    if differ:
+        return Restamp(path.name, label, "mismatch", len(new.points), detail=f"certified again with the current "
+                       f"code, the certificate differs in {', '.join(differ)}: certify again")
+    reps = sum(pt.n_reps for pt in new.points)
+    if dry_run:
+        return Restamp(path.name, label, "restampable", len(new.points), reps)
+    software = {**old.software, **software_info(), "certify_seconds": new.software.get("certify_seconds", "")}
+    software["identity_migration"] = json.dumps({
+        "from": old.method.source_sha256, "to": new.method.source_sha256, "checked_points": len(new.points),
+        "rule": "certified again with the current code on the certificate's own arguments; every point, the worst "
+                "point, the proven bound and the verdict bitwise equal to the certificate's (studies.qualify.restamp)"},
+        sort_keys=True)
+    stamped = new.model_copy(update={"created": old.created, "valid_until": old.valid_until,
+                                     "software": software}).sealed()
+    written = write_certificate(stamped, path.parent)
+    if written.resolve() != path.resolve():
+        path.unlink()
+    return Restamp(written.name, label, "restamped", len(new.points), reps)
+
+
 def restamp(directory: str | Path | None = None, *, only: set[str] | None = None, sample: int = DEFAULT_SAMPLE,
             dry_run: bool = False, progress: Callable[[str], None] | None = None) -> list[Restamp]:
     """:func:`restamp_record` for every record in ``directory`` (optionally only ``only``
@@ -121,7 +179,17 @@ def restamp(directory: str | Path | None = None, *, only: set[str] | None = None
             out.append(restamp_record(p, sample=sample, dry_run=dry_run, progress=progress))
         except RecordError as exc:
             out.append(Restamp(p.name, name or "?", "unusable", detail=str(exc)))
+    from methods.qualification import certificate_paths
+
+    for p in certificate_paths(None, directory):
+        method = json.loads(p.read_text()).get("method") or {}
+        if only and method.get("name") not in only and method.get("registered_name") not in only:
+            continue
+        try:
+            out.append(restamp_certificate(p, dry_run=dry_run, progress=progress))
+        except RecordError as exc:
+            out.append(Restamp(p.name, method.get("name") or "?", "unusable", detail=str(exc)))
     return out
 
 
-__all__ = ["DEFAULT_SAMPLE", "Restamp", "restamp", "restamp_record"]
+__all__ = ["DEFAULT_SAMPLE", "Restamp", "restamp", "restamp_certificate", "restamp_record"]
