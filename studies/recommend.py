@@ -44,6 +44,9 @@ from studies.engine.frame import PowerFrame, exact_pass_rate
 
 CALIBRATE = ("clustered_score", "dm_score")   # base methods offered calibrated at the design
 REFERENCE_ROWS = 3                          # uncovered methods whose power is shown for reference
+SIZE_INITIAL_REPS = 2000                    # the sizing search's first step; it escalates x4 up to size_reps
+# The whole sizing search costs its first step (size_estimate) times about 1 + 2 size_reps / 2000, and at
+# least half the budget (see recommend).
 
 
 def _source_worst(coverage) -> dict[str, Any] | None:
@@ -157,7 +160,8 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     from studies.qualify.certify import certify, write_certificate
     from studies.qualify.estimate import calibrate_estimate, certify_estimate
     from studies.sizing.analytic import distribution_free_floor
-    from studies.sizing.size import size
+    from studies.engine.cost import TimeEstimate
+    from studies.sizing.size import size, size_estimate
 
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
@@ -222,6 +226,11 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             if m.cost is not None:   # costs that grow with the counts: not on demand
                 skipped.append({"method": m.label, "what": "certificate", "why": "its analysis cost grows with the "
                                 "counts; certify it explicitly: simlab certify"})
+                continue
+            earlier = _earlier_certificate(m, clusters, trials, margin, rho_max, alpha, certify_dir)
+            if earlier is not None:   # made by an earlier run (any verdict): not made again
+                cov = certificate_covers(load_certificate(earlier), point)
+                r.update(row_of(m, type(cov)(cov.covered, cov.reason, cov.cells, str(earlier)), made="certified earlier"))
                 continue
             if over_budget():
                 skipped.append({"method": m.label, "what": "certificate", "why": f"time budget {max_seconds:g} s spent"})
@@ -312,14 +321,38 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         if over_budget():
             skipped.append({"method": r["method"], "what": "sizing", "why": f"time budget {max_seconds:g} s spent"})
             continue
+        target = registry.get(_reference(r))
+        args = dict(margin=margin, difference=difference, power=power, alpha=alpha, trials=trials, baseline=baseline,
+                    discordance=discordance, rho=rho, seed=seed)
+        first = size_estimate(target, **args)
+        need = first.low * (1.0 + 2.0 * size_reps / SIZE_INITIAL_REPS) if first is not None else 0.0
+        # the estimate prices the first step only, and a later step can take several times it
+        # (betting_ci_horizon at 100 x 3: estimated 0.2 s, steps of 7, 9 and 25 s): start a search
+        # only with half the budget left, and stop it between steps once the budget is spent
+        need = max(need, 0.5 * max_seconds)
+        if need > left():
+            skipped.append({"method": r["method"], "what": "sizing",
+                            "why": f"estimated {TimeEstimate(need, need, 1).describe()}, over the {left():.0f} s left "
+                                   f"of the {max_seconds:g} s budget; run: simlab size --method {r['method']} "
+                                   f"--margin {margin:g} --trials {trials} --rho-max {rho_max:g}"})
+            continue
+
+        def within_budget(msg: str) -> None:   # between the search's steps: stop once the budget is spent
+            say(msg)
+            if over_budget():
+                raise _BudgetSpent
+
         sized += 1
         try:
-            s = size(registry.get(_reference(r)), margin=margin, difference=difference, power=power, alpha=alpha,
-                     trials=trials, baseline=baseline, discordance=discordance, rho=rho, rho_max=rho_max, seed=seed,
-                     max_reps=size_reps, check_false_pass=False, progress=progress)
+            s = size(target, **args, rho_max=rho_max, initial_reps=SIZE_INITIAL_REPS, max_reps=size_reps,
+                     check_false_pass=False, progress=within_budget)
             r["size"] = {"clusters": s.clusters, "power_at_k": s.power_at_k["power"],
                          "power_bound": s.power_at_k["ci_lower"], "exact": s.power_at_k["exact"],
                          "binding": s.binding, "false_pass_checked": False}
+        except _BudgetSpent:
+            skipped.append({"method": r["method"], "what": "sizing", "why": f"stopped when the time budget "
+                            f"{max_seconds:g} s was spent; run: simlab size --method {r['method']} --margin "
+                            f"{margin:g} --trials {trials} --rho-max {rho_max:g}"})
         except ValueError as exc:
             r["size"] = {"refused": str(exc)}
     return {"design": {"clusters": clusters, "trials_per_cluster": trials, "margin": margin, "rho_max": rho_max,
@@ -333,6 +366,28 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             "not_covered": [r for r in rows if not r["covered"]], "skipped": skipped, "top": top,
             "directory": str(directory), "certify_dir": str(certify_dir), "max_seconds": max_seconds,
             "seconds": time.perf_counter() - t0}
+
+
+def _earlier_certificate(method, clusters: int, trials: int, margin: float, rho_max: float, alpha: float,
+                         directory: Path) -> Path | None:
+    """A certificate of ``method``'s current code at exactly this design (the defaults of an
+    on-demand certificate) that an earlier run wrote to ``directory``, whatever its verdict."""
+    from methods.qualification import CertifiedDesign, certificate_paths, same_digest
+
+    default = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=None)
+    for path in reversed(certificate_paths(method.identity.name, directory)):
+        try:
+            cert = load_certificate(path)
+        except RecordError:   # stale or tampered: not this code's statement
+            continue
+        if cert.design == default and cert.alpha == alpha and same_digest(cert.method.source_sha256,
+                                                                          method.identity.source_sha256):
+            return path
+    return None
+
+
+class _BudgetSpent(Exception):
+    """Raised between a sizing search's steps once the recommendation's budget is spent."""
 
 
 def _reference(row: dict) -> str:

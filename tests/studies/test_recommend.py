@@ -162,3 +162,18 @@ def test_a_certificate_estimated_over_the_budget_is_not_started(records, tmp_pat
     assert "estimated 60 min to 2.0 h" in skipped[0]["why"], skipped[0]["why"]
     assert "simlab certify --method paired_wald --clusters 37" in skipped[0]["why"]
     assert not list(tmp_path.iterdir())
+
+
+def test_a_certificate_made_on_demand_is_found_by_the_next_run(records, tmp_path):
+    """The second recommendation at a design reads the certificate the first one made (of
+    the current code, at exactly this design) instead of certifying the method again."""
+    args = dict(clusters=37, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2,
+                methods=["paired_wald"], calibrate=(), top=0, directory=records, certify_dir=tmp_path)
+    first = recommend(**args)
+    made = sorted(tmp_path.iterdir())
+    assert len(made) == 1
+    second = recommend(**args)
+    assert sorted(tmp_path.iterdir()) == made
+    rows = [[r for r in p["ranked"] + p["not_covered"] if r["base"] == "paired_wald"][0] for p in (first, second)]
+    assert rows[0]["made"] == "certified now" and rows[1]["made"] == "certified earlier"
+    assert rows[0]["covered"] == rows[1]["covered"] and rows[1]["coverage"] in rows[0]["coverage"]
