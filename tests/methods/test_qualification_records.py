@@ -23,11 +23,9 @@ EXACT_TRIAL = ["exact_discordant", "binomial_loss"]
 
 # Slow methods whose records were withdrawn when composition v2 changed the draws
 # (results/qualification/README.md): regenerating them costs more than 22,750 s on 2 cores.
-WITHDRAWN = {"bayes_paired", "cluster_bootstrap", "cluster_bootstrap_bca", "bayes_hierarchical"}
-
-# pass^k over a case's trials: new in this revision, certified at a user's design on demand
-# (simlab certify / recommend); no record ships yet
-NO_RECORD_YET = {"pass_hat_k"}
+# the slowest per decision (resampling, Bayesian): records over the reduced policies only (a
+# standard record would take hours; results/qualification/README.md)
+REDUCED_ONLY = {"bayes_paired", "cluster_bootstrap", "cluster_bootstrap_bca", "bayes_hierarchical"}
 
 # Built-in methods without a record over the standard domain, and why (README of
 # results/qualification): the test fails if one of them gains such a record or another loses it.
@@ -39,7 +37,7 @@ NOT_ON_STANDARD_DOMAIN = {
     "betting_ci_horizon",
     # calibrated at the user's design (dm_score@alpha=L): certificates of exactly those designs
     "dm_score",
-} | WITHDRAWN | NO_RECORD_YET
+} | REDUCED_ONLY
 # the standard ranges (issue 6): K, trials per cluster, baseline, rho, margin
 STANDARD_RANGES = {"clusters": (10, 500), "trials": (1, 10), "baseline": (0.5, 1.0), "rho": (0.0, 0.5),
                    "margin": (0.01, 0.10)}
@@ -105,9 +103,8 @@ def test_every_builtin_method_has_a_current_record(records):
     by_registered |= {load_theorem_record(p).method.registered_name for p in RESULTS_DIR.glob("*.theorem.json")}
     by_registered |= {load_certificate(p).method.registered_name.split("@")[0]
                       for p in RESULTS_DIR.glob("*.cert.json")}
-    assert set(registry.names("fixed")) - WITHDRAWN - NO_RECORD_YET <= by_registered
+    assert set(registry.names("fixed")) <= by_registered
     assert set(registry.names("sequential")) <= by_registered
-    assert not WITHDRAWN & by_registered  # a withdrawn record back in the directory: update the README
     for rec in flat:
         kind = registry.get(rec.method.registered_name).kind
         assert rec.method.kind == kind
