@@ -38,7 +38,6 @@ from functools import lru_cache
 
 import numba as nb
 import numpy as np
-from scipy import fft as sfft
 
 from methods.fixed.clustered_score import restricted_pair_variance, score
 from simlab.exact import cluster_law
@@ -63,6 +62,8 @@ def cluster_discordant_law(trials: int, p10: float, p01: float, rho: float) -> n
 
 def transform_size(pairs: int) -> int:
     """The FFT size per axis for a pooled law on ``[0, pairs]^2``: no wrap-around."""
+    from scipy import fft as sfft  # imported when a pooled law is computed: not for one interval
+
     return sfft.next_fast_len(int(pairs) + 1, real=True)
 
 
@@ -147,6 +148,8 @@ def pooled_spectrum(clusters: int, law: np.ndarray, size: int) -> np.ndarray:
 def pooled_discordant_law(clusters: int, law: np.ndarray) -> np.ndarray:
     """``P[L, W]`` of the pooled losses and wins of ``clusters`` iid clusters with one-cluster
     law ``law[l, w]``, on ``[0, N]^2`` (zero where ``L + W > N``)."""
+    from scipy import fft as sfft
+
     pairs = clusters * (law.shape[0] - 1)
     size = transform_size(pairs)
     out = sfft.irfft2(pooled_spectrum(clusters, law, size), s=(size, size))[:pairs + 1, :pairs + 1]
