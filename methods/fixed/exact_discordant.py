@@ -30,7 +30,7 @@ Boundaries: no trials -> inconclusive (NaN).  No discordant pairs (all pass, all
 ...) -> ``theta`` unrestricted, interval ``[-psi_U, psi_U]`` with ``psi_U = 1 - alpha^(1/n)``,
 never degenerate.  Every pair a loss -> ``L = -1``, fail.
 
-``prepare`` precomputes the Clopper-Pearson quantiles (``scipy.stats.beta.ppf``) for every
+``prepare`` precomputes the Clopper-Pearson quantiles (``scipy.special.betaincinv``) for every
 (count, size) the batch needs: for each size ``m`` that occurs (a discordant count or a
 pooled ``n``) the counts from the smallest to the largest observed with it.  Layout of the
 float64 ``consts``: ``[0]`` = S (largest size + 1); ``[1 : 1+S]`` = start offset of size m
@@ -65,11 +65,11 @@ def clopper_pearson(x: np.ndarray, m: np.ndarray, alpha: float) -> tuple[np.ndar
     """Two-sided Clopper-Pearson limits for x of m, each tail at level alpha (vectorised):
     lower = Beta_alpha(x, m - x + 1) (0 at x = 0), upper = Beta_{1-alpha}(x + 1, m - x)
     (1 at x = m)."""
-    from scipy import stats  # heavy: imported when used
+    from scipy import special  # betaincinv is beta.ppf's own kernel: the same bits, without importing scipy.stats
     x = np.asarray(x, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)
-    lo = np.where(x > 0, stats.beta.ppf(alpha, np.maximum(x, 1.0), m - x + 1.0), 0.0)
-    hi = np.where(x < m, stats.beta.ppf(1.0 - alpha, x + 1.0, np.maximum(m - x, 1.0)), 1.0)
+    lo = np.where(x > 0, special.betaincinv(np.maximum(x, 1.0), m - x + 1.0, alpha), 0.0)
+    hi = np.where(x < m, special.betaincinv(x + 1.0, np.maximum(m - x, 1.0), 1.0 - alpha), 1.0)
     return lo, hi
 
 
