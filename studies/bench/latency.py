@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 TABLES = ("--table", "3,1,0,6", "--table", "4,0,1,5")
+CALIBRATION = ("--calibration", "45,5,3,47")  # one shared judge calibration set, for judge-corrected methods
 METHODS = ("clustered_normal", "betting_ci")
 TARGET_METHODS, TARGET_INTERVAL, TARGET_ERROR = 0.5, 1.0, 1.0
 
@@ -112,6 +113,13 @@ def _row(label: str, argv: list[str], expect: int, target: float | None, repeats
             "meets_target": None if target is None else wall <= target, "message": err if expect else ""}
 
 
+def _calibration(method: str) -> tuple[str, ...]:
+    """A judge-corrected method's interval needs a calibration set (``methods.judged``)."""
+    from methods import info
+
+    return CALIBRATION if "judge_calibration" in info(method).inputs else ()
+
+
 def bench_latency(methods: tuple[str, ...] = METHODS, repeats: int = 3, errors: bool = True,
                   progress: Callable[[str], None] = lambda message: None) -> dict:
     """Time the interactive commands in fresh processes (module docstring)."""
@@ -122,8 +130,9 @@ def bench_latency(methods: tuple[str, ...] = METHODS, repeats: int = 3, errors: 
         cases = [("reference: python -c pass", [sys.executable, "-c", "pass"], 0, None),
                  ("reference: simlab --help", [*simlab, "--help"], 0, None),
                  ("simlab methods", [*simlab, "methods"], 0, TARGET_METHODS)]
-        cases += [(f"simlab interval --method {m} (2 clusters)", [*simlab, "interval", "--method", m, *TABLES], 0,
-                   TARGET_INTERVAL) for m in methods]
+        cases += [(f"simlab interval --method {m} (2 clusters)", [*simlab, "interval", "--method", m, *TABLES,
+                                                                   *_calibration(m)], 0, TARGET_INTERVAL)
+                  for m in methods]
         if errors:
             cases += [(f"input error, {label}", [*simlab, *argv], 2, TARGET_ERROR) for label, argv in INPUT_ERRORS]
         for label, argv, expect, target in cases:
