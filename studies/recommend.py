@@ -193,6 +193,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     skipped: list[dict[str, str]] = []
     rows: list[dict[str, Any]] = []
 
+    # the design as the commands a skipped step names take it (size searches K: no --clusters)
+    size_flags = f"--margin {margin:g} --trials {trials} --rho-max {rho_max:g}"
+    flags = f"--clusters {clusters} --trials {trials} --margin {margin:g} --rho-max {rho_max:g}"
+
     def left() -> float:
         return max_seconds - (time.perf_counter() - t0)
 
@@ -229,8 +233,9 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 continue
             earlier = _earlier_certificate(m, clusters, trials, margin, rho_max, alpha, certify_dir)
             if earlier is not None:   # made by an earlier run (any verdict): not made again
-                cov = certificate_covers(load_certificate(earlier), point)
-                r.update(row_of(m, type(cov)(cov.covered, cov.reason, cov.cells, str(earlier)), made="certified earlier"))
+                path, cert = earlier
+                cov = certificate_covers(cert, point)
+                r.update(row_of(m, type(cov)(cov.covered, cov.reason, cov.cells, str(path)), made="certified earlier"))
                 continue
             if over_budget():
                 skipped.append({"method": m.label, "what": "certificate", "why": f"time budget {max_seconds:g} s spent"})
@@ -239,8 +244,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             if est.low > left():   # what certifying it certainly costs does not fit: not started
                 skipped.append({"method": m.label, "what": "certificate",
                                 "why": f"estimated {est.describe()}, over the {left():.0f} s left of the {max_seconds:g} s "
-                                       f"budget; certify it explicitly: simlab certify --method {m.label} --clusters "
-                                       f"{clusters} --trials {trials} --margin {margin:g} --rho-max {rho_max:g}"})
+                                       f"budget; certify it explicitly: simlab certify --method {m.label} {flags}"})
                 continue
             say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design "
                 f"(estimated {est.describe()})")
@@ -267,8 +271,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         if stored is None and (not calibrate_missing or over_budget()):
             why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"
             skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
-                            "why": f"{why}; run: simlab calibrate --method {base} --clusters {clusters} --trials "
-                                   f"{trials} --margin {margin:g} --rho-max {rho_max:g}"})
+                            "why": f"{why}; run: simlab calibrate --method {base} {flags}"})
             continue
         made = ""
         if stored is None:
@@ -276,8 +279,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             if est.low > left():
                 skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
                                 "why": f"estimated {est.describe()}, over the {left():.0f} s left of the "
-                                       f"{max_seconds:g} s budget; run: simlab calibrate --method {base} --clusters "
-                                       f"{clusters} --trials {trials} --margin {margin:g} --rho-max {rho_max:g}"})
+                                       f"{max_seconds:g} s budget; run: simlab calibrate --method {base} {flags}"})
                 continue
             say(f"{base}: calibrating its nominal level at this design (estimated {est.describe()})")
             try:
@@ -333,8 +335,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         if need > left():
             skipped.append({"method": r["method"], "what": "sizing",
                             "why": f"estimated {TimeEstimate(need, need, 1).describe()}, over the {left():.0f} s left "
-                                   f"of the {max_seconds:g} s budget; run: simlab size --method {r['method']} "
-                                   f"--margin {margin:g} --trials {trials} --rho-max {rho_max:g}"})
+                                   f"of the {max_seconds:g} s budget; run: simlab size --method {r['method']} {size_flags}"})
             continue
 
         def within_budget(msg: str) -> None:   # between the search's steps: stop once the budget is spent
@@ -351,8 +352,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                          "binding": s.binding, "false_pass_checked": False}
         except _BudgetSpent:
             skipped.append({"method": r["method"], "what": "sizing", "why": f"stopped when the time budget "
-                            f"{max_seconds:g} s was spent; run: simlab size --method {r['method']} --margin "
-                            f"{margin:g} --trials {trials} --rho-max {rho_max:g}"})
+                            f"{max_seconds:g} s was spent; run: simlab size --method {r['method']} {size_flags}"})
         except ValueError as exc:
             r["size"] = {"refused": str(exc)}
     return {"design": {"clusters": clusters, "trials_per_cluster": trials, "margin": margin, "rho_max": rho_max,
@@ -369,8 +369,8 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
 
 
 def _earlier_certificate(method, clusters: int, trials: int, margin: float, rho_max: float, alpha: float,
-                         directory: Path) -> Path | None:
-    """A certificate of ``method``'s current code at exactly this design (the defaults of an
+                         directory: Path):
+    """(path, certificate) of a certificate of ``method``'s current code at exactly this design (the defaults of an
     on-demand certificate) that an earlier run wrote to ``directory``, whatever its verdict."""
     from methods.qualification import CertifiedDesign, certificate_paths, same_digest
 
@@ -382,7 +382,7 @@ def _earlier_certificate(method, clusters: int, trials: int, margin: float, rho_
             continue
         if cert.design == default and cert.alpha == alpha and same_digest(cert.method.source_sha256,
                                                                           method.identity.source_sha256):
-            return path
+            return path, cert
     return None
 
 

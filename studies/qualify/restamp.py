@@ -135,13 +135,15 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
         return Restamp(path.name, label, "mismatch", detail=f"version changed ({old.method.version} -> "
                                                             f"{ident.version}): certify again")
     d = old.design
-    sched = old.replications or (2000, 128_000)
+    # a simulation certificate's staged schedule; an exact one has none (certify's defaults then)
+    sched = {"min_replications": old.replications[0], "max_replications": old.replications[-1]} \
+        if old.replications else {}
     if progress:
         progress(f"{label}: certifying again at K={d.clusters}, M={d.trials} ({old.engine})")
     new = certify(method, d.clusters, d.trials, d.margin, d.rho_max, d.looks, label_noise=tuple(d.label_noise),
                   baseline=tuple(d.baseline), discordance=tuple(d.discordance), alpha=old.alpha,
-                  allowed_excess=old.allowed_excess, mc_confidence=old.mc_confidence, min_replications=sched[0],
-                  max_replications=sched[-1], validity_days=old.validity_days,
+                  allowed_excess=old.allowed_excess, mc_confidence=old.mc_confidence, **sched,
+                  validity_days=old.validity_days,
                   engine="simulation" if old.engine == "simulation" else "exact")
     differ = [f for f in _SAME_FIELDS if getattr(new, f) != getattr(old, f)]
     if differ:
