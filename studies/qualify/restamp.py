@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -106,7 +107,37 @@ def restamp_record(path: str | Path, *, sample: int = DEFAULT_SAMPLE, dry_run: b
     return Restamp(path.name, label, "restamped", len(picked), reps)
 
 
-_SAME_FIELDS = ("engine", "search", "replications", "points", "worst", "proven_upper", "verdict", "threshold")
+_SAME_FIELDS = ("design", "engine", "search", "replications", "points", "worst", "proven_upper", "verdict", "threshold")
+
+
+_SEED = re.compile(r" scenarios, seed (\d+);")
+_STREAM_SEED = re.compile(r"\b[Ss]tream seed (\d+)")
+
+
+def stored_seed(cert) -> int | None:
+    """The simulation stream seed a certificate's search text names (``certify``'s
+    "N scenarios, seed S;"), or None (an exact certificate, or no seed stated)."""
+    if cert.engine != "simulation":
+        return None
+    m = _SEED.search(cert.search)
+    return int(m.group(1)) if m else None
+
+
+def _with_stored_domain(new, old, seed: int | None):
+    """``new`` (certified again over ``old``'s label-noise nodes) with ``old``'s label-noise
+    domain recorded as ``certify_judge`` records it.  The note is the domain's description,
+    rebuilt from the stored domain, then ``old``'s closing sentence on the seeds, kept only if
+    the stream seed it names is ``seed``; anything else leaves a search that differs."""
+    from studies.qualify.certify_judge import _searched, _with_domain
+
+    domain = old.design.label_noise_domain
+    described = _searched(domain, old.design)
+    head = f"{new.search} {described} "
+    tail = old.search[len(head):] if old.search.startswith(head) else ""
+    named = _STREAM_SEED.search(tail)
+    if not tail or named is None or seed is None or int(named.group(1)) != seed:
+        tail = ""
+    return _with_domain(new, domain, f"{described} {tail}".rstrip(), None)
 
 
 def restamp_certificate(path: str | Path, *, dry_run: bool = False,
@@ -115,11 +146,23 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
     nothing is sampled: it is certified again with the current code on exactly its own
     arguments (method and options, design, alpha, allowed excess, MC confidence, replication
     schedule, validity; the engine kind; the default seed, which every ``simlab certify`` and
-    ``simlab calibrate`` certificate is made with), and re-stamped only if the engine, search,
+    ``simlab calibrate`` certificate is made with, or the seed its search names: a judge
+    certificate's stream seed is derived from the design and the method identity at the time,
+    so it is read back, not derived again), and re-stamped only if the design, engine, search,
     schedule, every point (rates, counts, bounds, verdicts), the worst point, the proven
-    bound and the verdict are bitwise the ones stored.  The re-stamped certificate keeps the
-    original ``created`` and ``valid_until`` and names the migration in
-    ``software["identity_migration"]``; the old file (named by its old hash) is removed."""
+    bound and the verdict are bitwise the ones stored.
+
+    A certificate over a judge's label noise (``design.label_noise_domain``,
+    ``studies.qualify.certify_judge``) is certified again over exactly its stored nodes and
+    stream seed, and its domain recorded again as ``certify_judge`` records it: the search
+    text must be the current code's text for those points followed by the domain's own
+    description (rebuilt from the stored domain); only the closing sentence on the streams'
+    seeds (the level search's seed is the provenance of a calibrated level and is not
+    re-run) is carried over verbatim, and the stream seed it names must be the one used.
+
+    The re-stamped certificate keeps the original ``created`` and ``valid_until`` and names
+    the migration in ``software["identity_migration"]``; the old file (named by its old hash)
+    is removed."""
     from methods.qualification import load_certificate
     from studies.qualify.certify import certify, write_certificate
     from studies.qualify.run import software_info
@@ -138,13 +181,19 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
     # a simulation certificate's staged schedule; an exact one has none (certify's defaults then)
     sched = {"min_replications": old.replications[0], "max_replications": old.replications[-1]} \
         if old.replications else {}
+    seed = stored_seed(old)
+    if seed is not None:
+        sched["seed"] = seed
     if progress:
-        progress(f"{label}: certifying again at K={d.clusters}, M={d.trials} ({old.engine})")
+        progress(f"{label}: certifying again at K={d.clusters}, M={d.trials} ({old.engine}"
+                 f"{'' if seed is None else f', seed {seed}'})")
     new = certify(method, d.clusters, d.trials, d.margin, d.rho_max, d.looks, label_noise=tuple(d.label_noise),
                   baseline=tuple(d.baseline), discordance=tuple(d.discordance), alpha=old.alpha,
                   allowed_excess=old.allowed_excess, mc_confidence=old.mc_confidence, **sched,
                   validity_days=old.validity_days,
                   engine="simulation" if old.engine == "simulation" else "exact")
+    if d.label_noise_domain is not None:
+        new = _with_stored_domain(new, old, seed)
     differ = [f for f in _SAME_FIELDS if getattr(new, f) != getattr(old, f)]
     if differ:
         return Restamp(path.name, label, "mismatch", len(new.points), detail=f"certified again with the current "
@@ -155,6 +204,7 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
     software = {**old.software, **software_info(), "certify_seconds": new.software.get("certify_seconds", "")}
     software["identity_migration"] = json.dumps({
         "from": old.method.source_sha256, "to": new.method.source_sha256, "checked_points": len(new.points),
+        **({} if seed is None else {"seed": seed}),
         "rule": "certified again with the current code on the certificate's own arguments; every point, the worst "
                 "point, the proven bound and the verdict bitwise equal to the certificate's (studies.qualify.restamp)"},
         sort_keys=True)

@@ -62,3 +62,44 @@ def test_a_stale_certificate_that_states_anything_else_is_a_mismatch(certificate
     assert got.status == "mismatch" and "search" in got.detail
     assert path.read_text() == before
     assert [r.status for r in restamp(tmp_path)] == ["mismatch"]   # the directory walk reaches certificates
+
+
+@pytest.fixture(scope="module")
+def judge_certificate():
+    """A label-noise certificate (``certify_label_noise``) of a calibrated judge-corrected
+    method: its stream seed is derived from the design and the method identity at the time,
+    and its design and search record the domain -- all of which a re-stamp must rebuild."""
+    from methods import registry
+    from studies.qualify.certify_judge import certify_label_noise
+
+    cert = certify_label_noise(registry.get("judge_corrected").calibrated(0.05), 100, 1, 0.05,
+                               sensitivity=(0.9, 1.0), specificity=(0.9, 1.0), calibration_items=200,
+                               calibration_shared=True, nodes="corners", alpha=0.1, allowed_excess=2.0,
+                               min_replications=300, max_replications=300, baseline=(0.8, 0.8),
+                               discordance=(0.3, 0.3))
+    assert cert.design.label_noise_domain is not None and "(derived from the design)" in cert.search
+    return cert
+
+
+def test_a_stale_judge_certificate_is_certified_again_over_its_domain_and_restamped(judge_certificate, tmp_path):
+    path = write_certificate(_as_of_old_code(judge_certificate), tmp_path)
+    done = restamp_certificate(path)
+    assert done.status == "restamped", done.detail
+    new = load_certificate(tmp_path / done.record)
+    assert new.design == judge_certificate.design and new.search == judge_certificate.search
+    assert new.points == judge_certificate.points and new.verdict == judge_certificate.verdict
+    assert new.method.name.startswith("judge_corrected@alpha=") and new.method.options["min_calibration"] == 200.0
+    assert (new.created, new.valid_until) == ("2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z")
+    migration = json.loads(new.software["identity_migration"])
+    assert migration["from"] == OLD and f" scenarios, seed {migration['seed']};" in new.search
+
+
+def test_a_judge_certificate_whose_seed_sentence_names_another_stream_is_a_mismatch(judge_certificate, tmp_path):
+    seed = str(judge_certificate.search.split("Stream seed ")[1].split(" ")[0])
+    forged = _as_of_old_code(judge_certificate, search=judge_certificate.search.replace(
+        f"Stream seed {seed}", f"Stream seed {int(seed) + 1}"))
+    path = write_certificate(forged, tmp_path)
+    before = path.read_text()
+    got = restamp_certificate(path)
+    assert got.status == "mismatch" and "search" in got.detail
+    assert path.read_text() == before
