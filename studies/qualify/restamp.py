@@ -111,7 +111,7 @@ _SAME_FIELDS = ("design", "engine", "search", "replications", "points", "worst",
 
 
 _SEED = re.compile(r" scenarios, seed (\d+);")
-_STREAM_SEED = re.compile(r"\b[Ss]tream seed (\d+)")
+_STREAM_SEED = re.compile(r"(Certification stream|Stream) seed (\d+)")
 
 
 def stored_seed(cert) -> int | None:
@@ -125,19 +125,26 @@ def stored_seed(cert) -> int | None:
 
 def _with_stored_domain(new, old, seed: int | None):
     """``new`` (certified again over ``old``'s label-noise nodes) with ``old``'s label-noise
-    domain recorded as ``certify_judge`` records it.  The note is the domain's description,
-    rebuilt from the stored domain, then ``old``'s closing sentence on the seeds, kept only if
-    the stream seed it names is ``seed``; anything else leaves a search that differs."""
+    domain recorded as ``certify_judge`` records it, and whether ``old``'s search says the
+    same: ``(certificate, same, rerendered)``.
+
+    ``old.search`` must be ``new.search`` (the current code's text for those points, bitwise)
+    followed by a label-noise note whose closing sentence names the streams' seeds, the
+    certificate's stream seed being ``seed``.  The note is written again as the current code
+    writes it: the domain's description, rendered from the stored domain (which the design
+    comparison checks; its wording may have changed since -- ``rerendered``), then that
+    closing sentence, carried verbatim (the level search it names is not run again)."""
     from studies.qualify.certify_judge import _searched, _with_domain
 
     domain = old.design.label_noise_domain
     described = _searched(domain, old.design)
-    head = f"{new.search} {described} "
+    head = new.search + " "
     tail = old.search[len(head):] if old.search.startswith(head) else ""
     named = _STREAM_SEED.search(tail)
-    if not tail or named is None or seed is None or int(named.group(1)) != seed:
-        tail = ""
-    return _with_domain(new, domain, f"{described} {tail}".rstrip(), None)
+    same = bool(tail.startswith("Label noise: ") and named and seed is not None and int(named.group(2)) == seed)
+    closing = tail[named.start():] if same else ""
+    cert = _with_domain(new, domain, f"{described} {closing}".rstrip(), None)
+    return cert, same, same and tail != f"{described} {closing}"
 
 
 def restamp_certificate(path: str | Path, *, dry_run: bool = False,
@@ -154,11 +161,14 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
 
     A certificate over a judge's label noise (``design.label_noise_domain``,
     ``studies.qualify.certify_judge``) is certified again over exactly its stored nodes and
-    stream seed, and its domain recorded again as ``certify_judge`` records it: the search
-    text must be the current code's text for those points followed by the domain's own
-    description (rebuilt from the stored domain); only the closing sentence on the streams'
-    seeds (the level search's seed is the provenance of a calibrated level and is not
-    re-run) is carried over verbatim, and the stream seed it names must be the one used.
+    stream seed, and its domain recorded again as ``certify_judge`` records it.  Its search
+    text must be the current code's text for those points, bitwise, followed by a label-noise
+    note; the note is written again as the current code writes it (the domain's description
+    rendered from the stored domain, which the design comparison checks -- its wording has
+    changed since the shipped certificate was made, and the migration says so when it differs),
+    and only the note's closing sentence on the streams' seeds is carried over verbatim (the
+    level search whose seed it names is the provenance of a calibrated level and is not run
+    again); the stream seed that sentence names must be the one used.
 
     The re-stamped certificate keeps the original ``created`` and ``valid_until`` and names
     the migration in ``software["identity_migration"]``; the old file (named by its old hash)
@@ -192,9 +202,13 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
                   allowed_excess=old.allowed_excess, mc_confidence=old.mc_confidence, **sched,
                   validity_days=old.validity_days,
                   engine="simulation" if old.engine == "simulation" else "exact")
+    rerendered = False
     if d.label_noise_domain is not None:
-        new = _with_stored_domain(new, old, seed)
-    differ = [f for f in _SAME_FIELDS if getattr(new, f) != getattr(old, f)]
+        new, same_search, rerendered = _with_stored_domain(new, old, seed)
+        differ = [f for f in _SAME_FIELDS if f != "search" and getattr(new, f) != getattr(old, f)]
+        differ += [] if same_search else ["search"]
+    else:
+        differ = [f for f in _SAME_FIELDS if getattr(new, f) != getattr(old, f)]
     if differ:
         return Restamp(path.name, label, "mismatch", len(new.points), detail=f"certified again with the current "
                        f"code, the certificate differs in {', '.join(differ)}: certify again")
@@ -205,6 +219,9 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
     software["identity_migration"] = json.dumps({
         "from": old.method.source_sha256, "to": new.method.source_sha256, "checked_points": len(new.points),
         **({} if seed is None else {"seed": seed}),
+        **({"search_note": "the label-noise domain's description rendered again from the stored domain by the "
+                           "current code (its wording had changed); the rest of the search text bitwise equal"}
+           if rerendered else {}),
         "rule": "certified again with the current code on the certificate's own arguments; every point, the worst "
                 "point, the proven bound and the verdict bitwise equal to the certificate's (studies.qualify.restamp)"},
         sort_keys=True)

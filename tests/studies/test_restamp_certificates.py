@@ -103,3 +103,25 @@ def test_a_judge_certificate_whose_seed_sentence_names_another_stream_is_a_misma
     got = restamp_certificate(path)
     assert got.status == "mismatch" and "search" in got.detail
     assert path.read_text() == before
+
+
+def test_a_judge_certificate_in_older_wording_is_restamped_with_its_description_rendered_again(judge_certificate,
+                                                                                              tmp_path):
+    # the shipped certificate's domain description predates the current wording; its points,
+    # design and certify's own text are what must be equal
+    current = "for one judge for both arms"
+    assert current in judge_certificate.search
+    older = judge_certificate.search.replace(current, "for each arm's judge independently")
+    path = write_certificate(_as_of_old_code(judge_certificate, search=older), tmp_path)
+    done = restamp_certificate(path)
+    assert done.status == "restamped", done.detail
+    new = load_certificate(tmp_path / done.record)
+    assert new.search == judge_certificate.search and new.points == judge_certificate.points
+    assert "rendered again from the stored domain" in json.loads(new.software["identity_migration"])["search_note"]
+
+
+def test_a_judge_certificate_whose_simulation_text_differs_is_a_mismatch(judge_certificate, tmp_path):
+    forged = _as_of_old_code(judge_certificate, search=judge_certificate.search.replace(
+        "golden-section steps", "bisection steps"))
+    got = restamp_certificate(write_certificate(forged, tmp_path))
+    assert got.status == "mismatch" and "search" in got.detail
