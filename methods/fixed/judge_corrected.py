@@ -208,7 +208,7 @@ def kernel(tables, cal, margin, consts, lower, upper, estimate, status, raw_esti
 def judge_consts(method, alpha: float, margin: float, tables: np.ndarray) -> np.ndarray:
     """``[min_clusters, min_calibration, pseudo, t_1, ..., t_K]``: the options, checked, then
     the one-sided critical values ``t_{1 - alpha}`` on 1..K degrees of freedom."""
-    from scipy import stats  # heavy: imported when used
+    from scipy import special  # stdtrit is t.ppf's own kernel: the same bits, without importing scipy.stats
 
     min_items, pseudo = method.options["min_calibration"], method.options["pseudo"]
     if not (math.isfinite(min_items) and min_items >= 1):
@@ -221,7 +221,7 @@ def judge_consts(method, alpha: float, margin: float, tables: np.ndarray) -> np.
     out[0] = check_min_clusters(method)
     out[1] = float(min_items)
     out[2] = float(pseudo)
-    out[3:] = stats.t.ppf(1.0 - alpha, np.arange(1, K + 1))
+    out[3:] = special.stdtrit(np.arange(1, K + 1), 1.0 - alpha)
     return out
 
 
