@@ -164,7 +164,9 @@ def slow(tables, cal, margin, alpha, min_clusters=2, min_calibration=50, pseudo=
     else:                                                  # (Se_b, Sp_b, Se_c, Sp_c)
         h = np.array([pib / Jb, -(1 - pib) / Jb, -pic / Jc, (1 - pic) / Jc])
         var += h @ np.diag(list(sets[0][2:]) + list(sets[1][2:])) @ h
-    half = stats.t.ppf(1 - alpha, K - 1) * math.sqrt(var)
+    # a quadratic form of a covariance: >= 0, but where it is exactly 0 (both arms' judge passes
+    # equal in every cluster, one shared set) the matrix products can round to -1e-35
+    half = stats.t.ppf(1 - alpha, K - 1) * math.sqrt(max(var, 0.0))
     lo, up = est - half, est + half
     return est, lo, up, PASS if lo >= -margin else FAIL, raw, OK
 
