@@ -76,9 +76,9 @@ def certify_label_noise(method, clusters: int, trials: int, margin: float, rho_m
         seed = label_noise_seed(method, design, alpha)
     cert = certify(method, clusters, trials, margin, rho_max, None, label_noise=design.label_noise, alpha=alpha,
                    engine="simulation", seed=seed, **kw)
-    note = (f"{_searched(domain, design)} Stream seed "
+    note = (f"{label_noise_note(domain, design)} Stream seed "
             f"{seed}{' (derived from the design)' if seed == label_noise_seed(method, design, alpha) else ''}.")
-    return _with_domain(cert, domain, note, sign_key)
+    return with_label_noise_domain(cert, domain, note, sign_key)
 
 
 def _design(domain: LabelNoiseDomain, nodes: NodeSet, clusters, trials, margin, rho_max, kw) -> CertifiedDesign:
@@ -87,13 +87,13 @@ def _design(domain: LabelNoiseDomain, nodes: NodeSet, clusters, trials, margin, 
                            **{k: tuple(kw[k]) for k in ("baseline", "discordance") if k in kw})
 
 
-def _searched(domain: LabelNoiseDomain, design: CertifiedDesign) -> str:
+def label_noise_note(domain: LabelNoiseDomain, design: CertifiedDesign) -> str:
     """The certificate's words for its label-noise search: the domain and the nodes evaluated."""
     return (f"Label noise: {domain.describe()}; {domain.describe_nodes(design.label_noise)} (listed in "
             "design.label_noise).")
 
 
-def _with_domain(cert: Certificate, domain: LabelNoiseDomain, note: str, sign_key) -> Certificate:
+def with_label_noise_domain(cert: Certificate, domain: LabelNoiseDomain, note: str, sign_key) -> Certificate:
     """``cert`` with its label-noise domain recorded and described, re-validated and resealed."""
     cert = cert.model_copy(update={"design": cert.design.model_copy(update={"label_noise_domain": domain}),
                                    "search": f"{cert.search} {note}", "certificate_sha256": "", "signature": None})
@@ -132,10 +132,11 @@ def calibrate_label_noise(method, clusters: int, trials: int, margin: float, rho
     seed = derived if seed is None else seed
     cal = calibrate(base, clusters, trials, margin, rho_max, None, alpha=alpha, label_noise=design.label_noise,
                     seed=seed, **kw)
-    note = (f"{_searched(domain, design)} Certification stream seed {seed}"
+    note = (f"{label_noise_note(domain, design)} Certification stream seed {seed}"
             f"{' (derived from the design)' if seed == derived else ''}; the level search ran on seed "
             f"{cal.search.get('search_seed', seed)}.")
-    return replace(cal, certificate=_with_domain(cal.certificate, domain, note, sign_key))
+    return replace(cal, certificate=with_label_noise_domain(cal.certificate, domain, note, sign_key))
 
 
-__all__ = ["SEED_TAG", "calibrate_label_noise", "certify_label_noise", "label_noise_seed"]
+__all__ = ["SEED_TAG", "calibrate_label_noise", "certify_label_noise", "label_noise_note", "label_noise_seed",
+           "with_label_noise_domain"]

@@ -134,16 +134,16 @@ def _with_stored_domain(new, old, seed: int | None):
     writes it: the domain's description, rendered from the stored domain (which the design
     comparison checks; its wording may have changed since -- ``rerendered``), then that
     closing sentence, carried verbatim (the level search it names is not run again)."""
-    from studies.qualify.certify_judge import _searched, _with_domain
+    from studies.qualify.certify_judge import label_noise_note, with_label_noise_domain
 
     domain = old.design.label_noise_domain
-    described = _searched(domain, old.design)
+    described = label_noise_note(domain, old.design)
     head = new.search + " "
     tail = old.search[len(head):] if old.search.startswith(head) else ""
     named = _STREAM_SEED.search(tail)
     same = bool(tail.startswith("Label noise: ") and named and seed is not None and int(named.group(2)) == seed)
     closing = tail[named.start():] if same else ""
-    cert = _with_domain(new, domain, f"{described} {closing}".rstrip(), None)
+    cert = with_label_noise_domain(new, domain, f"{described} {closing}".rstrip(), None)
     return cert, same, same and tail != f"{described} {closing}"
 
 
@@ -261,4 +261,4 @@ def restamp(directory: str | Path | None = None, *, only: set[str] | None = None
     return out
 
 
-__all__ = ["DEFAULT_SAMPLE", "Restamp", "restamp", "restamp_certificate", "restamp_record"]
+__all__ = ["DEFAULT_SAMPLE", "Restamp", "restamp", "restamp_certificate", "restamp_record", "stored_seed"]
