@@ -27,7 +27,10 @@ rho grows, so the conservative end):
    (``studies.sizing.size``, power only: ``simlab size`` also certifies that K).
 
 Everything that takes time reports progress; work beyond the budget is listed as skipped,
-never silently dropped.
+never silently dropped.  The sizing searches are kept within the budget step by step
+(``studies.sizing.size.StepBudget``: each power evaluation priced from those measured before
+it and not started when it does not fit, each run in slices checked against the clock); a
+search stopped that way is listed as skipped with the K bracket it had found.
 """
 from __future__ import annotations
 
@@ -45,8 +48,9 @@ from studies.engine.frame import PowerFrame, exact_pass_rate
 CALIBRATE = ("clustered_score", "dm_score")   # base methods offered calibrated at the design
 REFERENCE_ROWS = 3                          # uncovered methods whose power is shown for reference
 SIZE_INITIAL_REPS = 2000                    # the sizing search's first step; it escalates x4 up to size_reps
-# The whole sizing search costs its first step (size_estimate) times about 1 + 2 size_reps / 2000, and at
-# least half the budget (see recommend).
+# What the sizing leaves of the budget for what follows it (the report) and for what preceded the
+# budget's clock (the process's start-up): 3% of it, at most 2 s.
+REPORT_RESERVE, REPORT_RESERVE_MAX = 0.03, 2.0
 
 
 def _source_worst(coverage) -> dict[str, Any] | None:
@@ -161,7 +165,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     from studies.qualify.estimate import calibrate_estimate, certify_estimate
     from studies.sizing.analytic import distribution_free_floor
     from studies.engine.cost import TimeEstimate
-    from studies.sizing.size import size, size_estimate
+    from studies.sizing.size import SizingStopped, StepBudget, size, size_estimate
 
     t0 = time.perf_counter()
     say = progress or (lambda s: None)
@@ -199,6 +203,8 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
 
     def left() -> float:
         return max_seconds - (time.perf_counter() - t0)
+
+    reserve = min(REPORT_RESERVE * max_seconds, REPORT_RESERVE_MAX)
 
     def over_budget() -> bool:
         return left() < 0.0
@@ -310,6 +316,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         if m.cost is None and not over_budget():
             r["power"] = _power(m, alt, margin, alpha, power_reps, seed)
             reference.append(r)
+            say(f"{r['method']}: not covered; power {r['power']['value']:.4f} (for reference)")
     reference.sort(key=lambda r: -r["power"]["value"])
     # K for the target power where the guarantee holds at every K
     sized = 0
@@ -326,33 +333,33 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         target = registry.get(_reference(r))
         args = dict(margin=margin, difference=difference, power=power, alpha=alpha, trials=trials, baseline=baseline,
                     discordance=discordance, rho=rho, seed=seed)
+        # the estimate prices the first step only, and a later step can take many times it (betting_ci_horizon
+        # at 100 x 3: estimated 0.3 s, steps of 1.6, 9, 3.6 and 29 s), so the search is started when its first
+        # step fits and then kept within the budget step by step: each priced from the steps measured before
+        # it and not started when it does not fit, each run in slices checked against the clock
         first = size_estimate(target, **args)
-        need = first.low * (1.0 + 2.0 * size_reps / SIZE_INITIAL_REPS) if first is not None else 0.0
-        # the estimate prices the first step only, and a later step can take several times it
-        # (betting_ci_horizon at 100 x 3: estimated 0.2 s, steps of 7, 9 and 25 s): start a search
-        # only with half the budget left, and stop it between steps once the budget is spent
-        need = max(need, 0.5 * max_seconds)
-        if need > left():
+        need = first.low if first is not None else 0.0
+        room = left() - reserve
+        if need > room:
             skipped.append({"method": r["method"], "what": "sizing",
-                            "why": f"estimated {TimeEstimate(need, need, 1).describe()}, over the {left():.0f} s left "
-                                   f"of the {max_seconds:g} s budget; run: simlab size --method {r['method']} {size_flags}"})
+                            "why": f"its first step estimated {TimeEstimate(need, need, 1).describe()}, over the "
+                                   f"{max(room, 0.0):.0f} s left of the {max_seconds:g} s budget; run: simlab size "
+                                   f"--method {r['method']} {size_flags}"})
             continue
-
-        def within_budget(msg: str) -> None:   # between the search's steps: stop once the budget is spent
-            say(msg)
-            if over_budget():
-                raise _BudgetSpent
-
         sized += 1
         try:
             s = size(target, **args, rho_max=rho_max, initial_reps=SIZE_INITIAL_REPS, max_reps=size_reps,
-                     check_false_pass=False, progress=within_budget)
+                     check_false_pass=False, progress=say, budget=StepBudget(left() - reserve, clock=time.perf_counter))
             r["size"] = {"clusters": s.clusters, "power_at_k": s.power_at_k["power"],
                          "power_bound": s.power_at_k["ci_lower"], "exact": s.power_at_k["exact"],
                          "binding": s.binding, "false_pass_checked": False}
-        except _BudgetSpent:
-            skipped.append({"method": r["method"], "what": "sizing", "why": f"stopped when the time budget "
-                            f"{max_seconds:g} s was spent; run: simlab size --method {r['method']} {size_flags}"})
+        except SizingStopped as stop:
+            found = _bracket_text(stop.bracket)
+            say(f"{r['method']}: sizing stopped: {stop.why}" + (f"; {found}" if found else ""))
+            skipped.append({"method": r["method"], "what": "sizing", "bracket": stop.bracket,
+                            "why": f"stopped within the {max_seconds:g} s budget: {stop.why}"
+                                   f"{f'; so far {found}' if found else ''}; run: simlab size --method {r['method']} "
+                                   f"{size_flags}"})
         except ValueError as exc:
             r["size"] = {"refused": str(exc)}
     return {"design": {"clusters": clusters, "trials_per_cluster": trials, "margin": margin, "rho_max": rho_max,
@@ -386,8 +393,18 @@ def _earlier_certificate(method, clusters: int, trials: int, margin: float, rho_
     return None
 
 
-class _BudgetSpent(Exception):
-    """Raised between a sizing search's steps once the recommendation's budget is spent."""
+def _bracket_text(b: dict[str, Any]) -> str:
+    """A stopped sizing search's findings (``studies.sizing.size``: ``_Search.bracket``) in words."""
+    parts = []
+    if "answer" in b:
+        parts.append(f"K={b['answer']} reaches the target power (bound {b['power_bound']:.4f} at {b['n_reps']:,} "
+                     "replications, its stretch verified: an answer, not yet refined -- it may be smaller)")
+    elif "reaches" in b:
+        parts.append(f"the power bound reaches the target from K={b['reaches']} on the K evaluated ({b['n_reps']:,} "
+                     "replications, not verified)")
+    if "below" in b:
+        parts.append(f"power is below the target at K={b['below']} (its interval's upper end below it)")
+    return "; ".join(parts)
 
 
 def _reference(row: dict) -> str:

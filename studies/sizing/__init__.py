@@ -7,7 +7,7 @@ false-pass side), ``curve`` (the power curve dataset and its plot).
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
-    "size": ["SizingResult", "size", "size_estimate"],
+    "size": ["SizingResult", "SizingStopped", "StepBudget", "size", "size_estimate"],
     "curve": ["plot_curve", "save_sizing"],
     "analytic": ["analytic_clusters", "design_effect"],
 })

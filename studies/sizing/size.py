@@ -43,7 +43,7 @@ import numpy as np
 from methods.qualification import EXCEEDS, UNDETERMINED
 from simlab.scenario import FixedSize, PairedScenario
 
-from studies.engine.frame import PowerFrame, exact_pass_rate, look_schedule
+from studies.engine.frame import PowerFrame, ci, exact_pass_rate, look_schedule
 from studies.sizing.analytic import (analytic_clusters, analytic_pairs, analytic_start, design_effect, restricted_p10,
                               variance_kind)
 from studies.sizing.curve import curve_dataset, plot_curve, save_sizing
@@ -54,6 +54,109 @@ FRAME_LIMIT = 64          # refuse when power misses the target at FRAME_LIMIT x
 STRETCH_ALL = 16          # every K in [K, K + 16] is verified ...
 STRETCH_FRACTION = 20     # ... and a grid up to K + K / 20
 MAX_RAISE = 16            # the false-pass limit may raise K up to 16x the power answer, then: refused
+MIN_SLICE = 20            # replications: the smallest slice of a budgeted step
+
+
+class SizingStopped(Exception):
+    """A sizing search stopped by its time budget (:class:`StepBudget`) before it finished:
+    ``why``, and ``bracket`` -- what it had found (``_Search.bracket``)."""
+
+    def __init__(self, why: str, bracket: dict[str, Any] | None = None):
+        super().__init__(why)
+        self.why = why
+        self.bracket = bracket or {}
+
+
+class StepBudget:
+    """Keeps a sizing search within ``seconds`` (on ``clock``), at the granularity of its power
+    evaluations, which are its costly steps (``PowerFrame.evaluate``: replications of a frame
+    analysed at a set of K; a step can take many times the one before it, as replications
+    grow x4 and the K evaluated multiply).
+
+    A step is priced before it starts, in work units -- the clusters analysed times the
+    replications each K lacks, plus the frame's clusters times the replications generated --
+    at the rate the latest slice of work measured (the budget's first slice carries one-time
+    costs, kernels loaded, and prices nothing).  A step priced over what is left (times
+    ``safety``) is not started: :class:`SizingStopped`.  A step that is started runs in slices
+    of about ``slice_seconds`` (at most a tenth of what is left; ``first_slice`` replications
+    while no rate is measured), and the rest of the step is priced again before each slice,
+    so a step that costs more than priced overruns by at most one slice.
+
+    Slicing changes no count: every table is a pure function of (seed, scenario,
+    replication), so a frame brought to n replications in slices counts what one pass
+    counts."""
+
+    def __init__(self, seconds: float, *, clock: Callable[[], float] = time.perf_counter, safety: float = 1.2,
+                 slice_seconds: float = 2.0, first_slice: int = 100):
+        self.clock = clock
+        self.deadline = clock() + seconds
+        self.safety, self.slice_seconds, self.first_slice = safety, slice_seconds, first_slice
+        self.rate: float | None = None     # seconds per work unit, from the latest slice measured
+        self.slices = 0
+
+    def left(self) -> float:
+        return self.deadline - self.clock()
+
+    def price(self, work: float) -> float | None:
+        return None if self.rate is None else work * self.rate
+
+    def check(self, work: float, what: str) -> None:
+        """Raise :class:`SizingStopped` unless ``work`` (priced, with the safety factor) fits in
+        what is left."""
+        left = self.left()
+        if left <= 0.0:
+            raise SizingStopped(f"the time budget was spent before {what}")
+        cost = self.price(work)
+        if cost is not None and cost * self.safety > left:
+            raise SizingStopped(f"{what} was estimated at {cost:.1f} s (from the steps measured), over the "
+                                f"{left:.1f} s left")
+
+    def slice_reps(self, work_per_rep: float) -> int:
+        """Replications in the next slice."""
+        if self.rate is None or work_per_rep <= 0:
+            return self.first_slice
+        seconds = min(self.slice_seconds, self.left() / 10.0)
+        return max(MIN_SLICE, int(seconds / (self.rate * work_per_rep)))
+
+    def measured(self, work: float, seconds: float) -> None:
+        self.slices += 1
+        if self.slices > 1 and work > 0 and seconds > 0:
+            self.rate = seconds / work
+
+
+class _BudgetedFrame(PowerFrame):
+    """A :class:`PowerFrame` whose evaluations are priced and sliced by a :class:`StepBudget`."""
+
+    def __init__(self, *args, budget: StepBudget, bracket: Callable[[], dict[str, Any]], **kw):
+        super().__init__(*args, **kw)
+        self.budget, self.bracket = budget, bracket
+
+    def _work(self, ks: list[int], start: int, upto: int) -> float:
+        have = [self.counts.get(k, [0, 0])[0] for k in ks]
+        return float((upto - start) * self.k_frame + sum(k * max(0, upto - max(h, start)) for k, h in zip(ks, have)))
+
+    def evaluate(self, ks, n_reps: int) -> None:
+        ks = sorted({int(k) for k in ks})
+        if not ks or min(self.counts.get(k, [0, 0])[0] for k in ks) >= n_reps:
+            return super().evaluate(ks, n_reps)
+        b = self.budget
+        done = min(self.counts.get(k, [0, 0])[0] for k in ks)
+        what = f"a step of {n_reps:,} replications at {len(ks)} K on the {self.k_frame}-cluster frame"
+        first = True
+        while done < n_reps:
+            try:
+                b.check(self._work(ks, done, n_reps), what if first else f"the rest of {what}")
+            except SizingStopped as exc:
+                exc.bracket = self.bracket()
+                raise
+            first = False
+            per_rep = self.k_frame + sum(k for k in ks if self.counts.get(k, [0, 0])[0] <= done)
+            upto = min(n_reps, done + b.slice_reps(per_rep))
+            work = self._work(ks, done, upto)
+            t = b.clock()
+            super().evaluate(ks, upto)
+            b.measured(work, b.clock() - t)
+            done = upto
 
 
 @dataclass
@@ -115,8 +218,12 @@ class _Search:
     """Power side of the search on one frame (grown when an answer needs more clusters)."""
 
     def __init__(self, method, alt: dict, margin: float, alpha: float, target: float, level: float,
-                 looks: int | None, seed: int, sampler: str, k_lo: int, k0: int, limit: int):
+                 looks: int | None, seed: int, sampler: str, k_lo: int, k0: int, limit: int,
+                 budget: StepBudget | None = None):
         self.method, self.alt, self.margin, self.alpha = method, alt, margin, alpha
+        self.budget = budget
+        self.previous: PowerFrame | None = None
+        self.found: tuple[int, int, float] | None = None   # the latest answer: (K, replications, power bound)
         self.target, self.level, self.looks, self.seed, self.sampler = target, level, looks, seed, sampler
         self.k_lo, self.k0, self.limit = k_lo, k0, limit
         self.frame: PowerFrame | None = None
@@ -126,10 +233,40 @@ class _Search:
     def new_frame(self, k_frame: int) -> PowerFrame:
         if self.frame is not None:
             self.generated += self.frame.replications_generated
+            self.previous = self.frame
         a = self.alt
         sc = _scenario(a["baseline"], a["difference"], a["discordance"], k_frame, a["trials"], a["rho"])
-        self.frame = PowerFrame(self.method, sc, self.seed, self.margin, self.alpha, self.looks, self.sampler)
+        args = (self.method, sc, self.seed, self.margin, self.alpha, self.looks, self.sampler)
+        self.frame = PowerFrame(*args) if self.budget is None else \
+            _BudgetedFrame(*args, budget=self.budget, bracket=self.bracket)
         return self.frame
+
+    def bracket(self) -> dict[str, Any]:
+        """What the search has found so far (for a search stopped before its end):
+        ``answer`` -- the latest K whose stretch was verified (power bound at or above the
+        target at ``n_reps`` replications; a valid answer, not yet refined) -- or else
+        ``reaches``, the smallest evaluated K from which every evaluated K's power bound
+        reaches the target (its stretch not verified); and ``below``, the largest evaluated
+        K whose power is below the target with confidence (the upper end of its interval
+        below it)."""
+        out: dict[str, Any] = {}
+        frames = [f for f in (self.frame, self.previous) if f is not None and f.counts]
+        below = [k for f in frames for k, (n, x) in f.counts.items() if n and ci(x, n, self.level)[1] < self.target]
+        if below:
+            out["below"] = max(below)
+        if self.found is not None:
+            k, reps, bound = self.found
+            out.update(answer=k, n_reps=reps, power_bound=bound)
+        elif frames:
+            f = frames[0]
+            tail = None
+            for k in sorted((k for k, (n, _) in f.counts.items() if n), reverse=True):
+                if f.lower(k, self.level) < self.target:
+                    break
+                tail = k
+            if tail is not None:
+                out.update(reaches=tail, n_reps=f.counts[tail][0], power_bound=f.lower(tail, self.level))
+        return out
 
     def ok(self, k: int) -> bool:
         return self.frame.lower(k, self.level) >= self.target
@@ -200,6 +337,7 @@ class _Search:
                     k_from = max(missed) + 1
                     continue
                 say(f"K={k}: power bound {f.lower(k, self.level):.4f} >= {self.target} on K..{ks[-1]} ({reps} reps)")
+                self.found = (k, reps, f.lower(k, self.level))
                 return k
             log.append({"stage": "stretch", "k": k, "n_reps": reps, "missed": missed[:8]})
             say(f"K={k}: power bound below the target at K={missed[0]} in its stretch; searching above")
@@ -234,11 +372,15 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
          rho_max: float | None = None, looks: int | None = None, seed: int = 20261129, ci_level: float = 0.95,
          initial_reps: int = 2000, max_reps: int = 1 << 20, max_clusters: int = MAX_CLUSTERS, policy=None,
          check_false_pass: bool = True, sampler: str = "auto",
-         progress: Callable[[str], None] | None = None, executor=None) -> SizingResult:
+         progress: Callable[[str], None] | None = None, executor=None,
+         budget: StepBudget | None = None) -> SizingResult:
     """Minimum K keeping the promises of the module docstring; ValueError when none can.
     ``executor`` (``studies.engine.executor``: joblib processes or a dask cluster) runs the
     false-pass certificate's simulation; the power search runs here.  Same answer for
-    every backend."""
+    every backend.  ``budget`` (:class:`StepBudget`): the power evaluations are priced and
+    sliced against it, and the search raises :class:`SizingStopped` (with what it had found)
+    rather than start or continue one that does not fit; the answer is the same whenever
+    the search completes (the false-pass certificate is not budgeted)."""
     from methods.qualification import QualificationPolicy, standard_domain
 
     t0 = time.perf_counter()
@@ -272,7 +414,7 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
 
     alt = {"baseline": baseline, "difference": difference, "discordance": discordance, "trials": trials, "rho": rho}
     s = _Search(method, alt, margin, alpha, power, ci_level, looks, seed, sampler, k_lo, k0,
-                min(FRAME_LIMIT * k0, max_clusters))
+                min(FRAME_LIMIT * k0, max_clusters), budget)
     reps = initial_reps
 
     # 1. a frame beyond the analytic start (grown by ``answer`` until its last K reaches the target)
@@ -373,4 +515,5 @@ def _json(x) -> str:
 
 
 __all__ = ["analytic_pairs", "analytic_clusters", "analytic_start", "restricted_p10", "design_effect", "variance_kind",
-           "size", "SizingResult", "PowerFrame", "look_schedule", "plot_curve", "save_sizing", "stretch_of", "EXCEEDS"]
+           "size", "SizingResult", "SizingStopped", "StepBudget", "PowerFrame", "look_schedule", "plot_curve",
+           "save_sizing", "stretch_of", "EXCEEDS"]

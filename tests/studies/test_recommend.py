@@ -177,3 +177,94 @@ def test_a_certificate_made_on_demand_is_found_by_the_next_run(records, tmp_path
     rows = [[r for r in p["ranked"] + p["not_covered"] if r["base"] == "paired_wald"][0] for p in (first, second)]
     assert rows[0]["made"] == "certified now" and rows[1]["made"] == "certified earlier"
     assert rows[0]["covered"] == rows[1]["covered"] and rows[1]["coverage"] in rows[0]["coverage"]
+
+
+# ---------------------------------------------------------------- the sizing kept within the budget
+SIZED = dict(clusters=30, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2, methods=["tango_score"],
+             calibrate=(), certify_missing=False, top=1, size_reps=8000)
+
+
+class _Clock:
+    """A clock that moves only when a sizing step is charged to it: a step costs ``per_unit``
+    seconds per cluster-replication analysed (so later steps cost many times the first, as
+    in the search measured at 100 x 3: 1.6, 9, 3.6 and 29 s)."""
+
+    def __init__(self, per_unit: float):
+        self.now, self.per_unit, self.steps = 1000.0, per_unit, []
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def charge(self, frame, ks, n_reps) -> None:
+        units = sum(k * max(0, n_reps - frame.counts.get(k, [0, 0])[0]) for k in {int(k) for k in ks})
+        self.steps.append(units * self.per_unit)
+        self.now += units * self.per_unit
+
+
+def _charged(monkeypatch, clock: _Clock) -> None:
+    """Every power evaluation of a sizing search charged to ``clock``, which is the clock
+    the recommendation keeps its budget on."""
+    import importlib
+    import types
+
+    from studies.engine.frame import PowerFrame
+
+    rec = importlib.import_module("studies.recommend")
+
+    real = PowerFrame.evaluate
+
+    def evaluate(self, ks, n_reps):
+        clock.charge(self, ks, n_reps)
+        real(self, ks, n_reps)
+
+    monkeypatch.setattr(PowerFrame, "evaluate", evaluate)
+    monkeypatch.setattr(rec, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+
+
+def test_a_sizing_search_that_would_overrun_the_budget_stops_within_it(records, tmp_path, monkeypatch):
+    """The sizing search's first step is cheap and its later steps cost many times it: the
+    recommendation prices each step from those measured before it, runs it in slices checked
+    against the clock, and stops the search within the budget, saying what it found."""
+    import shutil
+
+    for f in records.iterdir():   # the grid records only (other tests certify into the shared folder)
+        if not f.name.endswith(".cert.json"):
+            shutil.copy(f, tmp_path)
+    records = tmp_path
+    total = _Clock(1.0)
+    _charged(monkeypatch, total)
+    done = recommend(**SIZED, directory=records, max_seconds=1e12)
+    assert done["ranked"][0]["size"]["clusters"] >= 2         # with time enough the search completes
+    # the whole search would take 1.5x the budget, the first step about 30% of it
+    clock = _Clock(1.5 * 60.0 / sum(total.steps))
+    _charged(monkeypatch, clock)
+    said = []
+    p = recommend(**SIZED, directory=records, max_seconds=60.0, progress=said.append)
+    assert p["seconds"] <= 60.0, (p["seconds"], clock.steps)
+    (row,) = p["ranked"]
+    assert "clusters" not in (row.get("size") or {})
+    (stop,) = [s for s in p["skipped"] if s["what"] == "sizing"]
+    assert stop["why"].startswith("stopped within the 60 s budget: ")
+    assert "simlab size --method tango_score --margin 0.1 --trials 3 --rho-max 0" in stop["why"]
+    found = stop["bracket"]                                   # what the search had found: a bracket of K
+    k = found.get("answer", found.get("reaches"))
+    assert k and found["below"] < k and found["n_reps"] == 2000 and found["power_bound"] >= 0.8, stop
+    assert f"so far {'K=' if 'answer' in found else 'the power bound reaches the target from K='}{k}" in stop["why"]
+    assert any(m.startswith("frame K=") for m in said), said   # the search's progress is still reported
+    assert any(m.startswith("tango_score: sizing stopped: ") for m in said)
+    json.dumps(p)
+
+
+def test_a_search_in_budgeted_slices_finds_what_one_pass_finds():
+    """Slicing a step changes no count (every table is a pure function of seed, scenario and
+    replication): a search run in slices of 20 replications answers what it answers in one
+    pass, step for step."""
+    from studies.sizing.size import StepBudget, size
+
+    args = dict(margin=0.1, difference=0.0, discordance=0.2, trials=3, rho=0.0, initial_reps=500, max_reps=2000,
+                check_false_pass=False)
+    m = registry.get("tango_score")
+    whole = size(m, **args)
+    sliced = size(m, **args, budget=StepBudget(1e9, slice_seconds=0.0, first_slice=20))
+    assert sliced.clusters == whole.clusters and sliced.power_at_k == whole.power_at_k
+    assert sliced.search_log == whole.search_log
