@@ -327,7 +327,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             r["size"] = {"note": "covered at this design only (a certificate or calibration): sizing needs its own "
                                  "certificate at each K -- simlab size"}
             continue
-        if over_budget():
+        if left() <= reserve:
             skipped.append({"method": r["method"], "what": "sizing", "why": f"time budget {max_seconds:g} s spent"})
             continue
         target = registry.get(_reference(r))

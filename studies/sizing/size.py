@@ -80,7 +80,9 @@ class StepBudget:
     ``safety``) is not started: :class:`SizingStopped`.  A step that is started runs in slices
     of about ``slice_seconds`` (at most a tenth of what is left; ``first_slice`` replications
     while no rate is measured), and the rest of the step is priced again before each slice,
-    so a step that costs more than priced overruns by at most one slice.
+    so a step that costs more than priced overruns by at most one slice.  The exact powers
+    the search computes in a verified stretch are checked too, each priced at what the
+    previous one took.
 
     Slicing changes no count: every table is a pure function of (seed, scenario,
     replication), so a frame brought to n replications in slices counts what one pass
@@ -103,10 +105,14 @@ class StepBudget:
     def check(self, work: float, what: str) -> None:
         """Raise :class:`SizingStopped` unless ``work`` (priced, with the safety factor) fits in
         what is left."""
+        self.check_cost(self.price(work), what)
+
+    def check_cost(self, cost: float | None, what: str) -> None:
+        """Raise :class:`SizingStopped` unless ``cost`` seconds (None: not known; with the
+        safety factor) fit in what is left."""
         left = self.left()
         if left <= 0.0:
             raise SizingStopped(f"the time budget was spent before {what}")
-        cost = self.price(work)
         if cost is not None and cost * self.safety > left:
             raise SizingStopped(f"{what} was estimated at {cost:.1f} s (from the steps measured), over the "
                                 f"{left:.1f} s left")
@@ -229,6 +235,7 @@ class _Search:
         self.frame: PowerFrame | None = None
         self.generated = 0
         self.exact: dict[int, float | None] = {}
+        self.exact_seconds: float | None = None    # what the latest exact power took
 
     def new_frame(self, k_frame: int) -> PowerFrame:
         if self.frame is not None:
@@ -296,7 +303,16 @@ class _Search:
         if k not in self.exact:
             a = self.alt
             sc = _scenario(a["baseline"], a["difference"], a["discordance"], k, a["trials"], a["rho"])
+            b = self.budget
+            if b is not None and self.looks is None:  # priced at what the previous one took (0.3 s each
+                try:                                  # to find no engine applies, at 900 x 3)
+                    b.check_cost(self.exact_seconds, f"the exact power at K={k}")
+                except SizingStopped as exc:
+                    exc.bracket = self.bracket()
+                    raise
+            t = time.perf_counter() if b is None else b.clock()
             self.exact[k] = exact_pass_rate(self.method, sc, self.margin, self.alpha) if self.looks is None else None
+            self.exact_seconds = (time.perf_counter() if b is None else b.clock()) - t
         return self.exact[k]
 
     def grow(self, k_frame: int, reps: int, k_from: int, log: list, say) -> None:

@@ -268,3 +268,30 @@ def test_a_search_in_budgeted_slices_finds_what_one_pass_finds():
     sliced = size(m, **args, budget=StepBudget(1e9, slice_seconds=0.0, first_slice=20))
     assert sliced.clusters == whole.clusters and sliced.power_at_k == whole.power_at_k
     assert sliced.search_log == whole.search_log
+
+
+def test_the_exact_powers_of_a_stretch_are_kept_within_the_budget_too(records, tmp_path, monkeypatch):
+    """A verified stretch computes up to 17 exact powers (at 900 x 3 each took 0.3 s to find
+    that no engine applies): they are priced at what the previous one took, like the steps."""
+    import importlib
+    import shutil
+
+    for f in records.iterdir():
+        if not f.name.endswith(".cert.json"):
+            shutil.copy(f, tmp_path)
+    clock = _Clock(0.0)                                        # the power evaluations cost nothing here
+    _charged(monkeypatch, clock)
+    size_module = importlib.import_module("studies.sizing.size")
+    calls = []
+
+    def slow_exact(*args, **kw):
+        calls.append(args[1].clusters)
+        clock.now += 10.0
+        return None
+
+    monkeypatch.setattr(size_module, "exact_pass_rate", slow_exact)
+    said = []
+    p = recommend(**SIZED, directory=tmp_path, max_seconds=60.0, progress=said.append)
+    assert p["seconds"] <= 60.0 and 1 <= len(calls) <= 5, (p["seconds"], calls)
+    (stop,) = [s for s in p["skipped"] if s["what"] == "sizing"]
+    assert "the exact power at K=" in stop["why"] and stop["bracket"], stop
