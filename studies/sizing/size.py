@@ -396,7 +396,9 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
     every backend.  ``budget`` (:class:`StepBudget`): the power evaluations are priced and
     sliced against it, and the search raises :class:`SizingStopped` (with what it had found)
     rather than start or continue one that does not fit; the answer is the same whenever
-    the search completes (the false-pass certificate is not budgeted)."""
+    the search completes (the false-pass certificate is not budgeted; once the answer is
+    complete, what is only reported is cut rather than stopped: the power curve's last
+    evaluation to the K already evaluated, the power at K - 1 to the simulated one)."""
     from methods.qualification import QualificationPolicy, standard_domain
 
     t0 = time.perf_counter()
@@ -485,10 +487,16 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
     power_at = _report(s, k_final, ci_level)
     if power_at["power"] < power or (power_at["exact"] is False and power_at["ci_lower"] < power):
         raise ValueError(f"internal check failed: power at K={k_final} is {power_at['power']:.4f} < {power}")
-    below = _report(s, k_final - 1, ci_level) if k_final - 1 >= k_lo and k_final - 1 in s.frame.counts else {}
+    try:
+        below = _report(s, k_final - 1, ci_level) if k_final - 1 >= k_lo and k_final - 1 in s.frame.counts else {}
+    except SizingStopped:  # the answer is complete: K - 1 is reported as simulated
+        below = s.frame.point(k_final - 1, ci_level)
     f = s.frame
     curve_ks = sorted(set(_grid(k_lo, f.k_frame, 30)) | {k for k in (k_final, k_final - 1, k_power) if k_lo <= k <= f.k_frame})
-    f.evaluate(curve_ks, min(reps, max(initial_reps, 4000)))
+    try:
+        f.evaluate(curve_ks, min(reps, max(initial_reps, 4000)))
+    except SizingStopped:  # the answer is complete: the curve is drawn from the K evaluated so far
+        curve_ks = [k for k in curve_ks if f.counts.get(k, [0, 0])[0] > 0]
     curve = curve_dataset(f, curve_ks, ci_level)
     inputs = {"method": method.name, "margin": margin, "difference": difference, "power": power, "alpha": alpha,
               "trials_per_cluster": trials, "baseline": baseline, "discordance": discordance, "rho": rho,

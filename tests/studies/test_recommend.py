@@ -295,3 +295,25 @@ def test_the_exact_powers_of_a_stretch_are_kept_within_the_budget_too(records, t
     assert p["seconds"] <= 60.0 and 1 <= len(calls) <= 5, (p["seconds"], calls)
     (stop,) = [s for s in p["skipped"] if s["what"] == "sizing"]
     assert "the exact power at K=" in stop["why"] and stop["bracket"], stop
+
+
+def test_a_complete_answer_is_kept_when_the_budget_runs_out_while_it_is_reported(records, tmp_path, monkeypatch):
+    """Once the search has its answer, what is left is reporting (the power curve, the power
+    at K - 1): a budget spent then cuts those, not the answer."""
+    import shutil
+
+    for f in records.iterdir():
+        if not f.name.endswith(".cert.json"):
+            shutil.copy(f, tmp_path)
+    clock = _Clock(0.0)
+    _charged(monkeypatch, clock)
+    ample = recommend(**SIZED, directory=tmp_path, max_seconds=60.0)
+    k = ample["ranked"][0]["size"]["clusters"]
+
+    def progress(msg: str) -> None:   # the budget is spent the moment the answer is found
+        if msg.startswith(f"K={k}: power bound"):
+            clock.now += 60.0
+
+    p = recommend(**SIZED, directory=tmp_path, max_seconds=60.0, progress=progress)
+    assert p["ranked"][0]["size"] == ample["ranked"][0]["size"]
+    assert not [s for s in p["skipped"] if s["what"] == "sizing"]
