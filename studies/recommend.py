@@ -48,9 +48,10 @@ from studies.engine.frame import PowerFrame, exact_pass_rate
 CALIBRATE = ("clustered_score", "dm_score")   # base methods offered calibrated at the design
 REFERENCE_ROWS = 3                          # uncovered methods whose power is shown for reference
 SIZE_INITIAL_REPS = 2000                    # the sizing search's first step; it escalates x4 up to size_reps
-# What the sizing leaves of the budget for what follows it (the report, the process's exit) and for
-# what preceded the budget's clock (the process's start-up): 5% of it, at most 3 s (at 100 x 3 the
-# start-up took 0.8 s and the report and exit 1 s).
+# What the work made on demand (certificates, calibrations, sizing) leaves of the budget for what
+# follows it (the powers, the report, the process's exit) and for what preceded the budget's clock
+# (the process's start-up): 5% of it, at most 3 s (at 100 x 3 the start-up took 0.8 s, the report
+# and exit 1 s).
 REPORT_RESERVE, REPORT_RESERVE_MAX = 0.05, 3.0
 
 
@@ -248,10 +249,12 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 skipped.append({"method": m.label, "what": "certificate", "why": f"time budget {max_seconds:g} s spent"})
                 continue
             est = certify_estimate(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
-            if est.low > left():   # what certifying it certainly costs does not fit: not started
+            room = left() - reserve
+            if est.low > room:   # what certifying it certainly costs does not fit: not started
                 skipped.append({"method": m.label, "what": "certificate",
-                                "why": f"estimated {est.describe()}, over the {left():.0f} s left of the {max_seconds:g} s "
-                                       f"budget; certify it explicitly: simlab certify --method {m.label} {flags}"})
+                                "why": f"estimated {est.describe()}, over the {max(room, 0.0):.0f} s left of the "
+                                       f"{max_seconds:g} s budget; certify it explicitly: simlab certify --method "
+                                       f"{m.label} {flags}"})
                 continue
             say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design "
                 f"(estimated {est.describe()})")
@@ -283,9 +286,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         made = ""
         if stored is None:
             est = calibrate_estimate(base, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
-            if est.low > left():
+            room = left() - reserve
+            if est.low > room:
                 skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
-                                "why": f"estimated {est.describe()}, over the {left():.0f} s left of the "
+                                "why": f"estimated {est.describe()}, over the {max(room, 0.0):.0f} s left of the "
                                        f"{max_seconds:g} s budget; run: simlab calibrate --method {base} {flags}"})
                 continue
             say(f"{base}: calibrating its nominal level at this design (estimated {est.describe()})")

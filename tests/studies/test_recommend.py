@@ -317,3 +317,25 @@ def test_a_complete_answer_is_kept_when_the_budget_runs_out_while_it_is_reported
     p = recommend(**SIZED, directory=tmp_path, max_seconds=60.0, progress=progress)
     assert p["ranked"][0]["size"] == ample["ranked"][0]["size"]
     assert not [s for s in p["skipped"] if s["what"] == "sizing"]
+
+
+def test_a_certificate_is_started_only_when_it_fits_beside_the_reserve_for_the_report(records, tmp_path,
+                                                                                      monkeypatch):
+    """An on-demand certificate whose certain cost fits in what is left, but not beside the
+    part of the budget kept for the powers, the report and the process's start-up and exit,
+    is not started."""
+    import importlib
+    import types
+
+    from studies.engine.cost import TimeEstimate
+    from studies.qualify import estimate
+
+    monkeypatch.setattr(importlib.import_module("studies.recommend"), "time",
+                        types.SimpleNamespace(perf_counter=_Clock(0.0).perf_counter))   # a clock that stands still
+    monkeypatch.setattr(estimate, "certify_estimate", lambda *a, **kw: TimeEstimate(58.0, 58.0, 1))
+    p = recommend(clusters=37, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2,
+                  methods=["paired_wald"], calibrate=(), top=0, directory=records, certify_dir=tmp_path,
+                  max_seconds=60.0)
+    (skip,) = [s for s in p["skipped"] if s["what"] == "certificate"]
+    assert "estimated about 58 s, over the 57 s left of the 60 s budget" in skip["why"], skip
+    assert not list(tmp_path.iterdir())
