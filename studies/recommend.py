@@ -250,7 +250,8 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 continue
             est = certify_estimate(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
             room = left() - reserve
-            if est.low > room:   # what certifying it certainly costs does not fit: not started
+            # a certificate cannot be stopped part-way: started only when its largest estimate fits
+            if est.high > room:
                 skipped.append({"method": m.label, "what": "certificate",
                                 "why": f"estimated {est.describe()}, over the {max(room, 0.0):.0f} s left of the "
                                        f"{max_seconds:g} s budget; certify it explicitly: simlab certify --method "
@@ -287,7 +288,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         if stored is None:
             est = calibrate_estimate(base, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
             room = left() - reserve
-            if est.low > room:
+            if est.high > room:    # nor can a calibration: its largest estimate must fit
                 skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
                                 "why": f"estimated {est.describe()}, over the {max(room, 0.0):.0f} s left of the "
                                        f"{max_seconds:g} s budget; run: simlab calibrate --method {base} {flags}"})

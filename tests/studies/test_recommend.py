@@ -339,3 +339,24 @@ def test_a_certificate_is_started_only_when_it_fits_beside_the_reserve_for_the_r
     (skip,) = [s for s in p["skipped"] if s["what"] == "certificate"]
     assert "estimated about 58 s, over the 57 s left of the 60 s budget" in skip["why"], skip
     assert not list(tmp_path.iterdir())
+
+
+def test_a_certificate_whose_largest_estimate_does_not_fit_is_not_started(records, tmp_path, monkeypatch):
+    """A certificate cannot be stopped part-way, so one whose smallest estimate fits but whose
+    largest does not (bayes_paired at 100 x 3: 30 s to 60 s) is not started in a 60 s budget: a
+    first run once took 68 s by starting it on its smallest estimate."""
+    import importlib
+    import types
+
+    from studies.engine.cost import TimeEstimate
+    from studies.qualify import estimate
+
+    monkeypatch.setattr(importlib.import_module("studies.recommend"), "time",
+                        types.SimpleNamespace(perf_counter=_Clock(0.0).perf_counter))
+    monkeypatch.setattr(estimate, "certify_estimate", lambda *a, **kw: TimeEstimate(10.0, 70.0, 1))
+    p = recommend(clusters=37, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2,
+                  methods=["paired_wald"], calibrate=(), top=0, directory=records, certify_dir=tmp_path,
+                  max_seconds=60.0)
+    (skip,) = [s for s in p["skipped"] if s["what"] == "certificate"]
+    assert "over the 57 s left of the 60 s budget" in skip["why"], skip
+    assert not list(tmp_path.iterdir())
