@@ -319,32 +319,9 @@ def test_a_complete_answer_is_kept_when_the_budget_runs_out_while_it_is_reported
     assert not [s for s in p["skipped"] if s["what"] == "sizing"]
 
 
-def test_a_certificate_is_started_only_when_it_fits_beside_the_reserve_for_the_report(records, tmp_path,
-                                                                                      monkeypatch):
-    """An on-demand certificate whose certain cost fits in what is left, but not beside the
-    part of the budget kept for the powers, the report and the process's start-up and exit,
-    is not started."""
-    import importlib
-    import types
-
-    from studies.engine.cost import TimeEstimate
-    from studies.qualify import estimate
-
-    monkeypatch.setattr(importlib.import_module("studies.recommend"), "time",
-                        types.SimpleNamespace(perf_counter=_Clock(0.0).perf_counter))   # a clock that stands still
-    monkeypatch.setattr(estimate, "certify_estimate", lambda *a, **kw: TimeEstimate(58.0, 58.0, 1))
-    p = recommend(clusters=37, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2,
-                  methods=["paired_wald"], calibrate=(), top=0, directory=records, certify_dir=tmp_path,
-                  max_seconds=60.0)
-    (skip,) = [s for s in p["skipped"] if s["what"] == "certificate"]
-    assert "estimated about 58 s, over the 57 s left of the 60 s budget" in skip["why"], skip
-    assert not list(tmp_path.iterdir())
-
-
-def test_a_certificate_whose_largest_estimate_does_not_fit_is_not_started(records, tmp_path, monkeypatch):
-    """A certificate cannot be stopped part-way, so one whose smallest estimate fits but whose
-    largest does not (bayes_paired at 100 x 3: 30 s to 60 s) is not started in a 60 s budget: a
-    first run once took 68 s by starting it on its smallest estimate."""
+def _certificate_skip(records, tmp_path, monkeypatch, low: float, high: float) -> dict:
+    """The one on-demand certificate's skip entry when paired_wald's certificate is estimated at
+    ``low`` to ``high`` seconds, on a clock that stands still, in a 60 s budget (nothing written)."""
     import importlib
     import types
 
@@ -353,10 +330,27 @@ def test_a_certificate_whose_largest_estimate_does_not_fit_is_not_started(record
 
     monkeypatch.setattr(importlib.import_module("studies.recommend"), "time",
                         types.SimpleNamespace(perf_counter=_Clock(0.0).perf_counter))
-    monkeypatch.setattr(estimate, "certify_estimate", lambda *a, **kw: TimeEstimate(10.0, 70.0, 1))
+    monkeypatch.setattr(estimate, "certify_estimate", lambda *a, **kw: TimeEstimate(low, high, 1))
     p = recommend(clusters=37, trials=3, margin=0.1, rho_max=0.0, difference=0.0, discordance=0.2,
                   methods=["paired_wald"], calibrate=(), top=0, directory=records, certify_dir=tmp_path,
                   max_seconds=60.0)
     (skip,) = [s for s in p["skipped"] if s["what"] == "certificate"]
-    assert "over the 57 s left of the 60 s budget" in skip["why"], skip
     assert not list(tmp_path.iterdir())
+    return skip
+
+
+def test_a_certificate_is_started_only_when_it_fits_beside_the_reserve_for_the_report(records, tmp_path,
+                                                                                      monkeypatch):
+    """An on-demand certificate whose certain cost fits in what is left, but not beside the
+    part of the budget kept for the powers, the report and the process's start-up and exit,
+    is not started."""
+    skip = _certificate_skip(records, tmp_path, monkeypatch, 58.0, 58.0)
+    assert "estimated about 58 s, over the 57 s left of the 60 s budget" in skip["why"], skip
+
+
+def test_a_certificate_whose_largest_estimate_does_not_fit_is_not_started(records, tmp_path, monkeypatch):
+    """A certificate cannot be stopped part-way, so one whose smallest estimate fits but whose
+    largest does not (bayes_paired at 100 x 3: 30 s to 60 s) is not started in a 60 s budget: a
+    first run once took 68 s by starting it on its smallest estimate."""
+    skip = _certificate_skip(records, tmp_path, monkeypatch, 10.0, 70.0)
+    assert "over the 57 s left of the 60 s budget" in skip["why"], skip
