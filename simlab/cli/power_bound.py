@@ -19,8 +19,6 @@ BYTES_PER_ROW_POINT = 2 * 8
 
 
 def run_power_bound(args: argparse.Namespace) -> None:
-    if args.discordance is not None and args.discordance < args.margin / 1e6:
-        raise UsageError("--discordance must be positive", "--discordance")
     if not args.margin < args.q_hi:
         raise UsageError(f"--q-hi {args.q_hi:g} must exceed --margin {args.margin:g} (the null grid spans "
                          "discordances [margin, q_hi])", "--q-hi")
