@@ -211,6 +211,12 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     def over_budget() -> bool:
         return left() < 0.0
 
+    def does_not_fit(seconds: float, described: str) -> str | None:
+        """Why work whose cost is ``seconds`` is not started (None: it fits beside the reserve)."""
+        room = left() - reserve
+        return None if seconds <= room else \
+            f"{described}, over the {max(room, 0.0):.0f} s left of the {max_seconds:g} s budget"
+
     def row_of(m, cov=None, made: str = "", refused: str = "") -> dict[str, Any]:
         fp = _source_worst(cov) if cov is not None and cov.covered else None
         covered = bool(cov is not None and cov.covered)
@@ -249,13 +255,11 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 skipped.append({"method": m.label, "what": "certificate", "why": f"time budget {max_seconds:g} s spent"})
                 continue
             est = certify_estimate(m, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
-            room = left() - reserve
             # a certificate cannot be stopped part-way: started only when its largest estimate fits
-            if est.high > room:
+            why = does_not_fit(est.high, f"estimated {est.describe()}")
+            if why:
                 skipped.append({"method": m.label, "what": "certificate",
-                                "why": f"estimated {est.describe()}, over the {max(room, 0.0):.0f} s left of the "
-                                       f"{max_seconds:g} s budget; certify it explicitly: simlab certify --method "
-                                       f"{m.label} {flags}"})
+                                "why": f"{why}; certify it explicitly: simlab certify --method {m.label} {flags}"})
                 continue
             say(f"{m.label}: no file covers K={clusters}, M={trials}; certifying it at this design "
                 f"(estimated {est.describe()})")
@@ -287,11 +291,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         made = ""
         if stored is None:
             est = calibrate_estimate(base, clusters, trials, margin, rho_max, alpha=alpha, seed=seed, workers=n_jobs)
-            room = left() - reserve
-            if est.high > room:    # nor can a calibration: its largest estimate must fit
+            why = does_not_fit(est.high, f"estimated {est.describe()}")   # nor can a calibration
+            if why:
                 skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
-                                "why": f"estimated {est.describe()}, over the {max(room, 0.0):.0f} s left of the "
-                                       f"{max_seconds:g} s budget; run: simlab calibrate --method {base} {flags}"})
+                                "why": f"{why}; run: simlab calibrate --method {base} {flags}"})
                 continue
             say(f"{base}: calibrating its nominal level at this design (estimated {est.describe()})")
             try:
@@ -345,12 +348,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         # it and not started when it does not fit, each run in slices checked against the clock
         first = size_estimate(target, **args)
         need = first.low if first is not None else 0.0
-        room = left() - reserve
-        if need > room:
+        why = does_not_fit(need, f"its first step estimated {TimeEstimate(need, need, 1).describe()}")
+        if why:
             skipped.append({"method": r["method"], "what": "sizing",
-                            "why": f"its first step estimated {TimeEstimate(need, need, 1).describe()}, over the "
-                                   f"{max(room, 0.0):.0f} s left of the {max_seconds:g} s budget; run: simlab size "
-                                   f"--method {r['method']} {size_flags}"})
+                            "why": f"{why}; run: simlab size --method {r['method']} {size_flags}"})
             continue
         sized += 1
         try:

@@ -34,6 +34,7 @@ from typing import Callable
 
 import numba as nb
 import numpy as np
+from scipy.special import logsumexp
 
 from simlab.exact.cluster_pmf import cluster_law
 from simlab.rng import stream_key, uniform
@@ -117,13 +118,6 @@ def _loglik(counts: np.ndarray, logp: np.ndarray) -> np.ndarray:
     return np.where(impossible > 0, -np.inf, out)
 
 
-def _logsumexp(x: np.ndarray) -> np.ndarray:
-    top = x.max(axis=1)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(x - safe[:, None]).sum(axis=1)) + safe
-
-
 def least_favourable_weights(null_logp: np.ndarray, alt_logp: np.ndarray, clusters: int, alpha: float, draws: int,
                              seed: int) -> tuple[np.ndarray, np.ndarray]:
     """EMW's approximate least-favourable weights over the null laws (rows of ``null_logp``),
@@ -162,7 +156,7 @@ def mixture_bound(null_logp: np.ndarray, alt_logp: np.ndarray, lam: np.ndarray, 
         log_lam = np.log(lam)
 
     def statistic(counts):
-        return _loglik(counts, alt_logp[None, :])[:, 0] - _logsumexp(_loglik(counts, null_logp) + log_lam)
+        return _loglik(counts, alt_logp[None, :])[:, 0] - logsumexp(_loglik(counts, null_logp) + log_lam, axis=1)
 
     # the mixture's law, stratified: law i gets ceil(lambda_i R) draws, each weighted lambda_i / n_i
     sizes = np.ceil(lam * replications).astype(np.int64)
