@@ -35,7 +35,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -45,6 +44,7 @@ from simlab.hashing import SHA256_PATTERN, content_hash
 from simlab.models import FrozenModel
 
 from .errors import EvidenceError
+from .jsonfiles import loads
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 PartName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
@@ -145,8 +145,8 @@ def _rows(text: str, suffix: str, source: str):
         if not line.strip():
             raise EvidenceError(f"{source}: line {i} is blank", option="judge_calibration")
         try:
-            row = json.loads(line)
-        except ValueError as exc:
+            row = loads(line)
+        except ValueError as exc:  # malformed, or a repeated key
             raise EvidenceError(f"{source}: line {i}: not JSON ({exc})", option="judge_calibration") from None
         if not isinstance(row, dict) or sorted(row) != sorted(FILE_FIELDS):
             raise EvidenceError(f"{source}: line {i}: expected an object with exactly the fields "

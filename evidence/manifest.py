@@ -31,6 +31,7 @@ from simlab.models import FrozenModel
 
 from simlab.hashing import SHA256_PATTERN, content_hash
 
+from .jsonfiles import RepeatedKey, loads
 from .judge import JudgeRegistration
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
@@ -190,6 +191,12 @@ class Manifest(FrozenModel):
     def parse(cls, data: dict | str | bytes, source: str = "manifest") -> "Manifest":
         """Validate JSON text or a JSON-compatible dict (strict types; errors name the field)."""
         text = data if isinstance(data, (str, bytes)) else json.dumps(data, allow_nan=True)
+        try:
+            loads(text)  # pydantic's parser keeps a repeated key's last value silently
+        except RepeatedKey as exc:
+            raise ValueError(f"{source}: invalid manifest: {exc}") from None
+        except ValueError:
+            pass  # malformed JSON: pydantic names where
         try:
             return cls.model_validate_json(text)
         except ValidationError as exc:

@@ -192,7 +192,7 @@ def evaluate(*, manifest: Manifest, artifacts: list[dict], adapter: dict | None,
                                      checks=lambda infos: check_logs(manifest, infos, registered_after))
     if calibration_file is not None:
         hashes["judge_calibration"] = calibration_file
-    record, findings = measurement(manifest, cols, logs, registered_after, cols.source)
+    record, findings = measurement(manifest, cols, logs, registered_after, cols.source, decided=issued_at)
     from .comparison import compare
     from .qualification_check import check_qualification, default_directory
     from .experiment import pair_trials

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import EvidenceErrors, Problem
+from .jsonfiles import RepeatedKey, loads
 from simlab.hashing import content_hash, file_hash
 
 KIND = "simlab.population"
@@ -64,9 +65,12 @@ def _rows(path: Path, data: bytes):
         return
     if suffix == ".json":
         try:
-            items = json.loads(data)
+            items = loads(data)
         except json.JSONDecodeError as exc:
             yield 1, ValueError(f"not valid JSON ({exc.msg})")
+            return
+        except RepeatedKey as exc:
+            yield 1, ValueError(str(exc))
             return
         items = items.get("cases") if isinstance(items, dict) else items
         if not isinstance(items, list):
@@ -81,9 +85,11 @@ def _rows(path: Path, data: bytes):
                 yield number, ValueError("empty line (one case per line)")
             continue
         try:
-            yield number, json.loads(line)
+            yield number, loads(line)
         except json.JSONDecodeError as exc:
             yield number, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
+        except RepeatedKey as exc:
+            yield number, ValueError(str(exc))
 
 
 def read_population(path: str | Path) -> Population:

@@ -37,6 +37,7 @@ from typing_extensions import Annotated
 from simlab.models import FrozenModel
 
 from .errors import EvidenceErrors, Problem
+from .jsonfiles import RepeatedKey, loads
 from .manifest import Sha256
 from .trial_schema import PROVENANCE, TrialColumns, concat_judge_labels, csv_header_problem, judge_label_codes
 
@@ -134,9 +135,11 @@ def _json_lines(data: bytes) -> Iterable[tuple[int, Any]]:
             yield i, ValueError("empty line (one trial per line; nothing is skipped silently)")
             continue
         try:
-            yield i, json.loads(line, parse_constant=lambda c: float(c))
+            yield i, loads(line, parse_constant=lambda c: float(c))
         except json.JSONDecodeError as exc:
             yield i, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
+        except RepeatedKey as exc:
+            yield i, ValueError(str(exc))
 
 
 def _csv_value(name: str, text: str) -> Any:

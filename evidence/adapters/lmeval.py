@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from ..errors import EvidenceError, Problem, SampleErrors
+from ..jsonfiles import RepeatedKey, loads
 from simlab.hashing import file_hash
 from ..trial_schema import TrialColumns
 from ..trials import columns_from_places
@@ -65,9 +66,11 @@ def _rows(path: Path, arm: str, cluster_field: str, score: str | None, slice_fie
     for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
         if line.strip():
             try:
-                items.append((number, json.loads(line)))
+                items.append((number, loads(line)))
             except json.JSONDecodeError as exc:
                 raise EvidenceError(f"{path.name} line {number}: not valid JSON ({exc.msg})") from None
+            except RepeatedKey as exc:
+                raise EvidenceError(f"{path.name} line {number}: {exc}") from None
     if not items:
         raise EvidenceError(f"{path}: holds no samples")
     filters = sorted({str(r.get("filter")) for _, r in items if isinstance(r, dict)})

@@ -65,6 +65,27 @@ def test_a_trial_before_the_manifest_refuses_the_run(tmp_path):
            "lab_only" in r["reasons"] + r["other_findings"]
 
 
+def test_a_trial_dated_after_the_decision_refuses_the_run(tmp_path):
+    """The decision comes after its evidence: one trial stamped after ``now`` (here a day later)
+    is refused, naming its line and the count; the same file decided after it is accepted."""
+    m = demo_manifest(repetitions=2, minimum_clusters=2, created=T0)
+    rows = _rows(m)
+    rows[7]["timestamp"] = (NOW + dt.timedelta(days=1)).isoformat().replace("+00:00", "Z")
+    with pytest.raises(EvidenceError) as exc:
+        _run(m, tmp_path, rows)
+    where, _, message = str(exc.value).partition(": ")
+    assert where.endswith("t.jsonl")  # the file, as the packet will name it
+    assert message == ("the trial at line 8 is dated 2026-12-03T12:00:00Z, after the "
+                              "decision time 2026-12-02T12:00:00Z (0 log time(s), 1 trial timestamp(s) after it): a "
+                              "decision cannot rest on evidence from its future (a wrong --now, a skewed clock or "
+                              "edited times)")
+    assert exc.value.option == "timestamp"
+    trials = _write(tmp_path / "u.jsonl", rows)
+    r = run_experiment(manifest=m, artifacts=trial_artifacts(trials), out=tmp_path / "out" / "q.json",
+                       now=NOW + dt.timedelta(days=1))["receipt"]
+    assert r["measurement"]["latest_measurement"] == "2026-12-03T12:00:00Z"
+
+
 def test_trials_without_a_manifest_hash_need_the_declared_route(tmp_path):
     m = demo_manifest(repetitions=2, minimum_clusters=2, created=T0 - dt.timedelta(days=1))
     rows = _rows(m, bound=False)

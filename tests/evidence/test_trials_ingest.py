@@ -88,6 +88,24 @@ def test_non_finite_numbers_are_rejected():
     assert errors_of(data) == ["line 1, field latency_ms: Input should be a finite number"]
 
 
+def test_a_repeated_key_is_refused_not_resolved_to_its_last_value():
+    """``{"passed": false, "passed": true}`` would read as a pass to the program (json keeps the
+    last value) and as a failure to a person reading the line: refused, naming the key and line,
+    on the fast and the line-by-line path alike; a manifest repeating a key too."""
+    data = jsonl(good_rows(2)).replace(b'"passed": false', b'"passed": false, "passed": true', 1)
+    assert b'"passed": false, "passed": true' in data
+    line = data[:data.index(b'"passed": false, "passed": true')].count(b"\n") + 1
+    want = [f"line {line}: key 'passed' appears twice in one object (which value counts would be a guess)"]
+    assert errors_of(data) == want
+    blank_at_end = data + b"\n"  # a blank line sends the whole file down the line-by-line path
+    last = data.count(b"\n") + 1
+    assert errors_of(blank_at_end) == want + [f"line {last}: empty line (one trial per line; nothing is skipped "
+                                              "silently)"]
+    text = json.dumps(template()).replace('"margin":', '"margin": 0.5, "margin":', 1)
+    with pytest.raises(ValueError, match="invalid manifest: key 'margin' appears twice in one object"):
+        Manifest.parse(text)
+
+
 def test_blank_line_is_an_error_not_a_skip():
     data = jsonl(good_rows(2)).replace(b"\n", b"\n\n", 1)
     assert errors_of(data) == ["line 2: empty line (one trial per line; nothing is skipped silently)"]
@@ -165,3 +183,14 @@ def test_scan_file_finds_blank_lines_across_block_seams(tmp_path):
     assert not scan_file(path)[1]
     path.write_bytes(b"\nx")
     assert scan_file(path)[1]
+
+
+def test_a_population_line_repeating_a_key_is_refused(tmp_path):
+    """A case list whose line names ``cluster_id`` twice would put the case in whichever cluster
+    came last: refused, naming the line and the key."""
+    from evidence.population import PopulationError, read_population
+
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"case_id": "a", "cluster_id": "k1"}\n{"case_id": "b", "cluster_id": "k1", "cluster_id": "k2"}\n')
+    with pytest.raises(PopulationError, match=r"key .cluster_id. appears twice in one object .*\(line 2\)"):
+        read_population(path)
