@@ -15,7 +15,7 @@ margin 0.03), and what a gate can do there and at 100 customers x 3 trials.
    differences at 30 customers x 3 trials (baseline 0.9, discordance 0.1, rho 0.1),
    margin 0.03.  Slow kernels (Bayesian, bootstrap) get fewer replications, chosen from
    a timed pilot so the demo stays within its time budget; the MC SE of every figure is
-   reported.  The dataset and a plot are written to ``results/demo/``.
+   reported.  The dataset and a plot are written to ``simlab-out/demo/``.
 4. ``simlab recommend`` at the same design (rho up to 0.1) over the same methods: those a
    current qualification file covers there, ranked by power at difference 0, the top one
    sized (``full``: also certifying and calibrating on demand, as ``simlab recommend`` does).
@@ -139,7 +139,7 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
                           c.tally[order], c.sampler, c.ranges)
 
 
-def study_demo(out_dir: str | Path = "results/demo", replications: int = 10_000, headline_replications: int = 400_000,
+def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_000, headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
                progress: Callable[[str], None] | None = None, background=None) -> dict:

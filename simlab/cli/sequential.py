@@ -285,7 +285,7 @@ def register(sub, bench_sub) -> None:
 
     p = ssub.add_parser("run", help="run a sequential study spec (TOML/JSON) and save it as netCDF")
     p.add_argument("spec", help="sequential study spec file (.toml / .json)")
-    p.add_argument("--out", default=None, help="netCDF path (e.g. results/peeking.nc); without it nothing is saved; "
+    p.add_argument("--out", default=None, help="netCDF path (e.g. simlab-out/peeking.nc); without it nothing is saved; "
                                                "an existing file that simlab did not write is refused unless --force")
     p.add_argument("--force", action="store_true", help="replace --out even when it is not a dataset simlab wrote")
     p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")

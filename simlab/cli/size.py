@@ -114,7 +114,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")
     p.add_argument("--max-reps", type=int_at_least(100), default=1 << 20, help="replication cap of the root search")
-    p.add_argument("--out", default="results/sizing", help="where the power curve (.nc, .png) goes; '' for none")
+    p.add_argument("--out", default="simlab-out/sizing", help="where the power curve (.nc, .png) goes; '' for none")
     p.add_argument("--n-jobs", type=n_jobs, default=1,
                    help="worker processes for the false-pass certificate's simulation (default %(default)s)")
     add_backend_arguments(p)

@@ -9,7 +9,7 @@ from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_m
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
-DEFAULT_WORK_DIR = "results/.runs"
+DEFAULT_WORK_DIR = "simlab-out/.runs"  # scratch: results/ holds only what ships
 
 
 def check_writable(path, flag: str) -> None:
@@ -130,7 +130,7 @@ def run_study_run(args: argparse.Namespace) -> None:
     from studies.engine import parse_spec  # the spec alone (pydantic): a bad spec answers before the engine loads
 
     spec = parse_spec(raw, source=str(args.spec))
-    out = Path(args.out) if args.out else Path("results") / f"{spec.name}-{short(spec.hash)}.nc"
+    out = Path(args.out) if args.out else Path("simlab-out") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
     refuse_foreign_file(out, "--out", args.force)
 
@@ -199,7 +199,7 @@ def register(sub, bench_sub) -> None:
     ssub = p.add_subparsers(dest="study_command", required=True)
     q = ssub.add_parser("run", help="run a study spec (.toml / .json) and save its dataset")
     q.add_argument("spec", help="study spec file")
-    q.add_argument("--out", help="netCDF output (default results/NAME-HASH.nc); an existing file that simlab "
+    q.add_argument("--out", help="netCDF output (default simlab-out/NAME-HASH.nc); an existing file that simlab "
                                  "did not write is refused unless --force")
     q.add_argument("--force", action="store_true", help="replace --out even when it is not a dataset simlab wrote")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")

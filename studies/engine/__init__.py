@@ -5,7 +5,7 @@ Public API (private modules below may change; import from here)::
 
     from studies.engine import load_spec, run_study, evaluate_scenario
     spec = load_spec("study.toml")                  # StudySpec; spec.hash
-    ds = run_study(spec, n_jobs=2, work_dir="results/.runs")   # xarray.Dataset
+    ds = run_study(spec, n_jobs=2, work_dir="simlab-out/.runs")   # xarray.Dataset
     c = evaluate_scenario(scenario, ["clustered_normal"], replications=20_000)  # ScenarioCounts
 
 Modules: ``spec`` (StudySpec), ``evaluate`` (the one loop: row sources, the decide
