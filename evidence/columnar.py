@@ -31,7 +31,7 @@ def _csv_header(source) -> list[str] | None:
     else:
         first = bytes(source[: (bytes(source[:1 << 16]).find(b"\n") + 1) or 1 << 16])
     try:
-        return next(csv.reader([first.decode("utf-8").rstrip("\r\n")]), None)
+        return next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]), None)  # a BOM (Excel) is no data
     except UnicodeDecodeError:
         return None
 

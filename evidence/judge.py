@@ -171,7 +171,7 @@ def read_calibration_file(path: Path, reg: JudgeRegistration) -> tuple[np.ndarra
         raise EvidenceError(f"judge.calibration_sha256: {path.name} hashes to {digest}, the manifest registers "
                             f"{reg.calibration_sha256}: not the registered calibration set", option="judge_calibration")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a leading BOM (a spreadsheet export) is no data
     except UnicodeDecodeError:
         raise EvidenceError(f"{path.name}: not UTF-8 text", option="judge_calibration") from None
     counts = {s: [0, 0, 0, 0] for s in SETS}

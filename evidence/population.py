@@ -57,7 +57,7 @@ def identity(clusters: dict[str, str], slices: dict[str, str] | None = None) -> 
 def _rows(path: Path, data: bytes):
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        reader = csv.reader(io.StringIO(data.decode("utf-8")))
+        reader = csv.reader(io.StringIO(data.decode("utf-8-sig")))  # a leading BOM is no data
         header = next(reader, None) or []
         for number, values in enumerate(reader, start=2):
             yield number, (dict(zip(header, values)) if len(values) == len(header)

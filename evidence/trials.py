@@ -165,7 +165,7 @@ def _csv_value(name: str, text: str) -> Any:
 
 
 def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:
-    reader = csv.reader(io.StringIO(data.decode("utf-8")))
+    reader = csv.reader(io.StringIO(data.decode("utf-8-sig")))  # a leading BOM (Excel's "CSV UTF-8") is no data
     header = next(reader, None)
     if header is None:
         return

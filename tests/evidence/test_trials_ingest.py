@@ -58,6 +58,14 @@ def test_csv_equals_jsonl():
     for name in ("case", "trial", "cluster", "candidate", "passed", "n_failed"):
         assert np.array_equal(getattr(c, name), getattr(j, name)), name
     assert list(c.lines) == [2, 3, 4, 5, 6, 7]  # the header is line 1
+    # Excel's "CSV UTF-8" starts with a byte-order mark: no data, on the fast and the
+    # line-by-line path (a blank line sends a file down the latter)
+    body = ("\n".join(lines) + "\n").encode()
+    bom = parse_trials(b"\xef\xbb\xbf" + body, "csv", "t")
+    for name in ("case", "trial", "cluster", "candidate", "passed", "n_failed", "lines"):
+        assert np.array_equal(getattr(bom, name), getattr(c, name)), name
+    slow = errors_of(b"\xef\xbb\xbf" + body + b"\n", "csv")
+    assert slow == ["line 8: expected 10 columns, got 0"]  # the header was read: only the blank line is wrong
 
 
 def test_every_bad_row_is_reported_with_line_and_field():
@@ -194,3 +202,12 @@ def test_a_population_line_repeating_a_key_is_refused(tmp_path):
     path.write_text('{"case_id": "a", "cluster_id": "k1"}\n{"case_id": "b", "cluster_id": "k1", "cluster_id": "k2"}\n')
     with pytest.raises(PopulationError, match=r"key .cluster_id. appears twice in one object .*\(line 2\)"):
         read_population(path)
+
+
+def test_a_population_csv_with_a_byte_order_mark_reads_like_one_without(tmp_path):
+    from evidence.population import read_population
+
+    plain, bom = tmp_path / "plain.csv", tmp_path / "bom.csv"
+    plain.write_bytes(b"case_id,cluster_id\na,k1\nb,k2\n")
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert read_population(bom).sha256 == read_population(plain).sha256
