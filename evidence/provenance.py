@@ -156,6 +156,10 @@ def check_logs(manifest: Manifest, logs: list[dict], registered_after: bool) -> 
     check_pairing_mistakes(logs, manifest)
 
 
+def _at(stamps: np.ndarray, row: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(float(stamps[row]), dt.timezone.utc)
+
+
 def _future(times: list[tuple[dt.datetime, str]], stamps: np.ndarray, given: np.ndarray, cols,
             decided: dt.datetime) -> EvidenceError | None:
     """Evidence dated after the decision that rests on it: the latest log time or trial
@@ -165,18 +169,18 @@ def _future(times: list[tuple[dt.datetime, str]], stamps: np.ndarray, given: np.
     rows = np.flatnonzero(given & (stamps > decided.timestamp()))
     if len(rows):
         last = int(rows[np.argmax(stamps[rows])])
-        late.append((dt.datetime.fromtimestamp(float(stamps[last]), dt.timezone.utc), f"{cols.source}: the trial at {cols.where(last)}"))
+        late.append((_at(stamps, last), f"{cols.source}: the trial at {cols.where(last)}"))
     if not late:
         return None
     t, what = max(late)
     return EvidenceError(f"{what} is dated {_iso(t)}, after the decision time {_iso(decided)} "
-                         f"({late_logs} log time(s), {len(rows)} trial "
-                         "timestamp(s) after it): a decision cannot rest on evidence from its future (a wrong --now, "
-                         "a skewed clock or edited times)", option="timestamp")
+                         f"({late_logs} log time(s), {len(rows)} trial timestamp(s) after it): a decision cannot rest "
+                         "on evidence from its future (a wrong --now, a skewed clock or edited times)",
+                         option="timestamp")
 
 
 def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bool,
-                source: str, decided: dt.datetime | None = None) -> tuple[dict, list[tuple[str, str, str]]]:
+                source: str, decided: dt.datetime) -> tuple[dict, list[tuple[str, str, str]]]:
     """The packet's measurement record (log identities and times) and the findings it adds;
     an undeclared late manifest (checked first: the root cause for existing logs), a log time or
     trial timestamp later than the decision time ``decided`` (the receipt's ``issued_at``) or a
@@ -185,16 +189,15 @@ def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bo
     times = _log_times(logs)
     stamps = cols.timestamps if cols.timestamps is not None else np.empty(0)
     given = ~np.isnan(stamps)
-    if decided is not None:
-        future = _future(times, stamps, given, cols, decided)
-        if future is not None:
-            raise future
+    future = _future(times, stamps, given, cols, decided)
+    if future is not None:
+        raise future
     early = np.flatnonzero(given & (stamps < created.timestamp()))
     if given.any():
         rows = np.flatnonzero(given)
         first, last = int(rows[np.argmin(stamps[rows])]), int(rows[np.argmax(stamps[rows])])
         for row in sorted({first, last}):  # the earliest and the latest trial, for the record's range
-            times.append((dt.datetime.fromtimestamp(float(stamps[row]), dt.timezone.utc), f"trial at {cols.where(row)}"))
+            times.append((_at(stamps, row), f"trial at {cols.where(row)}"))
     before = [(t, what) for t, what in times if t < created]
     logs_before = [1 for t, what in before if not what.startswith("trial at")]
     record = {

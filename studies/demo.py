@@ -139,7 +139,8 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
                           c.tally[order], c.sampler, c.ranges)
 
 
-def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_000, headline_replications: int = 400_000,
+def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_000,
+               headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
                progress: Callable[[str], None] | None = None, background=None) -> dict:
