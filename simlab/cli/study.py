@@ -205,7 +205,7 @@ def register(sub, bench_sub) -> None:
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
     add_backend_arguments(q)
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
-    q.add_argument("--work-dir", default=None, help=f"finished chunks of running studies ({DEFAULT_WORK_DIR})")
+    q.add_argument("--work-dir", default=None, help=f"finished chunks of running studies (default {DEFAULT_WORK_DIR})")
     q.add_argument("--no-checkpoint", action="store_true", help="keep no chunks on disk")
     q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
     q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
