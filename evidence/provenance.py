@@ -181,10 +181,11 @@ def _future(times: list[tuple[dt.datetime, str]], stamps: np.ndarray, given: np.
 
 def measurement(manifest: Manifest, cols, logs: list[dict], registered_after: bool,
                 source: str, decided: dt.datetime) -> tuple[dict, list[tuple[str, str, str]]]:
-    """The packet's measurement record (log identities and times) and the findings it adds;
-    an undeclared late manifest (checked first: the root cause for existing logs), a log time or
-    trial timestamp later than the decision time ``decided`` (the receipt's ``issued_at``) or a
-    pairing mistake raises EvidenceError."""
+    """The packet's measurement record (log identities and times) and the findings it adds.
+    Raises EvidenceError, in this order: a log time or trial timestamp later than the decision
+    time ``decided`` (the receipt's ``issued_at``); an undeclared late manifest (for logs
+    ``check_logs`` already refused it, as the root cause, before any sample was read); a pairing
+    mistake."""
     created = manifest.created_at
     times = _log_times(logs)
     stamps = cols.timestamps if cols.timestamps is not None else np.empty(0)
