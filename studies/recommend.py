@@ -16,8 +16,9 @@ rho grows, so the conservative end):
    shows it exceeding the level at the nearest grid cells of this design (then calibrating it
    is the way in); within ``max_seconds``, cheapest first.
 4. **Calibrated methods**: for each base method in ``calibrate`` (by default the score tests
-   that calibrate well), a calibration already stored for this design is used; otherwise one
-   is made (``studies.qualify.calibrate``) while the time budget allows.
+   that calibrate well and ``dm_likelihood_ratio``), a calibration already stored for this
+   design is used; otherwise one is made (``studies.qualify.calibrate``) while the time budget
+   allows -- never for ``STORED_ONLY`` methods, whose calibration takes minutes to hours.
 5. **Power** at the alternative of every method that may decide (exact where an engine
    applies cheaply, else ``power_reps`` simulated experiments with their MC SE), and of the
    best methods that may not (for reference: what the gate gives up).
@@ -45,7 +46,10 @@ from simlab.scenario import FixedSize, PairedScenario
 
 from studies.engine.frame import PowerFrame, exact_pass_rate
 
-CALIBRATE = ("clustered_score", "dm_score")   # base methods offered calibrated at the design
+CALIBRATE = ("clustered_score", "dm_score", "dm_likelihood_ratio")   # base methods offered calibrated at the design
+# offered only where a calibration is stored: its calibration takes about 25 min at 100 x 3 on 2
+# cores, never within a recommendation's budget, and even estimating it builds its mixture
+STORED_ONLY = ("dm_likelihood_ratio",)
 REFERENCE_ROWS = 3                          # uncovered methods whose power is shown for reference
 SIZE_INITIAL_REPS = 2000                    # the sizing search's first step; it escalates x4 up to size_reps
 # What the work made on demand (certificates, calibrations, sizing) leaves of the budget for what
@@ -283,8 +287,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         # a calibration shipped in the records directory, else one made earlier in certify_dir
         stored = _calibrated_certificate(base, point, directory) or (
             _calibrated_certificate(base, point, certify_dir) if certify_dir != directory else None)
-        if stored is None and (not calibrate_missing or over_budget()):
-            why = "not asked for" if not calibrate_missing else f"time budget {max_seconds:g} s spent"
+        if stored is None and (not calibrate_missing or over_budget() or base in STORED_ONLY):
+            why = ("not asked for" if not calibrate_missing else
+                   "calibrated only ahead of time (minutes to hours)" if base in STORED_ONLY else
+                   f"time budget {max_seconds:g} s spent")
             skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
                             "why": f"{why}; run: simlab calibrate --method {base} {flags}"})
             continue

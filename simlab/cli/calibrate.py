@@ -68,10 +68,11 @@ def register(subparsers, bench_subparsers) -> None:
     add_design_arguments(p)
     p.add_argument("--alpha", type=finite_float, default=0.025, help="one-sided level to hold (default %(default)s)")
     p.add_argument("--target", type=finite_float, default=None,
-                   help="worst search-stream rate to calibrate to (default 0.96 alpha: room for the certificate's "
-                        "Monte Carlo bound)")
-    p.add_argument("--search-reps", type=positive_int, default=20_000,
-                   help="replications per null scenario on the search stream (default %(default)s)")
+                   help="worst search-stream rate to calibrate to (default 0.96 alpha, 0.976 alpha for a "
+                        "least-favourable method: room for the certificate's Monte Carlo bound)")
+    p.add_argument("--search-reps", type=positive_int, default=None,
+                   help="replications per null scenario on the search stream (default 20000; 200000 for a "
+                        "least-favourable method such as dm_likelihood_ratio)")
     add_label_noise_arguments(p)
     add_backend_arguments(p)
     add_json(p)

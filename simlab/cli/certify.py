@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time
+from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time, finite_float, positive_int
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
@@ -36,6 +36,13 @@ def render_certificate(p: dict) -> None:
           + (f", signed by {p['signed_by']}" if p["signed_by"] else ""))
 
 
+def stream_options(args: argparse.Namespace) -> dict:
+    """The threshold, replication and stream options given on the command line (the rest keep
+    ``certify``'s defaults; a judge-labelled certificate derives its seed from its design)."""
+    given = {"allowed_excess": args.allowed_excess, "max_replications": args.max_reps, "seed": args.seed}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def cmd_certify(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     from methods.qualification import records_dir
@@ -50,17 +57,17 @@ def cmd_certify(args: argparse.Namespace) -> None:
             from studies.qualify import certify_label_noise
             cert = certify_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                        baseline=args.baseline, discordance=args.discordance, executor=ex,
-                                       sign_key=key, progress=say, **judged)
+                                       sign_key=key, progress=say, **judged, **stream_options(args))
         else:
             estimate = certify_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                         args.looks, baseline=args.baseline, discordance=args.discordance,
-                                        engine=args.engine, workers=ex.workers)
+                                        engine=args.engine, workers=ex.workers, **stream_options(args))
             what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
             check_time(args, estimate.low, what)
             say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
             cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
                            baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
-                           sign_key=key, progress=say)
+                           sign_key=key, progress=say, **stream_options(args))
     path = write_certificate(cert, args.out or records_dir())
     emit(args, certificate_payload(cert, path), render_certificate)
 
@@ -68,6 +75,15 @@ def cmd_certify(args: argparse.Namespace) -> None:
 def register(subparsers, bench_subparsers) -> None:
     p = subparsers.add_parser("certify", help="certify a method at exactly one design (worst case over the nuisance)")
     add_design_arguments(p)
+    p.add_argument("--allowed-excess", type=finite_float, default=None,
+                   help="threshold as a multiple of alpha: 1.1 as the grid records (default), 1 to hold alpha "
+                        "itself as calibrate does")
+    p.add_argument("--max-reps", type=positive_int, default=None,
+                   help="the largest replication stage per scenario of the simulation engine (default 128000; a "
+                        "least-favourable test, whose rates sit near its level, needs 2048000)")
+    p.add_argument("--seed", type=positive_int, default=None,
+                   help="the certification stream (default 20261129; a judge-labelled certificate derives its own "
+                        "from its design): a stream no search for the method saw")
     p.add_argument("--engine", choices=("auto", "exact", "simulation"), default="auto",
                    help="exact where it applies (auto), exact only, or simulation (default %(default)s)")
     add_label_noise_arguments(p)

@@ -10,7 +10,10 @@ given (defaults: margin 0.03, alpha 0.025, rho 0.1, baseline 0.9, difference 0, 
   rho_max (its statistic at the margin once per replication; not a certificate);
 * ``dm_score`` with the fixed critical value z, and E+M-calibrated exactly at the design
   (``studies.exact.convolution.calibrate_em``);
-* ``betting_ci`` and ``betting_ci_horizon`` (valid by theorem).
+* ``betting_ci`` and ``betting_ci_horizon`` (valid by theorem);
+* ``dm_likelihood_ratio`` calibrated at the design (``dm_lr_cal``), where a qualified
+  ``simlab calibrate`` certificate of it covers the design in the records directory (its
+  calibration takes minutes, so the bench reads it instead of making it); "n/a" elsewhere.
 
 Also reported: the exact worst false-pass of both ``dm_score`` variants from their
 ``exact-convolution`` certificates, the exact power of ``dm_score`` (a check of the simulated
@@ -37,7 +40,29 @@ from simlab.generate import simulate_tables
 from simlab.scenario import FixedSize, PairedScenario
 
 SEARCH_DISCORDANCES = 16
-COLUMNS = ("cluster_t", "clustered_score_cal", "dm_score_z", "dm_score_em", "betting_ci", "betting_ci_horizon")
+COLUMNS = ("cluster_t", "clustered_score_cal", "dm_score_z", "dm_score_em", "betting_ci", "betting_ci_horizon",
+           "dm_lr_cal")
+
+
+def certified_likelihood_ratio(clusters: int, trials: int, margin: float, rho_max: float, alpha: float):
+    """The qualified certificate of ``dm_likelihood_ratio@alpha=L`` at threshold alpha itself
+    that covers K x M at this margin and rho_max, from the records directory (of several, the
+    largest L: the most powerful), or None."""
+    from methods.qualification import QUALIFIED, DesignPoint
+    from methods.qualification.certificate import certificate_covers, certificate_paths, load_certificate
+    from simlab.scenario import FixedSize as Size
+
+    point = DesignPoint(clusters=clusters, cluster_size=Size(trials=trials), margin=margin, rho_max=rho_max)
+    found = []
+    for path in certificate_paths():     # a calibrated method's file is named by its level too
+        if not path.name.startswith("dm_likelihood_ratio-alpha-"):
+            continue
+        cert = load_certificate(path)
+        if (cert.verdict == QUALIFIED and cert.alpha == alpha and cert.allowed_excess == 1.0
+                and cert.method.registered_name.startswith("dm_likelihood_ratio@")
+                and certificate_covers(cert, point).covered):
+            found.append(cert)
+    return max(found, key=lambda c: c.method.resolve().nominal_alpha, default=None)
 
 
 def distribution_free_floor(margin: float, alpha: float) -> int:
@@ -110,6 +135,13 @@ def bench_power(clusters=(30, 100, 150, 300), discordances=(0.03, 0.1), trials: 
                    "dm_score_z": (dm, alpha), "dm_score_em": (cal.method, alpha),
                    "betting_ci": (fixed["betting_ci"], alpha),
                    "betting_ci_horizon": (fixed["betting_ci_horizon"], alpha)}
+        lr = certified_likelihood_ratio(K, trials, margin, rho_max, alpha)
+        if lr is not None:
+            methods["dm_lr_cal"] = (registry.get(lr.method.registered_name), alpha)
+            certs["dm_lr_cal"] = {"engine": lr.engine, "verdict": lr.verdict, "worst_rate": lr.worst_point.rate,
+                                  "worst_upper": lr.worst_point.upper, "method": lr.method.registered_name,
+                                  "worst_discordance": lr.worst_point.discordance, "worst_rho": lr.worst_point.rho,
+                                  "points": len(lr.points), "certificate_sha256": lr.certificate_sha256}
         exact = {"dm_score_z": ConvolutionStates(dm, K, trials, margin, alpha),
                  "dm_score_em": ConvolutionStates(cal.method, K, trials, margin, alpha)}
         rows = []
@@ -140,7 +172,8 @@ def render_power(result: dict) -> str:
     lines = [head, "K     q     " + "  ".join(f"{c:>19}" for c in COLUMNS) + "   exact dm_z / dm_em"]
     for d in result["designs"]:
         for row in d["rows"]:
-            cells = "  ".join(f"{row['power'][c]:.4f} +- {row['mcse'][c]:.4f}" for c in COLUMNS)
+            cells = "  ".join(f"{row['power'][c]:.4f} +- {row['mcse'][c]:.4f}" if c in row["power"] else
+                              f"{'n/a':>19}" for c in COLUMNS)
             ex = row["exact_power"]
             lines.append(f"{d['clusters']:<5} {row['discordance']:<5g} {cells}   {ex['dm_score_z']:.4f} / "
                          f"{ex['dm_score_em']:.4f}")
@@ -156,16 +189,30 @@ def render_power(result: dict) -> str:
                      f"{z['seconds']['wall']:.1f} / {em['seconds']['wall']:.1f} s wall ({z['seconds']['cpu']:.1f} / "
                      f"{em['seconds']['cpu']:.1f} s CPU); clustered_score calibrated nominal level "
                      f"{cs['nominal_level']:.5f}")
+        lr = d["certificates"].get("dm_lr_cal")
+        lines.append(f"K = {d['clusters']}: " + (
+            f"{lr['method']} certified ({lr['engine']}, {lr['points']} scenarios): worst {lr['worst_rate']:.5f} "
+            f"(upper {lr['worst_upper']:.5f}) at q = {lr['worst_discordance']:.4f}, rho = {lr['worst_rho']:g}"
+            if lr else "no calibrate certificate of dm_likelihood_ratio in the records directory (dm_lr_cal n/a)"))
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``python -m studies.bench.power [--clusters 30,100] [--reps N] [--json]``."""
+    import argparse
     import json
     import sys
 
-    result = bench_power(progress=lambda s: print(s, file=sys.stderr, flush=True))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clusters", default="30,100,150,300", help="the K values, comma-separated (default "
+                                                                      "%(default)s)")
+    parser.add_argument("--reps", type=int, default=20_000, help="tables per (K, discordance) (default %(default)s)")
+    parser.add_argument("--json", action="store_true", help="also print the result as one JSON object")
+    args = parser.parse_args(argv)
+    result = bench_power(clusters=tuple(int(k) for k in args.clusters.split(",")), reps=args.reps,
+                         progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(render_power(result))
-    if "--json" in sys.argv:
+    if args.json:
         print(json.dumps(result))
 
 

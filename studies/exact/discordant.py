@@ -62,15 +62,24 @@ def arrange(n10: np.ndarray, n01: np.ndarray, clusters: int, trials: int, concor
 
 def discordant_probe(method, clusters: int, trials: int, margin: float, alpha: float) -> bool:
     """Does the method see only the pooled discordant counts?  Random pair arrangements,
-    cluster permutations and concordant relabellings must give identical results."""
+    cluster permutations and concordant relabellings must give identical results, on random
+    pooled states and on states near the margin's decision."""
     rng = np.random.default_rng(PROBE_SEED)
     N = clusters * trials
-    R = 48
-    p = rng.dirichlet(np.ones(3), size=R)
+    p = rng.dirichlet(np.ones(3), size=48)
     counts = np.array([rng.multinomial(N, pi) for pi in p])
     counts[0] = (0, 0, N)
     counts[1] = (N, 0, 0)
     counts[2] = (0, N, 0)
+    # and states near a decision: discordance up to 4 margins, difference within [-2m, m] (the
+    # random states above are mostly far from it at large N, where every dealing decides alike)
+    near = np.random.default_rng(PROBE_SEED + 1)
+    q = near.uniform(0.0, 4.0 * margin, 48)
+    d = near.uniform(-2.0 * margin, margin, 48)
+    n10 = np.clip(np.round(N * (q - d) / 2.0), 0, N).astype(np.int64)
+    n01 = np.minimum(np.clip(np.round(N * (q + d) / 2.0), 0, N).astype(np.int64), N - n10)
+    counts = np.concatenate([counts, np.stack([n10, n01, N - n10 - n01], axis=1)])
+    R = len(counts)
     n10, n01 = counts[:, 0].astype(np.int64), counts[:, 1].astype(np.int64)
     base = arrange(n10, n01, clusters, trials)
     variants = [arrange(n10, n01, clusters, trials, concordant=3)]

@@ -37,6 +37,16 @@ Three routes, picked by what applies:
   once (no re-testing after more replications).  If it is not ``qualified`` the calibration
   is refused, with the worst scenario named.
 
+* **least-favourable** (the method declares ``calibration = "least-favourable"``:
+  ``dm_likelihood_ratio``, whose nominal level is the level its least-favourable mixture is
+  built at): the simulation route on a short list of candidate levels around alpha
+  (``LFD_LEVEL_FRACTIONS``; each level is a construction of its own, so the list is short),
+  a larger search (``LFD_SEARCH_REPLICATIONS``) and a search target of ``0.976 alpha``, then
+  the certificate with up to ``LFD_MAX_REPLICATIONS`` per scenario.  A least-favourable test
+  holds its false-pass rate near its level on much of the null boundary -- that is what
+  least favourable means -- so a certificate at threshold alpha needs fine Monte Carlo
+  resolution at many scenarios.  The same two streams make it valid.
+
 A sequential method is calibrated the same way: its nominal level runs through its own
 boundary (per-look levels of a wrapper, a spending function's alpha, a likelihood-ratio
 threshold 1/alpha), and promotion counts as a pass.
@@ -58,6 +68,13 @@ DEFAULT_SEARCH_REPLICATIONS = 20_000
 COARSE_LEVELS = 12            # exact route: candidate levels, geometric in [alpha / 20, alpha]
 FINE_LEVELS = 12              # exact route: then between the bracketing coarse levels
 SEARCH_LEVELS = 96            # simulation route: candidate levels, geometric in [alpha / 20, alpha] (ratio 1.032)
+# least-favourable route: candidate levels (fractions of alpha; the construction's own Monte Carlo
+# error leaves its rates near, not at, its level), search replications, search target and the
+# certificate's largest stage (2000 x 4^5: a rate of 0.0246 is then qualified at alpha 0.025)
+LFD_LEVEL_FRACTIONS = (0.92, 0.95, 0.98, 1.01, 1.04, 1.07)
+LFD_SEARCH_REPLICATIONS = 200_000
+LFD_TARGET_FRACTION = 0.976
+LFD_MAX_REPLICATIONS = 2_048_000
 
 
 @dataclass(frozen=True)
@@ -212,7 +229,7 @@ def _pick(levels: list[float], worst: np.ndarray, target: float) -> int | None:
 def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0, looks: int | None = None, *,
               alpha: float = 0.025, target: float | None = None, label_noise: tuple[LabelNoise, ...] = (LabelNoise(),),
               baseline: tuple[float, float] = (0.5, 1.0), discordance: tuple[float, float] = (0.01, 0.5),
-              search_replications: int = DEFAULT_SEARCH_REPLICATIONS, seed: int = 20261129,
+              search_replications: int | None = None, seed: int = 20261129,
               mc_confidence: float = 0.95, min_replications: int = 2000, max_replications: int = 128_000,
               validity_days: int = 365, n_jobs: int = 1, executor=None, sign_key=None,
               progress: Callable[[str], None] | None = None) -> Calibration:
@@ -229,7 +246,14 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     say = progress or (lambda s: None)
     base = registry.get(method) if isinstance(method, str) else method
     base = replace(base, nominal_alpha=None)
-    target = 0.96 * alpha if target is None else float(target)
+    lfd = getattr(base, "calibration", None) == "least-favourable"
+    if target is None:
+        target = (LFD_TARGET_FRACTION if lfd else 0.96) * alpha
+    target = float(target)
+    if search_replications is None:
+        search_replications = LFD_SEARCH_REPLICATIONS if lfd else DEFAULT_SEARCH_REPLICATIONS
+    if lfd:
+        max_replications = max(max_replications, LFD_MAX_REPLICATIONS)
     if not 0.0 < target <= alpha:
         raise ValueError(f"target must lie in (0, alpha] = (0, {alpha}], got {target!r}")
     if base.sequential and looks is None:
@@ -278,7 +302,8 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     try:
         say(f"calibrate {base.name} at K={clusters}, M={trials}, margin={margin:g}, rho <= {rho_max:g}: search on "
             f"seed {search_seed}, {search_replications:,} replications per scenario")
-        levels = _levels(alpha / 20.0, alpha, SEARCH_LEVELS)
+        levels = ([round(f * alpha, 6) for f in LFD_LEVEL_FRACTIONS] if lfd else
+                  _levels(alpha / 20.0, alpha, SEARCH_LEVELS))
         rates, specs = _search(base, policy, estimand, levels, search_seed, search_replications, ex, say)
         worst = rates.max(axis=0)
         j = _pick(levels, worst, target)
@@ -294,7 +319,7 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     say(f"calibrated nominal level {level:.5g}; certifying on the policy's stream (seed {seed}, never searched)")
     cert = certify(calibrated, clusters, trials, margin, rho_max, looks, engine="simulation",
                    baseline_free=free, **cert_args)
-    search = {"route": "simulation", "search_seed": search_seed, "search_replications": search_replications,
+    search = {"route": "least-favourable" if lfd else "simulation", "search_seed": search_seed, "search_replications": search_replications,
               "scenarios": len(specs), "baseline_free": free, "levels": levels, "worst": worst.tolist(),
               "worst_scenario": specs[i_worst].model_dump()}
     if cert.verdict != QUALIFIED:
@@ -306,5 +331,6 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     return Calibration(calibrated, cert, level, target, search, time.perf_counter() - t0)
 
 
-__all__ = ["COARSE_LEVELS", "Calibration", "DEFAULT_SEARCH_REPLICATIONS", "FINE_LEVELS", "SEARCH_OFFSET",
-           "calibrate", "manifest_name"]
+__all__ = ["COARSE_LEVELS", "Calibration", "DEFAULT_SEARCH_REPLICATIONS", "FINE_LEVELS", "LFD_LEVEL_FRACTIONS",
+           "LFD_MAX_REPLICATIONS", "LFD_SEARCH_REPLICATIONS", "LFD_TARGET_FRACTION", "SEARCH_OFFSET", "calibrate",
+           "manifest_name"]

@@ -4,6 +4,7 @@
 policy; the exact engines run the method's kernel once on every discordant state."""
 from __future__ import annotations
 
+import math
 import time
 
 from studies.engine.cost import TimeEstimate, qualify_estimate
@@ -66,7 +67,7 @@ def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max:
 
 
 def calibrate_estimate(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0,
-                       looks: int | None = None, *, search_replications: int = 20_000, workers: int = 1,
+                       looks: int | None = None, *, search_replications: int | None = None, workers: int = 1,
                        **certify_args) -> TimeEstimate:
     """Wall seconds of ``studies.qualify.calibrate.calibrate``: ``low`` is what it certainly
     costs.  Exact routes: a certificate at every one of the coarse candidate levels (then as
@@ -77,10 +78,22 @@ def calibrate_estimate(method, clusters: int, trials: int, margin: float, rho_ma
     from dataclasses import replace
 
     from methods.registry import get
-    from studies.qualify.calibrate import COARSE_LEVELS, FINE_LEVELS
+    from studies.qualify.calibrate import (COARSE_LEVELS, DEFAULT_SEARCH_REPLICATIONS, FINE_LEVELS,
+                                           LFD_LEVEL_FRACTIONS, LFD_MAX_REPLICATIONS, LFD_SEARCH_REPLICATIONS)
 
     method = get(method) if isinstance(method, str) else method
     base = replace(method, nominal_alpha=None)
+    if getattr(base, "calibration", None) == "least-favourable":
+        # the search: its first round's cost at the search's replications, about log2 of the
+        # levels decisions a table; the certificate: up to its largest stage
+        reps = search_replications or LFD_SEARCH_REPLICATIONS
+        certify_args = {**certify_args, "max_replications": max(certify_args.get("max_replications", 128_000),
+                                                                LFD_MAX_REPLICATIONS)}
+        cert = certify_estimate(base, clusters, trials, margin, rho_max, looks, workers=workers, **certify_args)
+        search = cert.low * reps / certify_args.get("min_replications", 2000) * max(
+            1.0, math.log2(len(LFD_LEVEL_FRACTIONS)))
+        return TimeEstimate(search + cert.low, search + cert.high, cert.workers)
+    search_replications = search_replications or DEFAULT_SEARCH_REPLICATIONS
     cert = certify_estimate(base, clusters, trials, margin, rho_max, looks, workers=workers, **certify_args)
     min_reps = certify_args.get("min_replications", 2000)
     if getattr(base, "calibration", None) == "exact-em":

@@ -37,6 +37,9 @@ NOT_ON_STANDARD_DOMAIN = {
     "betting_ci_horizon",
     # calibrated at the user's design (dm_score@alpha=L): certificates of exactly those designs
     "dm_score",
+    # built per design (its least-favourable mixture) and calibrated there: certificates of
+    # exactly those designs (dm_likelihood_ratio@alpha=L)
+    "dm_likelihood_ratio",
 } | REDUCED_ONLY
 # the standard ranges (issue 6): K, trials per cluster, baseline, rho, margin
 STANDARD_RANGES = {"clusters": (10, 500), "trials": (1, 10), "baseline": (0.5, 1.0), "rho": (0.0, 0.5),

@@ -60,6 +60,8 @@ def test_estimate_is_consistent_for_the_declared_estimand(name, tables):
     ratio estimators and posterior shrinkage) of the declared target -- and therefore at
     least 0.1 - tolerance away from the other difference estimand."""
     m = registry.get(name)
+    if name == "dm_likelihood_ratio":  # its estimate is S / N whatever its test: a small construction
+        m = m.with_options(draws=300.0, n_q=8.0)
     sc = informative_sizes()
     r = m.batch(tables, 0.1, 0.025)
     e = r.estimate[np.isfinite(r.estimate)]
