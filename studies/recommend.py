@@ -164,7 +164,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
               max_seconds: float = 60.0, n_jobs: int = 1,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The recommendation payload (see the module docstring)."""
+    import numpy as np
+
     from methods import registry
+    from methods.analysis_cost import analysis_cost
     from studies.qualify.calibrate import calibrate as run_calibration
     from studies.qualify.calibrate import manifest_name
     from studies.qualify.certify import certify, write_certificate
@@ -211,6 +214,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         return max_seconds - (time.perf_counter() - t0)
 
     reserve = min(REPORT_RESERVE * max_seconds, REPORT_RESERVE_MAX)
+    # by default the score tests of CALIBRATE, or of them those a caller who names the methods named
+    bases = calibrate if calibrate is not None else tuple(b for b in CALIBRATE if methods is None or b in methods)
+    one = np.zeros((1, clusters, 4), np.int32)       # one experiment of this design: what a construction costs
+    one[:, :, 0] = trials
 
     def over_budget() -> bool:
         return left() < 0.0
@@ -279,8 +286,6 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             r.update(row_of(m, cov, made="certified now"))
     # calibrated methods: the certified method objects by label (a label carries no options)
     calibrated: dict[str, Any] = {}
-    # by default the score tests of CALIBRATE, or of them those a caller who names the methods named
-    bases = calibrate if calibrate is not None else tuple(b for b in CALIBRATE if methods is None or b in methods)
     for base in bases:
         if base not in registry.names("fixed"):
             raise ValueError(f"calibrate: {base!r} is not a registered fixed-sample method")
@@ -318,7 +323,16 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         rows.append({**row_of(m, cov, made=made), "statistical_method": manifest_name(m)})
     # power
     covered = [r for r in rows if r["covered"]]
-    for r in covered:
+    for r in list(covered):
+        if r["base"] in STORED_ONLY:   # its power needs its construction at this design: only if that fits
+            need = analysis_cost(calibrated.get(r["method"]) or registry.get(_reference(r)), one).seconds
+            why = does_not_fit(need, f"its construction at this design takes about {need:.0f} s")
+            if why:
+                skipped.append({"method": r["method"], "what": "power", "why": f"covered ({r['record']}), but "
+                                f"{why}; its measured power is in the README's tables"})
+                covered.remove(r)
+                rows.remove(r)
+                continue
         r["power"] = _power(calibrated.get(r["method"]) or registry.get(_reference(r)), alt, margin, alpha,
                             power_reps, seed)
         say(f"{r['method']}: {r['guarantee']}; power {r['power']['value']:.4f}")

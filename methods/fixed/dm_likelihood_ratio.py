@@ -63,15 +63,17 @@ import numpy as np
 
 from methods.analysis_cost import AnalysisCost
 from methods.fixed._common import decide, write_inconclusive
-from methods.fixed._least_favourable import MAX_TRIALS, alfd_weights, hypothesis_table, log_mixture
+from methods.fixed._least_favourable import ITERATIONS, MAX_TRIALS, alfd_weights, hypothesis_table, log_mixture
 from methods.fixed.dm_score import cluster_sums, designs_of, score_bounds
 from methods.fixed.em_table import design_weight
 from methods.protocol import Estimand, FixedMethod, z_value
 
 SEED = 20261206
-# the ALFD's cost: measured 12.4 s at 100 x 3 and 31 s at 300 x 3 with the default options (8e7
-# and 2.4e8 simulated clusters) on 2 busy cores; it grows with K * n_q * n_rho * draws
+# the ALFD's cost: its draws (8.4e7 simulated clusters at 100 x 3) and its iteration (600 steps over
+# about 8e5 distinct draws by 60 points), about 17 s + 40 s on 2 busy cores at 100 x 3 with the
+# default options
 SECONDS_PER_DRAW_CLUSTER = 2.0e-7
+SECONDS_PER_STEP = 1.3e-9
 HEAD = 4        # consts: [rho_max, z, designs, z strict], then (K, M, offset) per design, then the blocks
 
 
@@ -191,16 +193,20 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
 
 def analysis_cost(method, t, linear):
     """Linear in the cells times the hypotheses, plus one ALFD per design in the batch (cached):
-    its simulated clusters, and two float64 matrices of at most (G draws) rows by G null points."""
+    its simulated clusters, and the iteration over its distinct draws (at most G draws rows, and
+    at most the count vectors K clusters can have) by G null points, 600 steps."""
     o = method.options
     designs = designs_of(t).tolist()
     if not designs:
         return linear
     G = o["n_q"] * o["n_rho"]
     draws = sum(K * G * o["draws"] for K, _ in designs)
+    rows = [min(G * o["draws"], math.comb(K + T - 1, T - 1)) for K, T in
+            ((K, (M + 1) * (M + 2) // 2) for K, M in designs)]
+    steps = sum(ITERATIONS) * G * sum(rows)
     what = f"the least-favourable mixture of {len(designs)} design(s) ({int(draws):,} simulated clusters)"
     return AnalysisCost(method.name, linear.bytes + 16.0 * G * G * o["draws"],
-                        linear.seconds * (G + 2) + SECONDS_PER_DRAW_CLUSTER * draws, what)
+                        linear.seconds * (G + 2) + SECONDS_PER_DRAW_CLUSTER * draws + SECONDS_PER_STEP * steps, what)
 
 
 METHOD = FixedMethod(

@@ -68,6 +68,10 @@ def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tupl
     ``(None, why not)``."""
     if needs_calibration(method):
         return None, "the method also reads judge calibration sets, which the exact engines do not enumerate"
+    if getattr(method, "calibration", None) == "least-favourable" and cluster_sizes(scenario).max() > 1:
+        # it weighs how the pairs fall into clusters (no exact engine here enumerates that), and
+        # each probe design would cost a construction of seconds (dm_likelihood_ratio)
+        return None, "the method sees the clusters' compositions, which the exact engines do not enumerate"
     try:
         laws = cluster_laws(scenario)
         sizes = cluster_sizes(scenario)
