@@ -153,17 +153,6 @@ def iterate(e, isw, alt, rows, lam, fixed, level, step, n_it):
     return rp
 
 
-def reference_iterate(e, isw, alt, rows, lam, fixed, level, step, n_it):
-    """:func:`iterate` in numpy, as EMW's appendix A.2.1 writes it (the test's slow reference)."""
-    rp = fixed
-    e, isw, alt = e[rows], isw[rows], alt[rows]
-    for _ in range(n_it):
-        with np.errstate(divide="ignore"):
-            rp = fixed + (alt > np.log(e @ lam)) @ isw
-        lam[:] = np.clip(lam * np.exp(np.minimum(step * (rp - level) / level, 50.0)), LAMBDA_MIN, LAMBDA_MAX)
-    return rp
-
-
 ITERATIONS = (100, 200, 300)   # EMW's iteration (their appendix A.2.1): steps of 2, then of 0.5
 STEPS = (2.0, 2.0, 0.5)
 SET_ASIDE = 30.0
