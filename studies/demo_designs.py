@@ -8,10 +8,11 @@ discordance 0.1, rho 0.1, true difference 0) it reports, side by side:
   it no method valid for every law of cluster differences can pass an all-ties sample;
 * the methods **valid by theorem** (``betting_ci``, ``betting_ci_horizon``), with the status of
   their theorem records in the records directory; the best of them by power is marked;
-* the **calibrated** ``clustered_score@alpha=L`` and the **model-based** ``dm_score@alpha=L``:
-  ``L`` is read from a current certificate at exactly this design found in the records
-  directory (``methods.qualification``); without one the row says "not certified here" and the
-  base method runs at the nominal level, labelled uncalibrated;
+* the **calibrated** ``clustered_score@alpha=L`` and the **model-based** ``dm_score@alpha=L`` and
+  ``dm_likelihood_ratio@alpha=L`` (EMW's nearly optimal test): ``L`` is read from a current
+  certificate at exactly this design found in the records directory (``methods.qualification``);
+  without one the row says "not certified here" and the base method runs at the nominal level,
+  labelled uncalibrated;
 * ``cluster_t`` at the nominal level, **uncertified**.
 
 Power of every row is simulated on the same tables (MC SE ``sqrt(p (1 - p) / R)``), drawn by the
@@ -24,6 +25,11 @@ false-pass rate at the worst corner the issue names: discordance = margin, the c
 wins a discordant pair (``p01 = 0``), rho = rho_max -- a measurement at one point, not a
 certificate.  :func:`power_against_k` gives the power curves at M = 3 for the plot
 (``studies.plots.power_k``).
+
+A method whose one-off construction at a design (``methods.analysis_cost``: the least-favourable
+mixture of ``dm_likelihood_ratio``, about a minute at 100 x 3 unless a store holds it) is
+estimated over :data:`BUILD_SECONDS` is not run there: its row, or its point of a curve, says so
+and why instead of a figure.
 """
 from __future__ import annotations
 
@@ -47,9 +53,21 @@ DESIGNS = ((30, 1, "the seed's design: 30 customers x 1 trial"), (100, 3, "100 c
 CURVE_CLUSTERS = (30, 60, 100, 150, 200, 300)
 CURVE_TRIALS = 3
 THEOREM_METHODS = ("betting_ci", "betting_ci_horizon")
-CALIBRATED_METHODS = ("clustered_score", "dm_score")
+CALIBRATED_METHODS = ("clustered_score", "dm_score", "dm_likelihood_ratio")
 UNCERTIFIED_METHOD = "cluster_t"
 EXACT_SECONDS = 2.0
+BUILD_SECONDS = 30.0     # over it: a minute-long construction (dm_likelihood_ratio off its stored designs)
+
+
+def too_costly(method, alpha: float, tables: np.ndarray) -> str | None:
+    """Why ``method`` at ``alpha`` is not run on ``tables`` in the demo (its estimated cost on one
+    table: a one-off construction), or None."""
+    from methods.analysis_cost import analysis_cost
+
+    cost = analysis_cost(method.calibrated(alpha) if method.nominal_alpha is None else method, tables[:1])
+    if cost.seconds <= BUILD_SECONDS:
+        return None
+    return f"not run in the demo: {cost.driver} takes an estimated {cost.seconds:.0f} s"
 
 
 def _point(clusters: int, trials: int):
@@ -195,8 +213,10 @@ def compare_designs(replications: int = 20_000, seed: int = 20261202, directory:
         rows = []
         for r in _candidates(K, M, directory, cache):
             m = r.pop("_m")
-            r["power"] = _simulated_and_exact(m, power_tables, alt, r["level"])
-            r["false_pass_worst_corner"] = _simulated_and_exact(m, null_tables, corner, r["level"])
+            r["not_run"] = too_costly(m, r["level"], power_tables)
+            r["power"] = None if r["not_run"] else _simulated_and_exact(m, power_tables, alt, r["level"])
+            r["false_pass_worst_corner"] = (None if r["not_run"] else
+                                            _simulated_and_exact(m, null_tables, corner, r["level"]))
             cal = r.get("calibration") or {}
             r["false_pass_certified"] = ({"worst_rate": cal["worst_rate"], "worst_upper": cal["worst_upper"],
                                           "engine": cal["engine"]} if cal.get("certified") else None)
@@ -234,22 +254,29 @@ def power_against_k(replications: int = 3000, seed: int = 20261203, directory: s
         return s
 
     fixed = {n: registry.get(n) for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD, *CALIBRATED_METHODS)}
+    not_run = []
     for K in CURVE_CLUSTERS:
         tables = scenario_tables(_alternative(K, CURVE_TRIALS), seed + K, 0, replications)
         for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD):
             add(n, n + (" (theorem)" if n in THEOREM_METHODS else " (uncertified)"),
                 "theorem" if n in THEOREM_METHODS else "uncertified", K, _rate(fixed[n], tables, ALPHA))
         for base in CALIBRATED_METHODS:
-            add(base, f"{base} nominal (uncalibrated)", "uncalibrated", K, _rate(fixed[base], tables, ALPHA))
+            why = too_costly(fixed[base], ALPHA, tables)
+            if why:
+                not_run.append({"series": f"{base} nominal (uncalibrated)", "clusters": K, "why": why})
+            else:
+                add(base, f"{base} nominal (uncalibrated)", "uncalibrated", K, _rate(fixed[base], tables, ALPHA))
             cal = certified_calibration(base, K, CURVE_TRIALS, directory, cache)
-            if cal["certified"]:
+            if cal["certified"] and (why := too_costly(cal["resolve"].resolve(), ALPHA, tables)):
+                not_run.append({"series": f"{base}@alpha=L (calibrated, certificate)", "clusters": K, "why": why})
+            elif cal["certified"]:
                 s = add(f"{base}@cal", f"{base}@alpha=L (calibrated, certificate)", "calibrated", K,
                         _rate(cal["resolve"].resolve(), tables, ALPHA))
                 s["methods"].append(cal["method"])
     return {"trials": CURVE_TRIALS, "clusters": list(CURVE_CLUSTERS), "replications": replications, "seed": seed,
             "margin": MARGIN, "alpha": ALPHA,
             "alternative": {"baseline": BASELINE, "discordance": DISCORDANCE, "rho": RHO_MAX, "difference": DIFFERENCE},
-            "series": list(series.values())}
+            "series": list(series.values()), "not_run": not_run}
 
 
-__all__ = ["compare_designs", "power_against_k", "certified_calibration", "theorem_status", "worst_corner"]
+__all__ = ["compare_designs", "power_against_k", "certified_calibration", "theorem_status", "too_costly", "worst_corner"]

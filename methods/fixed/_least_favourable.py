@@ -31,16 +31,20 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from pathlib import Path
 
 import numba as nb
 import numpy as np
 
+from simlab import stored_constructions
 from simlab.rng import stream_key, uniform
 
 NEG = -1.0e300      # log of an impossible cell: finite, so sums stay well defined
 LAMBDA_MIN, LAMBDA_MAX = 1.0e-300, 1.0e300
 MAX_TRIALS = 20     # the largest cluster size modelled: the tables grow as M^3, the draws' types as M^2
 DRAW_CELLS = 8_000_000    # the importance sample's counts matrix at most (draws x points x types): 32 MB
+SHIPPED = Path(__file__).resolve().parent / "constructions"    # the designs the shipped certificates cover
+STORE_PREFIX = "alfd"
 
 
 def cluster_log_pmf(size: int, p01: float, p10: float, rho: float) -> np.ndarray:
@@ -229,6 +233,32 @@ def alfd_weights(K: int, M: int, margin: float, rho_max: float, level: float, al
     with np.errstate(divide="ignore"):
         stat = alt - np.log(e @ lam)
     return points, np.log(lam), final_cutoff(stat, isw, np.zeros(G), level)
+
+
+@lru_cache(maxsize=16)
+def stored_alfd_weights(identity: str, *arguments) -> tuple[np.ndarray, np.ndarray, float]:
+    """:func:`alfd_weights` of ``arguments``, taken from the persistent store
+    (:mod:`simlab.stored_constructions`: the user's, then :data:`SHIPPED`) when an entry for the
+    method ``identity`` (which hashes this construction's code) and these arguments is there,
+    else built and stored.  The entry is the exact float64 result of the same deterministic
+    build, so a decision never depends on which path produced it."""
+    names = ("K", "M", "margin", "rho_max", "level", "alt_points", "alt_weights", "q_hi", "n_q", "n_rho", "draws",
+             "seed")
+    args = {n: [list(p) for p in v] if n == "alt_points" else list(v) if n == "alt_weights" else v
+            for n, v in zip(names, arguments)}
+    key = stored_constructions.entry_key("dm_likelihood_ratio.alfd_weights", identity, args)
+    found = stored_constructions.load(STORE_PREFIX, key, (SHIPPED,))
+    if found is not None:
+        return found["points"], found["log_lambda"], float(found["cutoff"][0])
+    points, log_lam, cutoff = alfd_weights(*arguments)
+    stored_constructions.save(STORE_PREFIX, key, {"identity": identity, **args},
+                              {"points": points, "log_lambda": log_lam, "cutoff": [cutoff]})
+    return points, log_lam, cutoff
+
+
+def stored_arguments() -> list[dict]:
+    """The arguments of every stored mixture (user store and :data:`SHIPPED`)."""
+    return stored_constructions.stored_arguments(STORE_PREFIX, (SHIPPED,))
 
 
 @nb.njit(cache=True)

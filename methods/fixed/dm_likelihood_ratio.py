@@ -57,13 +57,15 @@ fail.  One cluster -> its likelihoods, one term each.  Clusters of more than ``M
 pairs -> refused (``ValueError``).
 """
 import math
+from dataclasses import replace
 
 import numba as nb
 import numpy as np
 
 from methods.analysis_cost import AnalysisCost
 from methods.fixed._common import decide, write_inconclusive
-from methods.fixed._least_favourable import ITERATIONS, MAX_TRIALS, alfd_weights, hypothesis_table, log_mixture
+from methods.fixed._least_favourable import (ITERATIONS, MAX_TRIALS, hypothesis_table, log_mixture, stored_alfd_weights,
+                                             stored_arguments)
 from methods.fixed.dm_score import cluster_sums, designs_of, score_bounds
 from methods.fixed.em_table import design_weight
 from methods.protocol import Estimand, FixedMethod, z_value
@@ -98,8 +100,10 @@ def design_block(method, K: int, M: int, margin: float, level: float) -> np.ndar
     """``[G, A, M, cutoff, log weights (G + A), lp (G + A) x (M + 1)^3]`` for one design."""
     o = method.options
     alt, wts = alternative(method, margin)
-    points, log_lam, cutoff = alfd_weights(int(K), int(M), float(margin), float(o["rho_max"]), float(level), alt, wts,
-                                           float(o["q_hi"]), int(o["n_q"]), int(o["n_rho"]), int(o["draws"]), SEED)
+    base = replace(method, nominal_alpha=None).identity.source_sha256    # the code and options, not the label's level
+    points, log_lam, cutoff = stored_alfd_weights(base, int(K), int(M), float(margin), float(o["rho_max"]),
+                                                  float(level), alt, wts, float(o["q_hi"]), int(o["n_q"]),
+                                                  int(o["n_rho"]), int(o["draws"]), SEED)
     lp = np.concatenate([hypothesis_table(M, points), hypothesis_table(M, np.array(alt))])
     head = [float(len(points)), float(len(alt)), float(M), cutoff]
     return np.concatenate([head, log_lam, np.log(wts), lp.ravel()])
@@ -191,15 +195,28 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lo, margin)
 
 
+def construction_stored(method, K: int, M: int) -> bool:
+    """Is this method's mixture for ``K x M`` in a store (:func:`stored_alfd_weights`)?  A cost
+    estimate knows the level only of a calibrated method and never the margin: it counts a
+    stored construction at that level for any margin (a base method's: never stored)."""
+    if method.nominal_alpha is None:
+        return False
+    base = replace(method, nominal_alpha=None).identity.source_sha256
+    return any(a.get("identity") == base and a.get("K") == K and a.get("M") == M and a.get("level") ==
+               method.nominal_alpha for a in stored_arguments())
+
+
 def analysis_cost(method, t, linear):
-    """Linear in the cells times the hypotheses, plus one ALFD per design in the batch (cached):
+    """Linear in the cells times the hypotheses, plus one ALFD per design in the batch that no
+    store holds (:func:`construction_stored`; cached in the process once built):
     its simulated clusters, and the iteration over its distinct draws (at most G draws rows, and
     at most the count vectors K clusters can have) by G null points, 600 steps."""
     o = method.options
-    designs = designs_of(t).tolist()
-    if not designs:
-        return linear
     G = o["n_q"] * o["n_rho"]
+    designs = [d for d in designs_of(t).tolist() if not construction_stored(method, *d)]
+    if not designs:
+        return AnalysisCost(method.name, linear.bytes, linear.seconds * (G + 2), "the clusters (its least-favourable "
+                            "mixture is stored)")
     draws = sum(K * G * o["draws"] for K, _ in designs)
     rows = [min(G * o["draws"], math.comb(K + T - 1, T - 1)) for K, T in
             ((K, (M + 1) * (M + 2) // 2) for K, M in designs)]

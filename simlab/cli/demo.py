@@ -52,7 +52,9 @@ def _render(p: dict) -> None:
     print(f"\nwrote {f_['dataset']}, {f_['plot']} and {f_['power_plot']}  ({p['seconds']:.1f} s)")
 
 
-def _rate(r: dict) -> str:
+def _rate(r: dict | None) -> str:
+    if r is None:
+        return "not run"
     return f"{r['value']:.4f} ± {r['mc_se']:.4f}" + ("" if r.get("exact") is None else f" (exact {r['exact']:.4f})")
 
 
@@ -81,7 +83,7 @@ def _render_designs(d: dict, curve: dict) -> None:
                          else f"<= {d['alpha']:g} (theorem)" if r["kind"] == "theorem" else "-")
             name = r["method"] + (" *" if r.get("best_by_theorem") else "")
             rows.append([name, r["kind"], _rate(r["power"]), certified, _rate(r["false_pass_worst_corner"]),
-                         _guarantee(r)])
+                         _guarantee(r) + (f"; {r['not_run']}" if r.get("not_run") else "")])
         below = "" if g["limit_reached"] else f"; below the distribution-free limit {g['distribution_free_limit']}"
         print_table(f"{g['label']} (K = {g['clusters']}{below}); * = best valid by theorem",
                     ["method", "kind", "power ± MC SE", "certified worst false pass", "false pass at corner",
@@ -90,6 +92,8 @@ def _render_designs(d: dict, curve: dict) -> None:
     print_table("", ["series", *[str(k) for k in curve["clusters"]]],
                 [[s["label"], *[next((f"{p:.3f}" for k2, p in zip(s["clusters"], s["power"]) if k2 == k), "-")
                                 for k in curve["clusters"]]] for s in curve["series"]])
+    for n in curve.get("not_run", []):
+        print(f"   - {n['series']} at K = {n['clusters']}: {n['why']}")
 
 
 def run_demo_command(args: argparse.Namespace) -> None:

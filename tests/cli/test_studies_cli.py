@@ -122,7 +122,7 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
         assert sum(bool(r.get("best_by_theorem")) for r in g["rows"]) == 1
         best = next(r for r in g["rows"] if r.get("best_by_theorem"))
         assert best["power"]["value"] == max(r["power"]["value"] for r in g["rows"] if r["kind"] == "theorem")
-        for base, r in zip(("clustered_score", "dm_score"), g["rows"][2:4]):
+        for base, r in zip(("clustered_score", "dm_score", "dm_likelihood_ratio"), g["rows"][2:5]):
             cal = certified_calibration(base, g["clusters"], g["trials"])
             if cal["certified"]:  # the level is the certificate's, never a constant of the demo
                 assert r["kind"] == "calibrated" and r["method"] == cal["method"]
@@ -130,6 +130,10 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
             else:
                 assert r["kind"] == "uncalibrated" and r["method"] == base and r["false_pass_certified"] is None
                 assert "not certified here" in r["guarantee"]
+        # EMW's test is shown where it is certified (100 x 3: its mixture ships) and where it is cheap to build
+        lr = g["rows"][4]
+        assert lr["not_run"] is None and lr["power"] is not None
+        assert lr["kind"] == ("calibrated" if g["clusters"] == 100 else "uncalibrated")
         for r in g["rows"]:
             for rate in (r["power"], r["false_pass_worst_corner"]):
                 v, n = rate["value"], rate["replications"]
@@ -145,6 +149,10 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
     labels = {s["label"]: s for s in curve["series"]}
     assert {"betting_ci (theorem)", "cluster_t (uncertified)", "clustered_score nominal (uncalibrated)",
             "dm_score nominal (uncalibrated)"} <= set(labels)
+    assert "dm_likelihood_ratio@alpha=L (calibrated, certificate)" in labels   # at 100, from the shipped mixture
+    assert {(n["series"], n["clusters"]) for n in curve["not_run"]} == {
+        ("dm_likelihood_ratio nominal (uncalibrated)", k) for k in curve["clusters"]}
+    assert all("takes an estimated" in n["why"] for n in curve["not_run"])
     for s in curve["series"]:
         assert len(s["power"]) == len(s["clusters"]) == len(s["mc_se"])
         assert s["kind"] != "calibrated" or all(

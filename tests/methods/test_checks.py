@@ -10,7 +10,11 @@ from methods import check_method, get, names, numpy_method
 from methods.checks import MethodCheckError
 from methods.protocol import Estimand
 
-SLOW = {"bayes_hierarchical"}   # its estimand is checked in tests/studies/test_estimands.py
+# Their estimands are checked elsewhere, on cheaper runs of the same code: bayes_hierarchical in
+# tests/studies/test_estimands.py; dm_likelihood_ratio (whose mixture at the check's 100 x 3,
+# margin 0.1, takes about 40 s to build) by check_method with a small construction in
+# tests/methods/test_dm_likelihood_ratio.py.
+SLOW = {"bayes_hierarchical", "dm_likelihood_ratio"}
 
 
 @pytest.mark.parametrize("name", names())

@@ -11,6 +11,7 @@ against it: with one null point and one alternative it is the Neyman-Pearson tes
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -293,6 +294,74 @@ def test_rows_are_independent_of_the_batch():
     parts = [FAST.batch(t[i:i + 7], MARGIN, 0.025) for i in range(0, 60, 7)]
     assert np.array_equal(whole.status, np.concatenate([p.status for p in parts]))
     assert np.array_equal(whole.lower, np.concatenate([p.lower for p in parts]))
+
+
+def test_a_stored_construction_decides_exactly_as_a_fresh_build(tmp_path, monkeypatch):
+    """The persistent store returns the build bit for bit: the same decisions and bounds from a
+    fresh build, from the store, and with the store off; a calibrated method's cost estimate
+    drops the build once its mixture is stored (and only for its own level and design)."""
+    from methods.analysis_cost import analysis_cost
+    from simlab import stored_constructions
+
+    monkeypatch.setenv(stored_constructions.ENV_VAR, str(tmp_path))
+    cal = FAST.calibrated(0.0233)
+    sc = PairedScenario.from_rates(0.9, -MARGIN, 0.1, clusters=20, cluster_size=FixedSize(trials=2), rho=0.1)
+    good = PairedScenario.from_rates(0.7, 0.15, 0.2, clusters=20, cluster_size=FixedSize(trials=2), rho=0.1)
+    t = np.concatenate([simulate_tables(sc, 11, 150), simulate_tables(good, 12, 150)])
+    one = t[:1]
+    assert "least-favourable mixture of 1 design" in analysis_cost(cal, one).driver
+    lf.stored_alfd_weights.cache_clear()
+    built = cal.batch(t, MARGIN, 0.025)
+    assert len(list((tmp_path / "constructions").glob("alfd-*.json"))) == 1
+    assert "is stored" in analysis_cost(cal, one).driver
+    assert "least-favourable mixture" in analysis_cost(FAST.calibrated(0.0234), one).driver
+    assert "least-favourable mixture" in analysis_cost(cal, simulate_tables(PairedScenario.from_rates(
+        0.9, -MARGIN, 0.1, clusters=21, cluster_size=FixedSize(trials=2), rho=0.1), 1, 1)).driver
+    lf.stored_alfd_weights.cache_clear()
+    stored = cal.batch(t, MARGIN, 0.025)
+    monkeypatch.setenv(stored_constructions.ENV_VAR, "off")
+    lf.stored_alfd_weights.cache_clear()
+    fresh = cal.batch(t, MARGIN, 0.025)
+    for a in (stored, fresh):
+        assert np.array_equal(a.status, built.status) and np.array_equal(a.lower, built.lower)
+    assert (built.status == PASS).any() and (built.status == FAIL).any()
+
+
+def test_shipped_constructions_are_current_and_one_equals_its_rebuild(monkeypatch):
+    """Every shipped mixture (``methods/fixed/constructions``: the designs the shipped
+    certificates cover) is keyed by the current code of the registered method, so it is the one
+    a process would build; the certified 100 x 3 one is rebuilt here and compared bit for bit
+    (about a minute: the one full-size construction the suite builds)."""
+    from simlab import stored_constructions
+
+    monkeypatch.setenv(stored_constructions.ENV_VAR, "off")          # read the shipped entries only
+    shipped = sorted(lf.SHIPPED.glob("alfd-*.json"))
+    assert shipped, "no shipped construction"
+    base = LR.identity.source_sha256
+    entries = {}
+    for path in shipped:
+        args = json.loads(path.read_text())["arguments"]
+        assert args.pop("identity") == base, f"{path.name} was built by other code: rebuild the shipped constructions"
+        key = stored_constructions.entry_key("dm_likelihood_ratio.alfd_weights", base, args)
+        entries[path.name] = (args, stored_constructions.load(lf.STORE_PREFIX, key, (lf.SHIPPED,)))
+        assert entries[path.name][1] is not None, path.name
+    args, found = next(e for e in entries.values() if e[0]["level"] == 0.02425)
+    o = LR.options
+    alt, wts = lr.alternative(LR, args["margin"])
+    assert [list(p) for p in alt] == args["alt_points"] and list(wts) == args["alt_weights"]
+    assert (args["rho_max"], args["q_hi"], args["n_q"], args["n_rho"], args["draws"], args["seed"]) == (
+        o["rho_max"], o["q_hi"], int(o["n_q"]), int(o["n_rho"]), int(o["draws"]), lr.SEED)
+    points, log_lam, cutoff = lf.alfd_weights(args["K"], args["M"], args["margin"], o["rho_max"], args["level"], alt,
+                                              wts, o["q_hi"], int(o["n_q"]), int(o["n_rho"]), int(o["draws"]), lr.SEED)
+    assert np.array_equal(found["points"], points) and np.array_equal(found["log_lambda"], log_lam)
+    assert found["cutoff"][0] == cutoff
+    # so a budget (recommend's) counts no construction for the certified method at its design
+    from methods.analysis_cost import analysis_cost
+
+    one = np.zeros((1, args["K"], 4), np.int32)
+    one[0, :, 0] = args["M"]
+    cost = analysis_cost(LR.calibrated(args["level"]), one)
+    assert "is stored" in cost.driver and cost.seconds < 1.0
 
 
 def test_bad_options_and_large_clusters_are_refused():
