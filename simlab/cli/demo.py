@@ -92,8 +92,13 @@ def _render_designs(d: dict, curve: dict) -> None:
     print_table("", ["series", *[str(k) for k in curve["clusters"]]],
                 [[s["label"], *[next((f"{p:.3f}" for k2, p in zip(s["clusters"], s["power"]) if k2 == k), "-")
                                 for k in curve["clusters"]]] for s in curve["series"]])
+    skipped: dict[str, list[dict]] = {}
     for n in curve.get("not_run", []):
-        print(f"   - {n['series']} at K = {n['clusters']}: {n['why']}")
+        skipped.setdefault(n["series"], []).append(n)
+    for series, points in skipped.items():   # one line per series: the reason repeats per K
+        ks = ", ".join(str(n["clusters"]) for n in points)
+        print(f"   - {series} at K = {ks}: {points[0]['why']}" + (" (at the first; more at larger K)"
+                                                                   if len(points) > 1 else ""))
 
 
 def run_demo_command(args: argparse.Namespace) -> None:
