@@ -150,9 +150,13 @@ def test_demo_reproduces_the_seed_and_writes_outputs(tmp_path, capsys):
     assert {"betting_ci (theorem)", "cluster_t (uncertified)", "clustered_score nominal (uncalibrated)",
             "dm_score nominal (uncalibrated)"} <= set(labels)
     assert "dm_likelihood_ratio@alpha=L (calibrated, certificate)" in labels   # at 100, from the shipped mixture
-    assert {(n["series"], n["clusters"]) for n in curve["not_run"]} == {
-        ("dm_likelihood_ratio nominal (uncalibrated)", k) for k in curve["clusters"]}
+    # EMW's test at the nominal level: run at a K only where its mixture is stored (the session's
+    # store may hold the bench's 30 x 3 one), else named as not run with its estimate; never both
+    lr_nominal = labels.get("dm_likelihood_ratio nominal (uncalibrated)", {"clusters": []})["clusters"]
+    skipped = [n["clusters"] for n in curve["not_run"] if n["series"] == "dm_likelihood_ratio nominal (uncalibrated)"]
+    assert sorted(lr_nominal + skipped) == curve["clusters"] and 100 in skipped
     assert all("takes an estimated" in n["why"] for n in curve["not_run"])
+    assert {n["series"] for n in curve["not_run"]} == {"dm_likelihood_ratio nominal (uncalibrated)"}
     for s in curve["series"]:
         assert len(s["power"]) == len(s["clusters"]) == len(s["mc_se"])
         assert s["kind"] != "calibrated" or all(
