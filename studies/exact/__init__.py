@@ -15,7 +15,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "fixed": ["ExactResult", "exact_engine", "exact_grid", "exact_measures"],
     "sequential": ["SEED_LOOKS", "SEED_METHODS", "exact_for_scenario", "exact_table", "seed_table"],
     "discordant": ["DiscordantStates", "discordant_probe", "search"],
-    "convolution": ["ConvolutionStates", "EMCalibration", "calibrate_em", "calibrated_method", "dense_search",
-                    "nuisance_grid"],
+    "convolution": ["ConvolutionStates", "EMCalibration", "MAX_NODES", "calibrate_em", "calibrated_method",
+                    "dense_search", "node_seconds", "nuisance_grid"],
     "probes": ["probe"],
 })

@@ -42,8 +42,10 @@ def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max:
     the first round over every nuisance scenario, which certification always runs).  Exact
     engines: the method's kernel on every discordant state, ``(N + 1)(N + 2) / 2`` for ``N =
     K M`` pairs (at most ``studies.exact.discordant.MAX_STATES``), timed on representative
-    tables; the node search comes on top (``high`` = twice it: the exact-discordant route at
-    2.9 million states measured 10 s of kernel in 10.3 s of CPU here)."""
+    tables; for exact-convolution plus its node search, one timed node times the most nodes it
+    evaluates (at 300 x 3 the nodes were 17 s of a 19 s certificate, which the states alone had
+    put under 1 s); ``high`` = twice it (the exact-discordant route at 2.9 million states measured
+    10 s of kernel in 10.3 s of CPU here)."""
     from methods.qualification.certificate import CertifiedDesign
     from methods.registry import get
     from studies.qualify.certify import certification_engine, is_baseline_free, sim_policy
@@ -55,6 +57,9 @@ def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max:
     if exact is not None:
         n = clusters * trials
         seconds = _decision_seconds(method, clusters, trials, margin, method.level(alpha)) * (n + 1) * (n + 2) / 2
+        if exact == "exact-convolution":
+            from studies.exact.convolution import MAX_NODES, node_seconds
+            seconds += MAX_NODES * node_seconds(clusters, trials)
         return TimeEstimate(seconds, 2.0 * seconds, 1)
     scale = 1.0
     if clusters > PILOT_MAX_CLUSTERS:  # piloted at fewer clusters and scaled linearly (a pilot at 10^6 takes minutes)

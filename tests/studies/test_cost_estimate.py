@@ -181,3 +181,23 @@ def test_estimate_of_clusters_with_many_trials_enumerates_no_law(monkeypatch):
                        "grid": {"trials": [1500, 100_000]}})
     est = cost.study_estimate(spec, workers=1, chunk_size=1000)
     assert 0 < est.low < float("inf")
+
+
+def test_an_exact_convolution_certificate_counts_its_nodes(monkeypatch):
+    """The exact-convolution engine's cost is mostly its node search (one Parseval sum per
+    (discordance, rho) node; at 300 x 3: 17 s of a 19 s certificate, which counting the states
+    alone put under 1 s).  The estimate adds ``MAX_NODES`` timed nodes, and ``dense_search``
+    never evaluates more nodes than that."""
+    from studies.exact import convolution
+    from studies.qualify.estimate import certify_estimate
+
+    timed = convolution.node_seconds(10, 3)          # a real pilot: a positive, finite time
+    assert 0.0 < timed < float("inf")
+    monkeypatch.setattr(convolution, "node_seconds", lambda clusters, trials: 1.0)   # one node: 1 s
+    est = certify_estimate(get("binomial_loss"), 20, 3, 0.03, 0.1)
+    assert convolution.MAX_NODES <= est.low < convolution.MAX_NODES + 5.0 and est.high == 2.0 * est.low
+    assert certify_estimate(get("binomial_loss"), 20, 1, 0.03, 0.1).low < 5.0   # exact-discordant: no such nodes
+
+    states = convolution.ConvolutionStates(get("binomial_loss"), 10, 3, 0.03, 0.025, probe=False)
+    q, rho, _ = convolution.dense_search(states, 0.031, 0.5, 0.1)
+    assert convolution.GRID_DISCORDANCES * convolution.GRID_RHOS < q.size <= convolution.MAX_NODES

@@ -354,3 +354,26 @@ def test_a_certificate_whose_largest_estimate_does_not_fit_is_not_started(record
     first run once took 68 s by starting it on its smallest estimate."""
     skip = _certificate_skip(records, tmp_path, monkeypatch, 10.0, 70.0)
     assert "over the 57 s left of the 60 s budget" in skip["why"], skip
+
+
+def test_a_reference_power_is_priced_by_a_pilot_that_changes_no_figure():
+    """An uncovered method's power (shown for reference) is priced from a timed pilot before the
+    rest is simulated: when the rest does not fit it is named, not run; when it fits, the figure
+    is the one computed without a pilot (the frame keeps the pilot's replications)."""
+    from importlib import import_module
+
+    from methods.registry import get
+
+    rec = import_module("studies.recommend")       # the module (the package exports the function)
+
+    sc = PairedScenario.from_rates(0.8, 0.05, 0.2, clusters=40, cluster_size=FixedSize(trials=3), rho=0.1)
+    m = get("betting_ci_horizon")                     # no exact engine: simulated
+    plain = rec._power(m, sc, 0.03, 0.025, 600, 7)
+    assert 0.05 < plain["value"] < 0.95               # a figure a changed frame would change
+    asked = []
+    priced = rec._power(m, sc, 0.03, 0.025, 600, 7, lambda s, what: asked.append((s, what)))
+    assert priced == plain and not plain["exact"] and len(asked) == 1 and asked[0][0] >= 0.0
+    assert "600 tables" in asked[0][1]
+    refused = rec._power(m, sc, 0.03, 0.025, 600, 7, lambda s, what: f"{what}, over budget")
+    assert list(refused) == ["not_run"] and refused["not_run"].startswith("its power on 600 tables takes an estimated")
+    assert refused["not_run"].endswith("s more, over budget")
