@@ -260,19 +260,22 @@ def power_against_k(replications: int = 3000, seed: int = 20261203, directory: s
         for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD):
             add(n, n + (" (theorem)" if n in THEOREM_METHODS else " (uncertified)"),
                 "theorem" if n in THEOREM_METHODS else "uncertified", K, _rate(fixed[n], tables, ALPHA))
-        for base in CALIBRATED_METHODS:
-            why = too_costly(fixed[base], ALPHA, tables)
+        def measure(key, label, kind, method):
+            """Add the method's power at this K to its series, or name it as not run and why."""
+            why = too_costly(method, ALPHA, tables)
             if why:
-                not_run.append({"series": f"{base} nominal (uncalibrated)", "clusters": K, "why": why})
-            else:
-                add(base, f"{base} nominal (uncalibrated)", "uncalibrated", K, _rate(fixed[base], tables, ALPHA))
+                not_run.append({"series": label, "clusters": K, "why": why})
+                return None
+            return add(key, label, kind, K, _rate(method, tables, ALPHA))
+
+        for base in CALIBRATED_METHODS:
+            measure(base, f"{base} nominal (uncalibrated)", "uncalibrated", fixed[base])
             cal = certified_calibration(base, K, CURVE_TRIALS, directory, cache)
-            if cal["certified"] and (why := too_costly(cal["resolve"].resolve(), ALPHA, tables)):
-                not_run.append({"series": f"{base}@alpha=L (calibrated, certificate)", "clusters": K, "why": why})
-            elif cal["certified"]:
-                s = add(f"{base}@cal", f"{base}@alpha=L (calibrated, certificate)", "calibrated", K,
-                        _rate(cal["resolve"].resolve(), tables, ALPHA))
-                s["methods"].append(cal["method"])
+            if cal["certified"]:
+                s = measure(f"{base}@cal", f"{base}@alpha=L (calibrated, certificate)", "calibrated",
+                            cal["resolve"].resolve())
+                if s is not None:
+                    s["methods"].append(cal["method"])
     return {"trials": CURVE_TRIALS, "clusters": list(CURVE_CLUSTERS), "replications": replications, "seed": seed,
             "margin": MARGIN, "alpha": ALPHA,
             "alternative": {"baseline": BASELINE, "discordance": DISCORDANCE, "rho": RHO_MAX, "difference": DIFFERENCE},
