@@ -58,7 +58,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["ledger"], su
     "errors": ["EvidenceError"],
     "replay": ["replay_packet"],
     "resolve": ["resolve_packet", "resolve_receipt"],
-    "signatures": ["file_signature", "sign_file", "verify_file"],
+    "signatures": ["file_signature", "is_signature_file", "sign_file", "verify_file"],
     "report": ["headline", "junit", "markdown", "summary"],
     "jsonfiles": ["read_json", "write_json"],
     "demo": ["render_demo", "run_demo"],

@@ -37,10 +37,24 @@ def verify_document(document: Any, envelope: Mapping | None, trusted: Mapping) -
     """The trusted key id that signed ``document``; SignatureError naming why not."""
     if envelope is None:
         raise signing.SignatureError("unsigned: no signature file")
+    _check_envelope(envelope)
     att = _attestation(document)
-    if envelope.get("kind") != ATTESTATION or envelope.get("subject_sha256") != att["subject_sha256"]:
+    if envelope["subject_sha256"] != att["subject_sha256"]:
         raise signing.SignatureError("the signature is for another document (subject hash differs)")
-    return signing.verify(att, envelope.get("signature"), trusted)
+    return signing.verify(att, envelope["signature"], trusted)
+
+
+def _check_envelope(envelope: Any) -> None:
+    """ValueError naming the field when ``envelope`` is not a signature envelope at all (a
+    malformed file is unreadable input, not a signature that failed to verify)."""
+    if not isinstance(envelope, Mapping):
+        raise ValueError(f"a signature envelope is a JSON object, got {type(envelope).__name__}")
+    if envelope.get("kind") != ATTESTATION:
+        raise ValueError(f"field 'kind' must be {ATTESTATION!r}, got {envelope.get('kind')!r}")
+    if not isinstance(envelope.get("subject_sha256"), str):
+        raise ValueError("field 'subject_sha256' must be a string (the signed document's content hash)")
+    if not isinstance(envelope.get("signature"), Mapping):
+        raise ValueError("field 'signature' must be a JSON object (key_id, algorithm, signature)")
 
 
 
@@ -53,6 +67,16 @@ def sign_file(path: str | Path, key, out: str | Path | None = None) -> Path:
     out = Path(out) if out else signature_path(path)
     out.write_text(json.dumps(envelope, indent=2) + "\n")
     return out
+
+
+def is_signature_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a signature envelope of this module: re-signing may replace one,
+    never a user's other file."""
+    try:
+        envelope = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(envelope, dict) and envelope.get("kind") == ATTESTATION
 
 
 def verify_file(path: str | Path, trusted: Mapping, signature: str | Path | None = None) -> str:

@@ -105,6 +105,8 @@ def verify(payload: Any, signature: Signature | Mapping[str, str] | None,
     or wrong signature."""
     if signature is None:
         raise SignatureError("unsigned: no signature to verify")
+    if not isinstance(signature, (Signature, Mapping)):
+        raise SignatureError(f"malformed signature: a JSON object is expected, got {type(signature).__name__}")
     sig = signature if isinstance(signature, Signature) else Signature.model_validate(dict(signature))
     key = trusted.get(sig.key_id)
     if key is None:

@@ -177,13 +177,16 @@ def parse_tables(texts: list[str], flag: str = "--table", order: str = "one per 
 def parse_options(items: list[str]) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in items:
-        key, sep, value = item.partition("=")
+        key, sep, value = (part.strip() for part in item.partition("="))
         try:
-            out[key.strip()] = float(value)
+            number = float(value)
         except ValueError:
             sep = ""
-        if not sep or not key.strip():
+        if not sep or not key:
             raise UsageError(f"--option {item!r} must be key=number", "--option")
+        if key in out:  # the last one silently winning would hide a typo
+            raise UsageError(f"--option {key!r} is given more than once; give each option once", "--option")
+        out[key] = number
     return out
 
 
@@ -220,7 +223,7 @@ def check_methods(names, flag: str, kind: str | None = None, options: dict | Non
             try:
                 option_values(entry.name, entry.options, entry.choices, options)
             except ValueError as exc:
-                raise UsageError(str(exc), "--option") from None
+                raise UsageError(f"--option: {exc}", "--option") from None
 
 
 def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: int = 3, rho: float = 0.1,

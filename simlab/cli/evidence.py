@@ -274,12 +274,16 @@ def run_keygen(args) -> int:
 
 
 def run_sign(args) -> int:
-    from evidence import sign_file
+    from evidence import is_signature_file, sign_file
     from simlab import signing
     try:
         key = signing.load_private_key(args.key)
     except (ValueError, OSError) as exc:
         raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
+    target = Path(args.out or f"{args.file}.sig")
+    if target.is_file() and not args.force and not is_signature_file(target):
+        raise UsageError(f"--out {target} exists and is not a signature file simlab wrote; refusing to overwrite it "
+                         "(choose another path, or add --force to replace it)", "--out")
     out = sign_file(args.file, key, args.out)
     _emit(args, {"file": args.file, "signature": str(out)}, lambda p: print(f"signed {p['file']} -> {p['signature']}"))
     return 0
@@ -397,7 +401,9 @@ def register(sub, bench_sub) -> None:
     p = es.add_parser("sign", help="sign a receipt, packet or qualification record (writes FILE.sig)")
     p.add_argument("file", help="the JSON file to sign")
     p.add_argument("--key", required=True, help="private key (PEM)")
-    p.add_argument("--out", help="signature path (default FILE.sig)")
+    p.add_argument("--out", help="signature path (default FILE.sig); an existing file that is not a signature is "
+                                 "refused unless --force")
+    p.add_argument("--force", action="store_true", help="replace --out even when it is not a signature file")
     _add_json(p)
     p.set_defaults(func=run_sign)
 

@@ -32,7 +32,7 @@ from simlab.cli._sequential import (
     method_refs,
     schedule_of,
 )
-from simlab.cli.study import check_writable, read_dataset, refuse_foreign_file
+from simlab.cli.study import check_plot_out, check_writable, read_dataset, refuse_foreign_file
 
 
 def run_exact(args: argparse.Namespace) -> None:
@@ -204,7 +204,7 @@ def open_sequential(path: str):
 def run_plot(args: argparse.Namespace) -> None:
     from studies.plots import plot_sequential
 
-    check_writable(args.out, "--out")
+    check_plot_out(args.out, "--out", args.force)
     out = plot_sequential(open_sequential(args.path), args.out, args.margin)
     emit(args, {"path": args.path, "out": str(out)}, lambda p: print(f"wrote {p['out']}"))
 
@@ -303,7 +303,9 @@ def register(sub, bench_sub) -> None:
 
     p = ssub.add_parser("plot", help="cumulative promotion probability across looks, per method (PNG)")
     p.add_argument("path", help="sequential dataset (.nc) written by simlab sequential run --out")
-    p.add_argument("--out", required=True, help="PNG path")
+    p.add_argument("--out", required=True, help="PNG path; an existing file that is not a plot simlab drew is "
+                                                "refused unless --force")
+    p.add_argument("--force", action="store_true", help="replace --out even when it is not a plot simlab drew")
     p.add_argument("--margin", type=finite_float, default=None, help="margin to plot (default: the dataset's first)")
     add_json(p)
     p.set_defaults(func=run_plot)

@@ -36,6 +36,10 @@ def run_size(args: argparse.Namespace) -> None:
     if args.true_difference <= -args.margin:
         raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
                          "is only defined under the alternative", "--true-difference")
+    if args.discordance is None and 2.0 * abs(args.true_difference) > 1.0:
+        raise UsageError(f"--true-difference {args.true_difference:g} is too large: the default discordance "
+                         "max(2 |difference|, margin, 0.1) must be <= 1, so |difference| <= 0.5 (or give "
+                         "--discordance)", "--true-difference")
     if args.discordance is not None and args.discordance < abs(args.true_difference):
         raise UsageError(f"--discordance {args.discordance:g} must be >= |--true-difference| = "
                          f"{abs(args.true_difference):g} (the difference is p01 - p10 <= p10 + p01)", "--discordance")
@@ -113,7 +117,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of equally spaced looks")
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")
-    p.add_argument("--max-reps", type=int_at_least(100), default=1 << 20, help="replication cap of the root search")
+    p.add_argument("--max-reps", type=int_at_least(2000), default=1 << 20,
+                   help="replication cap of the root search (at least its first round, 2000)")
     p.add_argument("--out", default="simlab-out/sizing", help="where the power curve (.nc, .png) goes; '' for none")
     p.add_argument("--n-jobs", type=n_jobs, default=1,
                    help="worker processes for the false-pass certificate's simulation (default %(default)s)")

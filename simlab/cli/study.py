@@ -183,13 +183,35 @@ def run_study_show(args: argparse.Namespace) -> None:
     emit(args, payload, render)
 
 
+def _plot_png(path) -> bool:
+    """Whether ``path`` is a PNG that matplotlib wrote (its tEXt "Software" chunk names it), as
+    every plot simlab draws is: such a file may be replaced by a new plot."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return head.startswith(b"\x89PNG\r\n\x1a\n") and b"Matplotlib" in head
+
+
+def check_plot_out(path, flag: str, force: bool) -> None:
+    """A plot's path ends in .png, can be written, and is not a user's other file (replaced only
+    with ``force``): an existing file may be replaced when it is a plot simlab drew."""
+    from pathlib import Path
+
+    out = Path(path)
+    check_writable(out, flag)
+    if out.suffix.lower() != ".png":
+        raise UsageError(f"{flag} {out}: the plot is a PNG; give a path ending in .png", flag)
+    if out.is_file() and not force and not _plot_png(out):
+        raise UsageError(f"{flag} {out} exists and is not a plot simlab drew (a matplotlib PNG); refusing to "
+                         "overwrite it (choose another path, or add --force to replace it)", flag)
+
+
 def run_study_plot(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from studies.plots import plot_dataset
 
     out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
-    check_writable(out, "--out")
+    check_plot_out(out, "--out", args.force)
     plot_dataset(open_study(args.file, allow_sequential=True), out, args.margin, args.alpha)
     emit(args, {"plot": str(out)}, lambda p: print(f"wrote {p['plot']}"))
 
@@ -222,7 +244,9 @@ def register(sub, bench_sub) -> None:
     q.set_defaults(func=run_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
     q.add_argument("file", help="study or sequential dataset (.nc)")
-    q.add_argument("--out", help="PNG path (default: the dataset path with .png)")
+    q.add_argument("--out", help="PNG path (default: the dataset path with .png); an existing file that is not a "
+                                 "plot simlab drew is refused unless --force")
+    q.add_argument("--force", action="store_true", help="replace --out even when it is not a plot simlab drew")
     q.add_argument("--margin", type=finite_float, help="margin to plot (default: the dataset's first)")
     q.add_argument("--alpha", type=finite_float, help="one-sided level (default: the dataset's first)")
     add_json(q)

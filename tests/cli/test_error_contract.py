@@ -49,10 +49,26 @@ def files(tmp_path):
     signed.write_text('{"a": 1}')
     (tmp_path / "signed.json.sig").write_bytes(bytes(range(256)))  # garbage where the signature belongs
     _, public = signing.save_keypair(signing.generate_key(), tmp_path / "keys", "k")
+    for sig_name, sig_text in MALFORMED_SIGNATURES.items():  # JSON, but not a signature envelope
+        (tmp_path / f"{sig_name}.sig").write_text(sig_text)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("a user's file")
     return {"text": str(text), "dir": str(tmp_path), "under_file": str(blocker / "out.nc"),
             "huge": str(huge), "small": str(small), "record": str(record), "empty": str(empty),
             "signed": str(signed), "pub": str(public)}
 
+
+# JSON that is not a signature envelope: each is unreadable input (exit 2 naming the field), not a
+# signature that failed to verify (exit 1), and never a traceback
+MALFORMED_SIGNATURES = {
+    "list": "[]", "number": "42", "no_kind": '{"subject_sha256": "x", "signature": {}}',
+    "other_kind": '{"kind": "other", "subject_sha256": "x", "signature": {}}',
+    "no_subject": '{"kind": "simlab.evidence.attestation", "signature": {}}',
+    "signature_list": '{"kind": "simlab.evidence.attestation", "subject_sha256": "x", "signature": [1, 2]}',
+}
+SIGNATURE_WORDS = {"list": "a JSON object, got list", "number": "a JSON object, got int", "no_kind": "field 'kind'",
+                   "other_kind": "field 'kind'", "no_subject": "field 'subject_sha256'",
+                   "signature_list": "field 'signature'"}
 
 # (argv, field the error must name (None: any), words the message must contain)
 CASES = [
@@ -150,6 +166,10 @@ CASES = [
      "sequential"),
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--power", "1"], "--power",
      "(0, 1)"),
+    (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "2"], "--true-difference",
+     "|difference| <= 0.5"),
+    (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "0", "--max-reps", "1000"],
+     "--max-reps", ">= 2000"),
     (["certify", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
     (["power-bound", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
     (["power-bound", "--clusters", "100", "--trials", "3", "--margin", "0.03", "--rho", "0.2"], "--rho", "<= --rho-max"),
@@ -203,6 +223,10 @@ CASES = [
     (["evidence", "sign", "{text}", "--key", "{text}"], "--key", "not an Ed25519 private key"),
     (["evidence", "verify", "{text}", "--trusted", "{text}"], "--trusted", None),
     (["evidence", "verify", "{signed}", "--trusted", "{pub}"], "--signature", "not a signature file"),
+    *[(["evidence", "verify", "{signed}", "--trusted", "{pub}", "--signature", "{dir}/" + name + ".sig"],
+       "--signature", words) for name, words in SIGNATURE_WORDS.items()],
+    (["evidence", "sign", "{signed}", "--key", "{dir}/keys/k.key", "--out", "{dir}/precious.txt"], "--out",
+     "refusing to overwrite"),
     (["records", "verify", "--records", "{dir}", "--trusted-keys", "{text}"], "--trusted-keys", "--trusted-keys"),
     (["evidence", "demo", "--out", "{under_file}"], "--out", None),
     (["bench"], None, "required"),

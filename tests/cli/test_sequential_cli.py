@@ -69,6 +69,18 @@ def test_run_show_plot(capsys, tmp_path):
     png2 = tmp_path / "via_study.png"  # `simlab study plot` dispatches on attrs.dataset_kind
     rc, p = run(capsys, "study", "plot", str(out), "--out", str(png2), "--json")
     assert rc == 0 and png2.read_bytes()[:4] == b"\x89PNG"
+    rc, p = run(capsys, "study", "plot", str(out), "--out", str(png2), "--json")  # a plot simlab drew: replaced
+    assert rc == 0
+    precious = tmp_path / "precious.png"   # a user's file: refused unless --force, left as it was
+    precious.write_text("not a plot")
+    for command in ("study", "sequential"):
+        rc, p = run(capsys, command, "plot", str(out), "--out", str(precious), "--json")
+        assert rc == 2 and p["error"]["field"] == "--out" and "refusing to overwrite" in p["error"]["message"]
+        assert precious.read_text() == "not a plot"
+    rc, p = run(capsys, "sequential", "plot", str(out), "--out", str(precious), "--force", "--json")
+    assert rc == 0 and precious.read_bytes()[:4] == b"\x89PNG"
+    rc, p = run(capsys, "study", "plot", str(out), "--out", str(tmp_path / "plot.txt"), "--json")
+    assert rc == 2 and p["error"]["field"] == "--out" and "ending in .png" in p["error"]["message"]
     rc, p = run(capsys, "sequential", "run", str(spec), "--max-seconds", "1e-9", "--json")  # estimated, refused
     assert rc == 2 and p["error"]["field"] == "--max-seconds" and "would take an estimated" in p["error"]["message"]
     bad = tmp_path / "bad.toml"
