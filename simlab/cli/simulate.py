@@ -6,13 +6,15 @@ import argparse
 from simlab.cli._args import (
     add_json,
     add_max_memory,
+    add_max_seconds,
     add_scenario_args,
     check_memory,
+    check_time,
     nonnegative_int,
     positive_int,
     scenario_from_args,
 )
-from simlab.cli._output import emit, print_table
+from simlab.cli._output import emit, log_to_stderr, print_table
 
 # int32 tables[R, K, 4] (16 B) plus the summary's int64/float64 temporaries over R*K: peak RSS
 # measured 97 B per cluster-replication at R = 1e6, K = 30 (simlab simulate --reps 1000000).
@@ -23,14 +25,42 @@ def simulate_memory(reps: int, clusters: int) -> int:
     return BYTES_PER_CLUSTER_REP * reps * clusters
 
 
+CHUNKS = 20  # progress lines (and chances to stop on a signal) over a long draw
+
+
+def draw_tables(generator, reps: int, args: argparse.Namespace, what: str):
+    """All ``reps`` tables, drawn in chunks after a timed one-replication pilot has priced the
+    whole draw against ``--max-seconds``.  The draws are counter-based, so chunks and pilot
+    give exactly the tables of one call (``simlab.generate``)."""
+    import time
+
+    import numpy as np
+
+    say = log_to_stderr(args)
+    generator.tables(0, 1)            # loads the kernel: not part of the price
+    t0 = time.perf_counter()
+    generator.tables(0, 1)
+    per_rep = time.perf_counter() - t0
+    check_time(args, per_rep * reps, what)
+    say(f"{what}: estimated {per_rep * reps:.3g} s")
+    step = max(1, -(-reps // CHUNKS))
+    parts = []
+    for start in range(0, reps, step):
+        parts.append(generator.tables(start, min(reps, start + step)))
+        if reps > step:
+            say(f"{min(reps, start + step):,}/{reps:,} replications")
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def run_simulate(args: argparse.Namespace) -> None:
     scenario = scenario_from_args(args)
     check_memory(args, simulate_memory(args.reps, scenario.clusters),
                  f"simulate ({args.reps:,} replications x {scenario.clusters:,} clusters, held in memory)")
-    from simlab.generate import simulate_tables  # numba: after the scenario and the memory are checked
+    from simlab.generate import TableGenerator  # numba: after the scenario and the memory are checked
     from simlab.summary import summarize
 
-    tables = simulate_tables(scenario, args.seed, args.reps)
+    tables = draw_tables(TableGenerator(scenario, args.seed), args.reps, args,
+                         f"simulate ({args.reps:,} replications x {scenario.clusters:,} clusters)")
     payload = {"scenario": scenario.model_dump(mode="json"), "scenario_key": scenario.key, "seed": args.seed,
                **summarize(scenario, tables)}
 
@@ -54,5 +84,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")
     add_max_memory(p)
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_simulate)

@@ -71,3 +71,21 @@ def test_bench_simulate_defaults_fit_the_default_memory_limit(capsys, monkeypatc
     assert seen["numpy_chunk"] == bench.NUMPY_CHUNK
     assert simulate_memory(2_000_000, 30) > 4 << 30 > simulate_memory(bench.SIMULATE_CHUNK, 30)
     capsys.readouterr()
+
+
+def test_simulate_draws_in_chunks_with_progress_and_the_tables_of_one_call(capsys):
+    """Issue 29.4: a long draw is priced by a one-replication pilot, shows progress, and its
+    chunks give exactly the tables of one call (counter-based draws)."""
+    import numpy as np
+
+    from simlab.cli import build_parser
+    from simlab.cli._args import scenario_from_args
+    from simlab.cli.simulate import draw_tables
+    from simlab.generate import TableGenerator, simulate_tables
+
+    args = build_parser().parse_args(["simulate", "--reps", "97", "--seed", "5"])
+    scenario = scenario_from_args(args)
+    chunked = draw_tables(TableGenerator(scenario, 5), 97, args, "simulate")
+    err = capsys.readouterr().err
+    assert "estimated" in err and "97/97 replications" in err and err.count("replications") == 20
+    assert np.array_equal(chunked, simulate_tables(scenario, 5, 97))

@@ -83,6 +83,8 @@ CASES = [
     (["simulate", "--reps", "100000000"], "--max-memory", "GiB"),
     (["simulate", "--clusters", "1000000", "--reps", "1000"], "--max-memory", "GiB"),
     (["simulate", "--max-memory", "lots"], "--max-memory", "size"),
+    (["simulate", "--clusters", "30", "--trials", "100000", "--reps", "1000000", "--max-seconds", "1"],
+     "--max-seconds", "would take an estimated"),
     (["interval", "--method", "cluster_t", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
     (["interval", "--method", "cluster_t", "--table", "99999999999999999999,0,0,0"], "--table", "[0, 2^63)"),
     (["interval", "--method", "cluster_t"], "--table", "at least one --table"),
