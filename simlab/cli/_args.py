@@ -55,6 +55,10 @@ def checked(convert: Callable[[str], Any], ok: Callable[[Any], bool], requiremen
     return parse
 
 
+# the one-sided level every method takes (methods.check_alpha): refused by the parser, before any work
+one_sided_alpha = checked(float, lambda v: 0.0 < v <= 0.25, "in (0, 0.25] (the one-sided level)")
+
+
 def int_at_least(lo: int) -> Callable[[str], int]:
     return checked(int, lambda v: v >= lo, f"an integer >= {lo}")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, checked, finite_float, int_at_least, n_jobs, nonnegative_int, positive_int
-from simlab.cli._args import positive_float
+from simlab.cli._args import (add_json, checked, finite_float, int_at_least, n_jobs, nonnegative_int, one_sided_alpha,
+                              positive_float, positive_int)
 
 _open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
 _unit_interval_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
@@ -89,7 +89,7 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--true-difference", type=finite_float, default=0.0,
                    help="alternative: candidate - baseline (default 0)")
     p.add_argument("--power", type=_open_unit, default=0.8, help="target power (default %(default)s)")
-    p.add_argument("--alpha", type=_open_unit, default=0.025, help="one-sided level (default %(default)s)")
+    p.add_argument("--alpha", type=one_sided_alpha, default=0.025, help="one-sided level (default %(default)s)")
     p.add_argument("--baseline", type=_open_unit, default=0.9,
                    help="baseline pass rate of the power scenario (default %(default)s)")
     p.add_argument("--discordance", type=_discordance, default=None,

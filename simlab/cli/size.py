@@ -15,6 +15,7 @@ from simlab.cli._args import (
     nonnegative_int,
     positive_float,
     n_jobs,
+    one_sided_alpha,
     positive_int,
 )
 from simlab.cli._backend import add_backend_arguments
@@ -103,7 +104,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--margin", type=positive_float, required=True, help="non-inferiority margin m > 0")
     p.add_argument("--true-difference", type=finite_float, required=True, help="candidate - baseline under the alternative")
     p.add_argument("--power", type=_open_unit, default=0.8, help="target power (default %(default)s)")
-    p.add_argument("--alpha", type=_open_unit, default=0.025,
+    p.add_argument("--alpha", type=one_sided_alpha, default=0.025,
                    help="one-sided level (default %(default)s)")
     p.add_argument("--trials-per-cluster", type=positive_int, default=1,
                    help="paired trials in each cluster (default %(default)s)")
