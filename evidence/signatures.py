@@ -73,10 +73,10 @@ def is_signature_file(path: str | Path) -> bool:
     """Whether ``path`` holds a signature envelope of this module: re-signing may replace one,
     never a user's other file."""
     try:
-        envelope = json.loads(Path(path).read_text(encoding="utf-8"))
+        _check_envelope(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return False
-    return isinstance(envelope, dict) and envelope.get("kind") == ATTESTATION
+    return True
 
 
 def verify_file(path: str | Path, trusted: Mapping, signature: str | Path | None = None) -> str:

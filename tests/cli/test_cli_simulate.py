@@ -74,7 +74,7 @@ def test_bench_simulate_defaults_fit_the_default_memory_limit(capsys, monkeypatc
 
 
 def test_simulate_draws_in_chunks_with_progress_and_the_tables_of_one_call(capsys):
-    """Issue 29.4: a long draw is priced by a one-replication pilot, shows progress, and its
+    """Issue 29.4: a long draw is priced by a pilot of its first replications, shows progress, and its
     chunks give exactly the tables of one call (counter-based draws)."""
     import numpy as np
 
