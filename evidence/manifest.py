@@ -191,6 +191,10 @@ class Manifest(FrozenModel):
     def parse(cls, data: dict | str | bytes, source: str = "manifest") -> "Manifest":
         """Validate JSON text or a JSON-compatible dict (strict types; errors name the field)."""
         text = data if isinstance(data, (str, bytes)) else json.dumps(data, allow_nan=True)
+        if text[:1] == "\ufeff" or text[:3] == b"\xef\xbb\xbf":
+            # JSON (RFC 8259 sec. 8.1) has no byte-order mark; pydantic's "expected value at column 1" hid it
+            raise ValueError(f"{source}: invalid manifest: the file starts with a UTF-8 byte-order mark (BOM), "
+                             "which JSON does not allow; save it as UTF-8 without a BOM")
         try:
             loads(text)  # pydantic's parser keeps a repeated key's last value silently
         except RepeatedKey as exc:

@@ -104,6 +104,9 @@ def validate_rows(rows: Iterable[tuple[int | str, Any]], source: str, label: str
     records, errors = [], []
     for number, row in rows:
         where = f"{label} {number}" if label else str(number)
+        if isinstance(row, CellError):
+            errors.append(Problem(f"{where}, field {row.field}", str(row)))
+            continue
         if isinstance(row, Exception):
             errors.append(Problem(where, str(row)))
             continue
@@ -142,6 +145,14 @@ def _json_lines(data: bytes) -> Iterable[tuple[int, Any]]:
             yield i, ValueError(str(exc))
 
 
+class CellError(ValueError):
+    """A CSV cell that stands for no JSON value of its field (reported with the field's name)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 def _csv_value(name: str, text: str) -> Any:
     """A CSV cell as the JSON value it stands for (an empty cell is null, as in JSONL)."""
     if name == "trial_index":
@@ -151,6 +162,9 @@ def _csv_value(name: str, text: str) -> Any:
     if name == "judge_labelled":  # an empty cell is "not stated"
         return {"true": True, "false": False, "1": True, "0": False, "": None}.get(text.strip().lower(), text)
     if name == "failed_checks":
+        if text.lstrip().startswith("["):  # JSON's list written into a cell: "[]" is not a check named "[]"
+            raise CellError(name, f"check names separated by ';' (an empty cell for none), got {text[:40]!r}: "
+                                  "a JSON list is the JSONL form, not the CSV one")
         return [c for c in text.split(";")] if text else []
     if name in ("latency_ms", "cost"):
         if text == "":
@@ -177,7 +191,10 @@ def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:
         if len(values) != len(header):
             yield number, ValueError(f"expected {len(header)} columns, got {len(values)}")
             continue
-        yield number, {h: _csv_value(h, v) for h, v in zip(header, values)}
+        try:
+            yield number, {h: _csv_value(h, v) for h, v in zip(header, values)}
+        except CellError as exc:
+            yield number, exc
 
 
 def _codes_by_first_appearance(values: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -51,7 +51,14 @@ def run_bench_methods(args: argparse.Namespace) -> None:
         check_methods(names, "--methods", "fixed")  # before the benchmark's kernels load
     from studies.bench import bench_methods
 
+    from methods import registry
+
     say = log_to_stderr(args)
+    count = len(names) if names else len(registry.names("fixed"))
+    per_method = args.max_seconds + args.reference_seconds
+    say(f"benchmarking {count} method(s): each kernel's timing is cut to about {args.max_seconds:g} s (its pilot "
+        f"predicts) and each reference's to {args.reference_seconds:g} s, so about {count * per_method / 60:.1f} min "
+        "at most, plus compiling (--max-seconds and --reference-seconds bound it)")
     payload = bench_methods(reps=args.reps, bootstrap_reps=args.bootstrap_reps,
                             reference_reps=args.reference_reps, names=names, seed=args.seed,
                             max_seconds=args.max_seconds, reference_seconds=args.reference_seconds,
@@ -214,7 +221,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--reference-reps", type=positive_int, default=2_000,
                    help="replications for the per-replication reference (default %(default)s)")
     p.add_argument("--max-seconds", type=positive_float, default=60.0,
-                   help="reduce a method's replications when a pilot predicts more kernel time (default %(default)s)")
+                   help="reduce a method's replications when a pilot predicts more kernel time than this, per method "
+                        "(default %(default)s)")
     p.add_argument("--reference-seconds", type=positive_float, default=10.0,
                    help="time budget of each reference run (default %(default)s)")
     p.add_argument("--methods", default="", help="comma-separated subset (default: every fixed method)")

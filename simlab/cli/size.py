@@ -10,13 +10,13 @@ from simlab.cli._args import (
     check_time,
     checked,
     finite_float,
-    float_at_least,
     int_at_least,
     nonnegative_int,
     positive_float,
     n_jobs,
     one_sided_alpha,
     positive_int,
+    unit_open_top,
 )
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr
@@ -44,6 +44,9 @@ def run_size(args: argparse.Namespace) -> None:
     if args.discordance is not None and args.discordance < abs(args.true_difference):
         raise UsageError(f"--discordance {args.discordance:g} must be >= |--true-difference| = "
                          f"{abs(args.true_difference):g} (the difference is p01 - p10 <= p10 + p01)", "--discordance")
+    if args.rho_max is not None and args.rho_max < args.rho:
+        raise UsageError(f"--rho-max {args.rho_max:g} must be >= --rho {args.rho:g}: the certificate's nuisance "
+                         "domain holds the design's own correlation", "--rho-max")
     if args.out:
         from simlab.cli.study import check_writable
 
@@ -112,8 +115,8 @@ def register(sub, bench_sub) -> None:
                    help="baseline pass rate under the alternative (default %(default)s)")
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ), in (0, 1] (default max(2|difference|, margin, 0.1))")
-    p.add_argument("--rho", type=float_at_least(0.0), default=0.0, help="intra-cluster correlation in [0, 1)")
-    p.add_argument("--rho-max", type=float_at_least(0.0), default=None,
+    p.add_argument("--rho", type=unit_open_top, default=0.0, help="intra-cluster correlation in [0, 1)")
+    p.add_argument("--rho-max", type=unit_open_top, default=None,
                    help="largest rho of the false-pass certificate over the nuisance domain (default: --rho)")
     p.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of equally spaced looks")
     p.add_argument("--seed", type=nonnegative_int, default=20261129,

@@ -22,6 +22,7 @@ from typing import Callable, Collection, Sequence
 PILOT_MIN_SECONDS = 0.02   # the replications' part of a timing must be at least this long (timer noise)
 PILOT_MAX_REPLICATIONS = 1 << 16  # R's cap (the pilot then runs 4R)
 PILOT_SLOW_SECONDS = 1.0   # one replication this slow is timed alone: the pilot never runs for minutes
+PILOT_BUDGET_SECONDS = 2.0  # no pilot timing longer than this is started (trial_bootstrap at 100 x 1500 took 15 s)
 
 
 @dataclass(frozen=True)
@@ -70,23 +71,29 @@ def _timed(run: Callable[[int], object], reps: int) -> float:
 
 
 def _pilot(run: Callable[[int], object]) -> tuple[float, float]:
-    """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1.  R grows (x4)
-    until the 3R extra replications of ``t(4R)`` cost at least ``t(R)`` (and
-    ``PILOT_MIN_SECONDS``): only then is ``b`` measured rather than the noise of a large
-    per-call overhead ``a`` (a scenario's set-up can cost 0.1 s, the replications 1 us each)."""
+    """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1, from timings at two
+    replication counts.  R grows (x4) until the extra replications of the larger count cost at
+    least the smaller count's time (and ``PILOT_MIN_SECONDS``): only then is ``b`` measured
+    rather than the noise of a large per-call overhead ``a`` (a scenario's set-up can cost
+    0.1 s, the replications 1 us each).  The pilot stays short: it never starts a timing that
+    would take over ``PILOT_BUDGET_SECONDS`` (going from R to 4R), and one replication slower
+    than ``PILOT_SLOW_SECONDS`` is timed alone (all of it then counts per replication).  Where
+    the budget stops it, ``b`` keeps its floor of a quarter of the larger timing's mean, an
+    over-estimate only for a scenario whose set-up outweighs its replications."""
     run(1)  # compile or load the kernels outside the timing
     one = _timed(run, 1)
-    if one >= PILOT_SLOW_SECONDS:  # slow per replication: all of it counted as per-replication cost (an over-estimate)
+    if one >= PILOT_SLOW_SECONDS:
         return 0.0, one
-    reps = 4
-    t1 = _timed(run, reps)
-    while True:
-        t4 = _timed(run, 4 * reps)
-        if t4 - t1 >= max(PILOT_MIN_SECONDS, t1) or reps >= PILOT_MAX_REPLICATIONS:
-            break
-        reps, t1 = 4 * reps, t4
-    b = max((t4 - t1) / (3 * reps), t4 / (4 * reps) / 4, 0.0)  # noise guard: never below a quarter of the mean
-    return max(t1 - b * reps, 0.0), b
+    r0, t0 = 1, one
+    r1 = 4 if 4 * one <= PILOT_BUDGET_SECONDS else 2
+    t1 = _timed(run, r1)
+    while (t1 - t0 < max(PILOT_MIN_SECONDS, t0) and r0 < PILOT_MAX_REPLICATIONS
+           and 4 * t1 <= PILOT_BUDGET_SECONDS):
+        r0, t0 = r1, t1
+        r1 = 4 * r1
+        t1 = _timed(run, r1)
+    b = max((t1 - t0) / (r1 - r0), t1 / r1 / 4, 0.0)  # noise guard: never below a quarter of the mean
+    return max(t0 - b * r0, 0.0), b
 
 
 def fit(cheap: Callable[[int], object], cheap_pairs: float, costly: Callable[[int], object],

@@ -133,9 +133,12 @@ def test_bench_methods_cli_json(capsys):
         assert r["reference_replications"] == 30 and r["status_mismatches"] == 0
         assert r["max_abs_lower_difference"] < 1e-9
         assert r["speedup_vs_reference"] == pytest.approx(r["decisions_per_s"] / r["reference_decisions_per_s"])
-    rc, out, _ = run(capsys, ["bench", "methods", "--reps", "500", "--reference-reps", "5",
-                              "--methods", "cluster_robust"])
+    rc, out, err = run(capsys, ["bench", "methods", "--reps", "500", "--reference-reps", "5",
+                                "--methods", "cluster_robust", "--max-seconds", "30", "--reference-seconds", "6"])
     assert rc == 0 and "cluster_robust" in out and "decisions/s" in out
+    # the bound on the whole run is said before the first method (every method was: 28 x up to 70 s, unsaid)
+    assert err.index("benchmarking 1 method(s)") < err.index("benchmarking cluster_robust")
+    assert "cut to about 30 s" in err and "to 6 s, so about 0.6 min at most" in err
 
 
 def test_bench_covers_every_registered_fixed_method():

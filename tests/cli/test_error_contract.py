@@ -104,6 +104,7 @@ CASES = [
     (["false-pass", "--method", "paired_wald", "--option", "x"], "--option", "key=number"),
     (["false-pass", "--method", "paired_wald", "--simulate", "--exact-seconds", "5"], "--exact-seconds", "--simulate"),
     (["demo", "--reps", "0"], "--reps", ">= 1"),
+    (["demo", "--reps", "1e11"], "--reps", "at most 1,000,000"),  # it failed after two sections, naming "replications"
     (["demo", "--out", "{under_file}"], "--out", "not a directory"),
     (["study", "run", "{huge}"], "--max-memory", "10,000,000 grid points"),
     (["study", "run", "{small}", "--chunk-size", "0"], "--chunk-size", ">= 1"),
@@ -172,6 +173,10 @@ CASES = [
      "in (0, 0.25]"),
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--alpha", "0.5"],
      "--alpha", "in (0, 0.25]"),
+    (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "0", "--rho-max", "1.5"], "--rho-max",
+     "in [0, 1)"),  # it failed after 2 s of work, naming rho_max
+    (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "0", "--rho", "0.2", "--rho-max",
+      "0.1"], "--rho-max", "must be >= --rho"),
     (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "2"], "--true-difference",
      "|difference| <= 0.5"),
     (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "0", "--max-reps", "1000"],

@@ -277,3 +277,25 @@ def test_csv_empty_cell_is_not_recorded_on_both_read_paths():
     for cols in (fast, slow):
         assert cols.failed_checks_of(1) == ("x", "y") and list(cols.slice_names) == ["smb", "smb"]
         assert cols.latency[0] != cols.latency[0] and cols.latency[1] == 3.5
+
+
+@pytest.mark.parametrize("cell", ["[]", '"[""a""]"', " [a]"])
+def test_csv_json_list_in_failed_checks_is_refused_on_both_read_paths(cell):
+    # "[]" (a JSON list typed into a CSV) was read as one failed check named "[]"
+    from evidence.columnar import read_arrow
+    data = _csv(HEADER, f"c1,0,k1,baseline,true,,1,,absent,{H}", f"c1,0,k1,candidate,true,{cell},1,,absent,{H}")
+    err = _errors(data)
+    assert len(err) == 1 and err[0].startswith("line 3, field failed_checks: check names separated by ';'")
+    assert "JSON list" in err[0]
+    assert columns_from_arrow_or_none(read_arrow(data, "csv")) is None
+
+
+def columns_from_arrow_or_none(table):
+    """The fast path's answer: None where it hands the file to the slow path."""
+    from evidence.columnar import columns_from_arrow
+    return None if table is None else columns_from_arrow(table, "t", first_line=2)
+
+
+def test_csv_check_names_without_brackets_still_read():
+    data = _csv(HEADER, f"c1,0,k1,candidate,true,a;b],1,,absent,{H}")
+    assert parse_trials(data, "csv", "t").failed_checks_of(0) == ("a", "b]")

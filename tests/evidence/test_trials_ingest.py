@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from evidence.manifest import Manifest, template
+from evidence.manifest import Manifest, load_manifest, template
 from evidence.trials import TrialsError, parse_trials
 
 H = "sha256:" + "a" * 64
@@ -112,6 +112,19 @@ def test_a_repeated_key_is_refused_not_resolved_to_its_last_value():
     text = json.dumps(template()).replace('"margin":', '"margin": 0.5, "margin":', 1)
     with pytest.raises(ValueError, match="invalid manifest: key 'margin' appears twice in one object"):
         Manifest.parse(text)
+
+
+@pytest.mark.parametrize("form", ["text", "bytes", "file"])
+def test_a_manifest_with_a_byte_order_mark_is_refused_by_name(form, tmp_path):
+    # it was "Invalid JSON: expected value at line 1 column 1", which hid the invisible mark
+    text = "\ufeff" + json.dumps(template())
+    path = tmp_path / "m.json"
+    path.write_text(text, encoding="utf-8")
+    parse = {"text": lambda: Manifest.parse(text), "bytes": lambda: Manifest.parse(text.encode()),
+             "file": lambda: load_manifest(path)}[form]
+    with pytest.raises(ValueError, match="starts with a UTF-8 byte-order mark .BOM., which JSON does not allow"):
+        parse()
+    assert Manifest.parse(text[1:]).sha256 == Manifest.parse(json.dumps(template())).sha256
 
 
 def test_blank_line_is_an_error_not_a_skip():

@@ -74,6 +74,40 @@ def test_pilot_of_slow_replications_runs_two_of_them(clock):
     assert (a, b) == (0.0, pytest.approx(30.5))
 
 
+def test_pilot_never_starts_a_timing_over_its_budget(clock):
+    # 0.3 s of set-up and 0.3 s per replication (trial_bootstrap at 100 x 1500 took 0.6 s a
+    # replication, and the pilot's 4- and 16-replication timings 14 s before its estimate):
+    # 4 replications would exceed the budget, so the second timing is of 2, and the fit is exact
+    seen = []
+    run = clock.work(0.3, 0.3)
+
+    def spy(reps):
+        seen.append(reps)
+        run(reps)
+
+    a, b = cost._pilot(spy)
+    assert seen == [1, 1, 2]
+    assert (a, b) == (pytest.approx(0.3), pytest.approx(0.3))
+    assert 4 * 0.9 > cost.PILOT_BUDGET_SECONDS >= 4 * 0.3 + 0.3
+
+
+def test_pilot_stops_growing_before_a_timing_over_its_budget(clock):
+    # 0.4 s of set-up, 0.01 s a replication: 4 and 16 replications (0.44 s, 0.56 s) differ by
+    # less than the smaller timing, but 64 would start a timing of about 4 x 0.56 s > budget: the
+    # pilot fits on 4 and 16 (exact here), rather than running on
+    seen = []
+    run = clock.work(0.4, 0.01)
+
+    def spy(reps):
+        seen.append(reps)
+        run(reps)
+
+    a, b = cost._pilot(spy)
+    assert seen == [1, 1, 4, 16]
+    assert (a, b) == (pytest.approx(0.4), pytest.approx(0.01))
+    assert 4 * (0.4 + 0.01 * 16) > cost.PILOT_BUDGET_SECONDS
+
+
 def test_model_interpolates_in_pairs_and_adds_overhead_per_call(clock):
     model = cost.fit(clock.work(0.001, 1e-6), 10, clock.work(0.002, 1e-4), 1010)
     assert model.overhead == pytest.approx(0.002)
