@@ -315,6 +315,22 @@ def written_by_simlab(path: str | Path) -> bool:
     return kind in DATASET_KINDS or (kind is None and legacy)
 
 
+def dataset_spec_hash(path: str | Path) -> str | None:
+    """The ``spec_hash`` root attribute of a dataset simlab wrote (the study it holds), or None
+    (no such attribute, or not an HDF5 file).  Reads the attrs only, never the data."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(8) != HDF5_SIGNATURE:
+                return None
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            value = f.attrs.get("spec_hash")
+    except OSError:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else None if value is None else str(value)
+
+
 def report_by_simlab(path: str | Path, kind: str) -> bool:
     """Whether ``path`` is a JSON report of ``kind`` (its ``"kind"`` field, e.g. ``robustness``)
     that simlab wrote -- a file a rerun may replace."""

@@ -161,7 +161,7 @@ def run_run(args: argparse.Namespace) -> None:
     spec = parse_sequential_spec(raw, source=str(args.spec))
     if args.out:
         check_writable(args.out, "--out")
-        refuse_foreign_file(args.out, "--out", args.force)
+        refuse_foreign_file(args.out, "--out", args.force, spec_hash=spec.hash)
     points = math.prod(spec.shape) if spec.shape else 1
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs
     what = f"sequential study {spec.name} ({points:,} grid points)"
@@ -287,7 +287,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("spec", help="sequential study spec file (.toml / .json)")
     p.add_argument("--out", default=None, help="netCDF path (e.g. simlab-out/peeking.nc); without it nothing is saved; "
                                                "an existing file that simlab did not write is refused unless --force")
-    p.add_argument("--force", action="store_true", help="replace --out even when it is not a dataset simlab wrote")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out even when it is not a dataset simlab wrote, or holds another study's results")
     p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     add_backend_arguments(p)
     add_max_memory(p)

@@ -88,12 +88,14 @@ def read_dataset(path: str, field: str):
                          f"({exc.strerror or exc.__class__.__name__})", field) from None
 
 
-def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None) -> None:
+def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None, spec_hash: str | None = None) -> None:
     """Refuse to replace a file simlab did not write (a user's file named by mistake) unless
-    ``force``: a dataset, or (``report``: its kind) a JSON report."""
+    ``force``: a dataset, or (``report``: its kind) a JSON report.  With ``spec_hash`` (a study
+    run's), a dataset of another study is refused too: a rerun of the same spec replaces its
+    own dataset, a typo must not replace another study's results."""
     from pathlib import Path
 
-    from studies import report_by_simlab, written_by_simlab
+    from studies import dataset_spec_hash, report_by_simlab, written_by_simlab
 
     if force or not Path(path).is_file():
         return
@@ -101,6 +103,10 @@ def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None)
         what = f"a {report} report" if report else "a dataset"
         raise UsageError(f"{flag} {path} exists and is not {what} simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", flag)
+    held = dataset_spec_hash(path) if spec_hash is not None else None
+    if held is not None and held != spec_hash:
+        raise UsageError(f"{flag} {path} holds another study's results (spec {held[:19]}..., this spec "
+                         f"{spec_hash[:19]}...); refusing to replace them (choose another path, or add --force)", flag)
 
 
 def open_study(path: str, allow_sequential: bool = False):
@@ -132,7 +138,7 @@ def run_study_run(args: argparse.Namespace) -> None:
     spec = parse_spec(raw, source=str(args.spec))
     out = Path(args.out) if args.out else Path("simlab-out") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
-    refuse_foreign_file(out, "--out", args.force)
+    refuse_foreign_file(out, "--out", args.force, spec_hash=spec.hash)
 
     import numpy as np
 
@@ -223,7 +229,8 @@ def register(sub, bench_sub) -> None:
     q.add_argument("spec", help="study spec file")
     q.add_argument("--out", help="netCDF output (default simlab-out/NAME-HASH.nc); an existing file that simlab "
                                  "did not write is refused unless --force")
-    q.add_argument("--force", action="store_true", help="replace --out even when it is not a dataset simlab wrote")
+    q.add_argument("--force", action="store_true",
+                   help="replace --out even when it is not a dataset simlab wrote, or holds another study's results")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
     add_backend_arguments(q)
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")

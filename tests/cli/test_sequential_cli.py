@@ -81,6 +81,10 @@ def test_run_show_plot(capsys, tmp_path):
     assert rc == 0 and precious.read_bytes()[:4] == b"\x89PNG"
     rc, p = run(capsys, "study", "plot", str(out), "--out", str(tmp_path / "plot.txt"), "--json")
     assert rc == 2 and p["error"]["field"] == "--out" and "ending in .png" in p["error"]["message"]
+    other = tmp_path / "other.toml"  # another study's spec: its dataset is not replaced without --force
+    other.write_text(spec.read_text().replace("replications = 500", "replications = 400"))
+    rc, p = run(capsys, "sequential", "run", str(other), "--out", str(out), "--json")
+    assert rc == 2 and p["error"]["field"] == "--out" and "holds another study's results" in p["error"]["message"]
     rc, p = run(capsys, "sequential", "run", str(spec), "--max-seconds", "1e-9", "--json")  # estimated, refused
     assert rc == 2 and p["error"]["field"] == "--max-seconds" and "would take an estimated" in p["error"]["message"]
     bad = tmp_path / "bad.toml"

@@ -206,3 +206,22 @@ def test_bench_study_smoke(tmp_path, capsys):
     rc, err = run_json(capsys, ["bench", "study", "--limit-kernel", str(tmp_path / "missing.py"), "--json",
                                 "--reps", "1000", "--numpy-reps", "1000", "--n-jobs", "1"])
     assert rc == 2 and "no such file" in err["error"]["message"]
+
+
+def test_study_run_keeps_another_studys_dataset_unless_forced(tmp_path, capsys):
+    # --out onto another study's dataset replaced it without a word (a typo cost a finished run)
+    first, second = tmp_path / "a.toml", tmp_path / "b.toml"
+    first.write_text(SPEC.replace("replications = 3000", "replications = 200"))
+    second.write_text(SPEC.replace("replications = 3000", "replications = 300"))
+    nc = tmp_path / "out.nc"
+    base = ["--out", str(nc), "--no-checkpoint", "--json"]
+    rc, p = run_json(capsys, ["study", "run", str(first), *base])
+    assert rc == 0
+    before = nc.read_bytes()
+    rc, p = run_json(capsys, ["study", "run", str(second), *base])
+    assert rc == 2 and p["error"]["field"] == "--out" and "holds another study's results" in p["error"]["message"]
+    assert nc.read_bytes() == before
+    rc, p = run_json(capsys, ["study", "run", str(first), *base])  # the same spec again: its own dataset, replaced
+    assert rc == 0 and p["replications"] == 200
+    rc, p = run_json(capsys, ["study", "run", str(second), *base, "--force"])
+    assert rc == 0 and p["replications"] == 300
