@@ -63,6 +63,18 @@ def int_at_least(lo: int) -> Callable[[str], int]:
     return checked(int, lambda v: v >= lo, f"an integer >= {lo}")
 
 
+def int_between(lo: int, hi: int) -> Callable[[str], int]:
+    return checked(int, lambda v: lo <= v <= hi, f"an integer in [{lo:,}, {hi:,}]")
+
+
+# a certified design's bounds, checked by the parser (before the studies load): at least two
+# clusters (methods.qualification.certificate.CertifiedDesign), at most the simulator's
+# scenario (simlab.scenario.PairedScenario: clusters <= 10^6, trials per cluster <= 10^5)
+DESIGN_CLUSTERS = int_between(2, 1_000_000)
+DESIGN_TRIALS = int_between(1, 100_000)
+SCENARIO_CLUSTERS = int_between(1, 1_000_000)  # a scenario to simulate may have one cluster
+
+
 def float_at_least(lo: float, strict: bool = False) -> Callable[[str], float]:
     return checked(float, (lambda v: v > lo) if strict else (lambda v: lo <= v < math.inf),
                    f"a number {'>' if strict else '>='} {lo:g}")
@@ -238,9 +250,9 @@ def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: in
     g.add_argument("--baseline", type=finite_float, help="baseline pass rate (with --difference and --discordance)")
     g.add_argument("--difference", type=finite_float, help="true difference candidate - baseline")
     g.add_argument("--discordance", type=finite_float, help="P(outcomes differ) = p10 + p01")
-    g.add_argument("--clusters", type=positive_int, default=clusters,
+    g.add_argument("--clusters", type=SCENARIO_CLUSTERS, default=clusters,
                    help="independent clusters K (default %(default)s)")
-    g.add_argument("--trials", type=positive_int, default=trials, help="trials per cluster M (default %(default)s)")
+    g.add_argument("--trials", type=DESIGN_TRIALS, default=trials, help="trials per cluster M (default %(default)s)")
     g.add_argument("--rho", type=finite_float, default=rho, help="intra-cluster correlation (default %(default)s)")
 
 
@@ -310,8 +322,9 @@ def add_design_arguments(p, sequential: bool = True) -> None:
     """The design a certificate or calibration is for: K, M, margin, rho_max (and looks), and
     the nuisance ranges it is taken over."""
     p.add_argument("--method", required=True, help="registered method name (or package.module:ATTR)")
-    p.add_argument("--clusters", type=positive_int, required=True, help="K, independent clusters")
-    p.add_argument("--trials", type=positive_int, default=1, help="M, trials (pairs) per cluster (default %(default)s)")
+    p.add_argument("--clusters", type=DESIGN_CLUSTERS, required=True, help="K, independent clusters (2 to 1,000,000)")
+    p.add_argument("--trials", type=DESIGN_TRIALS, default=1,
+                   help="M, trials (pairs) per cluster, at most 100,000 (default %(default)s)")
     p.add_argument("--margin", type=open_unit, required=True, help="non-inferiority margin, in (0, 1)")
     p.add_argument("--rho-max", type=unit_open_top, default=0.0,
                    help="largest intra-cluster correlation the nuisance domain includes (default 0)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, checked, finite_float, nonnegative_int, positive_int
+from simlab.cli._args import DESIGN_TRIALS, SCENARIO_CLUSTERS, add_json, add_max_seconds, check_methods, check_time, checked, finite_float, nonnegative_int, positive_int
 from simlab.cli._output import emit, log_to_stderr, print_table
 
 DEFAULT_OUT_DIR = "judge-study"
@@ -101,8 +101,8 @@ def register(sub, bench_sub) -> None:
                         "0.9,0.85,0.95,0.7)")
     p.add_argument("--differences", type=_floats, default=None,
                    help="comma-separated true differences (default: -margin and 0)")
-    p.add_argument("--clusters", type=positive_int, default=None, help="independent clusters K (default 200)")
-    p.add_argument("--trials", type=positive_int, default=None, help="trial pairs per cluster (default 5)")
+    p.add_argument("--clusters", type=SCENARIO_CLUSTERS, default=None, help="independent clusters K (default 200)")
+    p.add_argument("--trials", type=DESIGN_TRIALS, default=None, help="trial pairs per cluster (default 5)")
     p.add_argument("--rho", type=checked(float, lambda v: 0 <= v < 1, "in [0, 1)"), default=None,
                    help="intra-cluster correlation (default 0.1)")
     p.add_argument("--baseline", type=finite_float, default=None, help="baseline true pass rate (default 0.8)")

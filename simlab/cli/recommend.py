@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import (add_json, checked, finite_float, int_at_least, n_jobs, nonnegative_int, one_sided_alpha,
-                              positive_float, positive_int)
+from simlab.cli._args import (DESIGN_CLUSTERS, DESIGN_TRIALS, add_json, checked, finite_float, n_jobs, nonnegative_int, one_sided_alpha,
+                              positive_float)
 
 _open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
 _unit_interval_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
@@ -81,8 +81,8 @@ def cmd_recommend(args: argparse.Namespace) -> None:
 
 def register(subparsers, bench_subparsers) -> None:
     p = subparsers.add_parser("recommend", help="methods covered at a design, ranked by power; K for the target power")
-    p.add_argument("--clusters", type=int_at_least(2), required=True, help="independent clusters K")
-    p.add_argument("--trials", type=positive_int, required=True, help="trial pairs per cluster M")
+    p.add_argument("--clusters", type=DESIGN_CLUSTERS, required=True, help="independent clusters K")
+    p.add_argument("--trials", type=DESIGN_TRIALS, required=True, help="trial pairs per cluster M")
     p.add_argument("--margin", type=_open_unit, required=True, help="non-inferiority margin in (0, 1)")
     p.add_argument("--rho-max", type=_unit_interval_open_top, required=True,
                    help="largest intra-cluster correlation to guard against, in [0, 1)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import (
+    DESIGN_TRIALS,
     add_json,
     add_max_seconds,
     check_methods,
@@ -109,7 +110,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--power", type=_open_unit, default=0.8, help="target power (default %(default)s)")
     p.add_argument("--alpha", type=one_sided_alpha, default=0.025,
                    help="one-sided level (default %(default)s)")
-    p.add_argument("--trials-per-cluster", type=positive_int, default=1,
+    p.add_argument("--trials-per-cluster", type=DESIGN_TRIALS, default=1,
                    help="paired trials in each cluster (default %(default)s)")
     p.add_argument("--baseline", type=_open_unit, default=0.9,
                    help="baseline pass rate under the alternative (default %(default)s)")

@@ -74,7 +74,9 @@ SIGNATURE_WORDS = {"list": "a JSON object, got list", "number": "a JSON object, 
 CASES = [
     (["simulate", "--reps", "0"], "--reps", ">= 1"),
     (["simulate", "--reps", "x"], "--reps", "integer"),
-    (["simulate", "--clusters", "0"], "--clusters", ">= 1"),
+    (["simulate", "--clusters", "0"], "--clusters", "in [1, 1,000,000]"),
+    (["simulate", "--clusters", "2000000"], "--clusters", "in [1, 1,000,000]"),  # was the model's "clusters: ..."
+    (["false-pass", "--method", "cluster_t", "--trials", "200000"], "--trials", "in [1, 100,000]"),
     (["simulate", "--rho", "1.5"], "rho", "rho"),
     (["simulate", "--cells", "0.5,0.5,0.5,0.5"], None, "cells"),
     (["simulate", "--baseline", "0.9"], "--difference", "go together"),
@@ -158,7 +160,8 @@ CASES = [
     (["size", "--method", "paired_wald", "--margin", "0.1", "--true-difference", "0", "--discordance", "0"],
      "--discordance", "degenerate"),
     (["size", "--method", "paired_wald", "--margin", "0", "--true-difference", "0"], "--margin", "> 0"),
-    (["recommend", "--clusters", "1", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1"], "--clusters", ">= 2"),
+    (["recommend", "--clusters", "1", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1"], "--clusters",
+     "in [2, 1,000,000]"),
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "1.5"], "--rho-max",
      "[0, 1)"),
     (["recommend", "--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--true-difference",
@@ -181,13 +184,19 @@ CASES = [
      "|difference| <= 0.5"),
     (["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "0", "--max-reps", "1000"],
      "--max-reps", ">= 2000"),
-    (["certify", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
+    (["certify", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", "in [2, 1,000,000]"),
+    # refused after a 4 s estimate (1e12) or by the design model, naming "clusters" (1)
+    (["certify", "--method", "cluster_t", "--clusters", "1e12", "--trials", "3", "--margin", "0.03"], "--clusters",
+     "in [2, 1,000,000]"),
+    (["certify", "--method", "cluster_t", "--clusters", "1", "--margin", "0.03"], "--clusters", "in [2, 1,000,000]"),
+    (["certify", "--method", "cluster_t", "--clusters", "10", "--trials", "100001", "--margin", "0.03"], "--trials",
+     "in [1, 100,000]"),
     (["power-bound", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
     (["power-bound", "--clusters", "100", "--trials", "3", "--margin", "0.03", "--rho", "0.2"], "--rho", "<= --rho-max"),
     (["power-bound", "--clusters", "100", "--margin", "0.6"], "--q-hi", "must exceed --margin"),
     (["power-bound", "--clusters", "100000", "--trials", "3", "--margin", "0.03", "--max-seconds", "1"],
      "--max-seconds", "over the limit"),
-    (["calibrate", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", ">= 1"),
+    (["calibrate", "--method", "paired_wald", "--clusters", "0", "--margin", "0.03"], "--clusters", "in [2, 1,000,000]"),
     (["calibrate", "--method", "paired_wald", "--clusters", "30", "--margin", "0.03", "--search-reps", "0"],
      "--search-reps", ">= 1"),
     (["certify", "--method", "paired_wald", "--clusters", "30", "--margin", "0.03", "--n-jobs", "0"], "--n-jobs",
@@ -362,3 +371,26 @@ def test_sequential_exact_honours_its_design_with_loss(capsys):
         assert main([*base, "--methods", "likelihood_ratio", "--alternative", alt]) == 0
         promote[alt] = json.loads(capsys.readouterr().out)["rows"][0]["promote"]
     assert abs(promote["0.01"] - 0.02396) < 5e-6 and promote["0.02"] < promote["0.01"]
+
+
+def test_the_parsers_design_bounds_are_the_models():
+    """``--clusters`` / ``--trials`` of certify and calibrate are bounded by the parser with the
+    bounds of the models that would refuse them later (naming a model field, not the flag)."""
+    from annotated_types import Ge, Le
+
+    from methods.qualification.certificate import CertifiedDesign
+    from simlab.cli._args import DESIGN_CLUSTERS, DESIGN_TRIALS
+    from simlab.scenario import FixedSize, PairedScenario
+
+    def bound(model, field, kind):
+        return next(m for m in model.model_fields[field].metadata if isinstance(m, kind))
+
+    lo, hi = bound(CertifiedDesign, "clusters", Ge).ge, bound(PairedScenario, "clusters", Le).le
+    assert DESIGN_CLUSTERS(str(lo)) == lo and DESIGN_CLUSTERS(str(hi)) == hi
+    for outside in (lo - 1, hi + 1):
+        with pytest.raises(Exception, match="must be an integer in"):
+            DESIGN_CLUSTERS(str(outside))
+    top = bound(FixedSize, "trials", Le).le
+    assert DESIGN_TRIALS(str(top)) == top
+    with pytest.raises(Exception, match="must be an integer in"):
+        DESIGN_TRIALS(str(top + 1))
