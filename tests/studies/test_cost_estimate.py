@@ -15,12 +15,14 @@ class FakeClock:
 
     def __init__(self):
         self.now = 0.0
+        self.calls: list[int] = []  # the replication counts run, in order
 
     def __call__(self) -> float:
         return self.now
 
     def work(self, a: float, b: float):
         def run(reps: int) -> None:
+            self.calls.append(reps)
             self.now += a + b * reps
         return run
 
@@ -39,14 +41,8 @@ def test_pilot_recovers_overhead_and_per_replication_cost(clock):
 
 
 def test_pilot_grows_replications_until_measurable(clock):
-    seen = []
-    run = clock.work(0.0, 1e-8)
-
-    def spy(reps):
-        seen.append(reps)
-        run(reps)
-
-    cost._pilot(spy)
+    cost._pilot(clock.work(0.0, 1e-8))
+    seen = clock.calls
     # warm-up, one timed replication; 1e-8 s/rep never reaches 0.02 s: R grows x4 up to its cap, with its 4R run
     assert seen == [1, 1] + [4 ** i for i in range(1, 10)] and seen[-2] == cost.PILOT_MAX_REPLICATIONS
 
@@ -62,14 +58,8 @@ def test_pilot_measures_cheap_replications_behind_a_large_overhead(clock):
 def test_pilot_of_slow_replications_runs_two_of_them(clock):
     # 30 s per replication (a costly kernel on clusters of 100000 trials): the pilot stops after
     # the warm-up and one timed replication, and counts all of it per replication
-    seen = []
-    run = clock.work(0.5, 30.0)
-
-    def spy(reps):
-        seen.append(reps)
-        run(reps)
-
-    a, b = cost._pilot(spy)
+    a, b = cost._pilot(clock.work(0.5, 30.0))
+    seen = clock.calls
     assert seen == [1, 1]
     assert (a, b) == (0.0, pytest.approx(30.5))
 
@@ -78,31 +68,19 @@ def test_pilot_never_starts_a_timing_over_its_budget(clock):
     # 0.3 s of set-up and 0.3 s per replication (trial_bootstrap at 100 x 1500 took 0.6 s a
     # replication, and the pilot's 4- and 16-replication timings 14 s before its estimate):
     # 4 replications would exceed the budget, so the second timing is of 2, and the fit is exact
-    seen = []
-    run = clock.work(0.3, 0.3)
-
-    def spy(reps):
-        seen.append(reps)
-        run(reps)
-
-    a, b = cost._pilot(spy)
+    a, b = cost._pilot(clock.work(0.3, 0.3))
+    seen = clock.calls
     assert seen == [1, 1, 2]
     assert (a, b) == (pytest.approx(0.3), pytest.approx(0.3))
-    assert 4 * 0.9 > cost.PILOT_BUDGET_SECONDS >= 4 * 0.3 + 0.3
+    assert 4 * (0.3 + 0.3) > cost.PILOT_BUDGET_SECONDS  # 4 times one replication's 0.6 s
 
 
 def test_pilot_stops_growing_before_a_timing_over_its_budget(clock):
     # 0.4 s of set-up, 0.01 s a replication: 4 and 16 replications (0.44 s, 0.56 s) differ by
     # less than the smaller timing, but 64 would start a timing of about 4 x 0.56 s > budget: the
     # pilot fits on 4 and 16 (exact here), rather than running on
-    seen = []
-    run = clock.work(0.4, 0.01)
-
-    def spy(reps):
-        seen.append(reps)
-        run(reps)
-
-    a, b = cost._pilot(spy)
+    a, b = cost._pilot(clock.work(0.4, 0.01))
+    seen = clock.calls
     assert seen == [1, 1, 4, 16]
     assert (a, b) == (pytest.approx(0.4), pytest.approx(0.01))
     assert 4 * (0.4 + 0.01 * 16) > cost.PILOT_BUDGET_SECONDS
