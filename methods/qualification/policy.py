@@ -85,6 +85,8 @@ class QualificationPolicy(FrozenModel):
                 data = json.loads(text)
         except (ValueError, json.JSONDecodeError) as exc:
             raise ValueError(f"policy file {path}: cannot parse: {exc}") from None
+        except RecursionError:  # thousands of nested arrays: no policy looks like that
+            raise ValueError(f"policy file {path}: cannot parse: nested too deeply") from None
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

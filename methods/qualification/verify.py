@@ -56,6 +56,8 @@ def _parse_json(raw: bytes | str, path: Path, what: str) -> dict:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TamperedRecordError(f"{what} {path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise TamperedRecordError(f"{what} {path}: not a record (JSON nested too deeply to read)") from None
     if not isinstance(data, dict):
         raise TamperedRecordError(f"{what} {path}: not a JSON object")
     return data

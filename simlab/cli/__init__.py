@@ -94,17 +94,20 @@ def build_parser():
 
 
 def _note_positionals(parser) -> None:
-    """Remember positional argument names: an error about one names it bare (``spec``), not as a flag."""
+    """Remember each command's positional argument names (by the function it calls): an error
+    about one names it bare (``spec``), not as a flag -- in that command only (``compare``'s
+    positional ``baseline`` is ``false-pass``'s ``--baseline``)."""
     import argparse
 
     from simlab.cli._output import POSITIONALS
 
+    func = parser._defaults.get("func")
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 _note_positionals(child)
-        elif not action.option_strings and action.dest != "help":
-            POSITIONALS.add(action.dest)
+        elif not action.option_strings and action.dest != "help" and func is not None:
+            POSITIONALS.setdefault(func, set()).add(action.dest)
 
 
 BYTECODE_ENV = "SIMLAB_WRITE_BYTECODE"
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             json_mode = bool(getattr(args, "json", False))
             rc = args.func(args)
     except KeyboardInterrupt as exc:   # Ctrl-C, SIGTERM, SIGHUP: everything above has unwound
-        return report_interrupt(exc, json_mode)
+        return report_interrupt(exc, json_mode, args)
     except Exception as exc:  # noqa: BLE001 - mapped by the contract; unmapped ones re-raise
         described = describe_error(exc, args)
         if described is None:

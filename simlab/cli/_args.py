@@ -88,6 +88,7 @@ nonnegative_float = float_at_least(0.0)
 positive_float = float_at_least(0.0, strict=True)
 open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")          # a margin, a rate strictly inside
 unit_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")     # an intra-cluster correlation bound
+unit_closed = checked(float, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")      # a probability
 
 # ---------------------------------------------------------------- memory limit
 
@@ -106,8 +107,8 @@ def memory_size(text: str) -> int:
         v = float(m.group(1)) * _UNITS[m.group(2).lower()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a size such as 4G, 512M or 2e9 (bytes), got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    if not 0 < v < math.inf:  # 1e400 is infinite: int() of it was a raw "cannot convert float infinity"
+        raise argparse.ArgumentTypeError(f"must be a finite size > 0, got {text!r}")
     return int(v)
 
 
@@ -190,20 +191,31 @@ def parse_tables(texts: list[str], flag: str = "--table", order: str = "one per 
     return np.array(rows, dtype=np.int64)
 
 
-def parse_options(items: list[str]) -> dict[str, float]:
-    out: dict[str, float] = {}
+def parse_options(items: list[str]) -> dict[str, float | str]:
+    """``--option key=value`` items: a number, or a named choice (``spending=pocock``) that the
+    method's catalogue entry resolves (``check_methods``)."""
+    out: dict[str, float | str] = {}
     for item in items:
         key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key or not value:
+            raise UsageError(f"--option {item!r} must be key=value (a number, or a named choice)", "--option")
         try:
-            number = float(value)
+            parsed: float | str = float(value)
         except ValueError:
-            sep = ""
-        if not sep or not key:
-            raise UsageError(f"--option {item!r} must be key=number", "--option")
+            parsed = value  # a named choice, or an error naming the option when the method is checked
         if key in out:  # the last one silently winning would hide a typo
             raise UsageError(f"--option {key!r} is given more than once; give each option once", "--option")
-        out[key] = number
+        out[key] = parsed
     return out
+
+
+def option_error(exc: ValueError, options: dict) -> UsageError | None:
+    """An error a method raised about one of the ``--option`` values given (its range is
+    checked where the method prepares), as the ``--option`` field's error; else None."""
+    text = str(exc)
+    if any(re.search(rf"\boption '?{re.escape(key)}\b", text) for key in options):
+        return UsageError(f"--option: {text}", "--option")
+    return None
 
 
 def parse_looks_text(text: str) -> None:

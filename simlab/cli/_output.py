@@ -88,11 +88,13 @@ def log_to_stderr(args: argparse.Namespace) -> Callable[[str], None]:
 # ---------------------------------------------------------------- the error contract
 
 
-POSITIONALS: set[str] = set()  # filled by main from the parser: these fields are named bare, not as --flags
+# filled by main from the parser: each command's (its function's) positional arguments, named bare, not as --flags
+POSITIONALS: dict[Any, set[str]] = {}
 
 
-def _flag(dest: str) -> str:
-    return dest if dest in POSITIONALS else "--" + dest.replace("_", "-")
+def _flag(dest: str, args: argparse.Namespace | None) -> str:
+    positional = dest in POSITIONALS.get(getattr(args, "func", None), ())
+    return dest if positional else "--" + dest.replace("_", "-")
 
 
 def field_of(message: str, args: argparse.Namespace | None) -> str | None:
@@ -111,7 +113,7 @@ def field_of(message: str, args: argparse.Namespace | None) -> str | None:
             hit = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message)
             if hit and (best is None or hit.start() < best[0]):
                 best = (hit.start(), dest)
-    return None if best is None else _flag(best[1])
+    return None if best is None else _flag(best[1], args)
 
 
 def _path_field(filename: Any, args: argparse.Namespace | None) -> str | None:
@@ -120,8 +122,19 @@ def _path_field(filename: Any, args: argparse.Namespace | None) -> str | None:
     name = str(filename)
     for dest, value in vars(args).items():
         if isinstance(value, str) and value and (name == value or name.startswith(value.rstrip("/") + "/")):
-            return _flag(dest)
+            return _flag(dest, args)
     return None
+
+
+def _loc_flag(loc: tuple, args: argparse.Namespace | None) -> str | None:
+    """The flag of a validation error's location when its first part is one of the command's
+    own arguments (``cells.2`` -> ``--cells``, ``rho`` -> ``--rho``), else None."""
+    if args is None or not loc or not isinstance(loc[0], str):
+        return None
+    dest = loc[0]
+    if dest in ("func", "json", "command") or dest.endswith("_command") or dest not in vars(args):
+        return None
+    return _flag(dest, args)
 
 
 def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple[str, str | None] | None:
@@ -136,6 +149,10 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple
         loc = ".".join(str(p) for p in err.get("loc", ()))
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        flag = _loc_flag(err.get("loc", ()), args)
+        if flag is not None:  # a model field the command's own argument filled: the message names the flag
+            where = flag if loc == flag[2:].replace("-", "_") else f"{flag} ({loc})"
+            return f"{where}: {msg}{extra}", flag
         return (f"{loc}: {msg}{extra}" if loc else f"{msg}{extra}"), (loc or field_of(msg, args))
     if isinstance(exc, MemoryError):
         return ("out of memory: the work needs more memory than is available; lower the replications, "
@@ -153,12 +170,18 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple
     return None
 
 
-def report_interrupt(exc: KeyboardInterrupt, json_mode: bool) -> int:
-    """One line for a command stopped by a signal; the exit code is 128 + the signal."""
+def report_interrupt(exc: KeyboardInterrupt, json_mode: bool, args: argparse.Namespace | None = None) -> int:
+    """One line for a command stopped by a signal; the exit code is 128 + the signal.  What
+    is kept is said only for a command that keeps something."""
     from simlab.cli._signals import interrupt_exit_code
 
     name, code = interrupt_exit_code(exc)
-    message = f"stopped by {name}: worker processes ended; batches finished in a --checkpoint are kept"
+    kept = ""
+    if getattr(args, "checkpoint", None):
+        kept = "; batches finished in --checkpoint are kept (run the same command to resume)"
+    elif hasattr(args, "work_dir") and not getattr(args, "no_checkpoint", False):
+        kept = "; chunks finished in the work directory are kept (run the same command to resume)"
+    message = f"stopped by {name}: worker processes ended{kept}"
     if json_mode:
         sys.stdout.write(json.dumps({"error": {"message": message, "field": None}}) + "\n")
     else:

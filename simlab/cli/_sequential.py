@@ -20,6 +20,9 @@ def method_refs(text: str, inner: str | None, alternative: float | None) -> list
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise UsageError("--methods lists no method", "--methods")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--methods lists {', '.join(twice)} more than once: each method once", "--methods")
     check_methods(names, "--methods", "sequential")  # from the catalogue, before any method module loads
     if inner is not None:
         check_methods(inner, "--inner", "fixed")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import DESIGN_TRIALS, SCENARIO_CLUSTERS, add_json, add_max_seconds, check_methods, check_time, checked, finite_float, nonnegative_int, positive_int
-from simlab.cli._output import emit, log_to_stderr, print_table
+from simlab.cli._args import add_json, int_between, add_max_seconds, check_methods, check_time, checked, finite_float, nonnegative_int, positive_int
+from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 DEFAULT_OUT_DIR = "judge-study"
 
@@ -47,9 +47,37 @@ def _judge(text: str) -> dict:
     return {"name": name, **dict(zip(keys, v))}
 
 
+# the spec's fields the flags fill, where the names differ
+_FLAG_OF_FIELD = {"calibration_items": "--items", "shared_calibration": "--shared", "replications": "--reps",
+                  "judges": "--judge"}
+
+
+def _spec(model, fields: dict):
+    """The spec, or its first error as the flag's (``calibration_items[0]`` was reported as
+    ``calibration_items``, not ``--items``)."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = [str(p) for p in err.get("loc", ())]
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        if not loc:  # a check across fields (every scenario of the grid is built): its message says which
+            flag = "--shared" if "calibration.shared" in msg else "--differences" if "difference=" in msg else None
+            raise UsageError(msg, flag) from None
+        flag = _FLAG_OF_FIELD.get(loc[0], "--" + loc[0].replace("_", "-"))
+        where = ".".join(loc[1:])
+        raise UsageError(f"{flag}{f' ({where})' if where else ''}: {msg}", flag) from None
+
+
 def run_judge_study(args: argparse.Namespace) -> None:
     if args.methods:
         check_methods(args.methods, "--methods", "fixed")  # before the studies load: a typo answers at once
+    import os
+
+    if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):  # was found after the study's work
+        raise UsageError(f"--out-dir {args.out_dir} exists and is not a directory", "--out-dir")
     from studies import JudgeStudySpec, judge_study, judge_study_estimate
 
     fields = {"methods": args.methods, "calibration_items": args.items, "shared_calibration": args.shared,
@@ -57,7 +85,7 @@ def run_judge_study(args: argparse.Namespace) -> None:
               "discordance": args.discordance, "margin": args.margin, "alpha": args.alpha,
               "replications": args.reps, "seed": args.seed, "judges": args.judge or None,
               "differences": args.differences}
-    spec = JudgeStudySpec.model_validate({k: v for k, v in fields.items() if v is not None})
+    spec = _spec(JudgeStudySpec, {k: v for k, v in fields.items() if v is not None})
     say = log_to_stderr(args)
     total = len(spec.judges) * len(spec.calibration_items) * len(spec.difference_grid)
     what = f"judge study: {total} scenarios x {spec.replications:,} replications x {len(spec.methods)} methods"
@@ -101,8 +129,10 @@ def register(sub, bench_sub) -> None:
                         "0.9,0.85,0.95,0.7)")
     p.add_argument("--differences", type=_floats, default=None,
                    help="comma-separated true differences (default: -margin and 0)")
-    p.add_argument("--clusters", type=SCENARIO_CLUSTERS, default=None, help="independent clusters K (default 200)")
-    p.add_argument("--trials", type=DESIGN_TRIALS, default=None, help="trial pairs per cluster (default 5)")
+    p.add_argument("--clusters", type=int_between(2, 100_000), default=None,
+                   help="independent clusters K, 2 to 100,000 (default 200)")
+    p.add_argument("--trials", type=int_between(1, 10_000), default=None,
+                   help="trial pairs per cluster, at most 10,000 (default 5)")
     p.add_argument("--rho", type=checked(float, lambda v: 0 <= v < 1, "in [0, 1)"), default=None,
                    help="intra-cluster correlation (default 0.1)")
     p.add_argument("--baseline", type=finite_float, default=None, help="baseline true pass rate (default 0.8)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (add_json, check_methods, finite_float, memory_size, parse_options, parse_tables,
-                              positive_float)
+from simlab.cli._args import (add_json, check_methods, finite_float, memory_size, option_error, parse_options,
+                              parse_tables, positive_float)
 from simlab.cli._output import UsageError, emit
 
 
@@ -45,15 +45,20 @@ def run_interval(args: argparse.Namespace) -> None:
     from methods import AnalysisTooCostly, check_analysis_cost, explain, get
 
     method = get(args.method)
-    if options:
-        method = method.with_options(**options)
-    try:
-        check_analysis_cost(method, table, max_bytes=args.max_memory, max_seconds=args.max_seconds)
-    except AnalysisTooCostly as exc:
-        flag = "--max-seconds" if exc.resource == "time" else "--max-memory"
-        raise UsageError(f"{exc.what}; raise {flag} to run it anyway, or choose a method whose cost does not grow "
-                         "with the counts", flag) from None
-    result = analyze_fixed(method, table, args.margin, args.alpha, calibration)
+    try:  # an option's range is checked where the method prepares: its error names --option
+        if options:
+            method = method.with_options(**options)
+        try:
+            check_analysis_cost(method, table, max_bytes=args.max_memory, max_seconds=args.max_seconds)
+        except AnalysisTooCostly as exc:
+            flag = "--max-seconds" if exc.resource == "time" else "--max-memory"
+            raise UsageError(f"{exc.what}; raise {flag} to run it anyway, or choose a method whose cost does not "
+                             "grow with the counts", flag) from None
+        result = analyze_fixed(method, table, args.margin, args.alpha, calibration)
+    except UsageError:
+        raise
+    except ValueError as exc:
+        raise option_error(exc, options) or exc from None
     reasons = ([result.reason] if result.reason else []) if judged else explain(method, table, result.status)
     payload = {**result.as_dict(), "options": dict(method.options), "version": method.version,
                "citation": method.citation, "reasons": reasons}
@@ -64,7 +69,9 @@ def run_interval(args: argparse.Namespace) -> None:
         lo = "nan" if p["lower"] is None else f"{p['lower']:.6f}"
         hi = "nan" if p["upper"] is None else f"{p['upper']:.6f}"
         est = "nan" if p["estimate"] is None else f"{p['estimate']:.6f}"
-        print(f"{p['method']} v{p['version']} ({p['estimand']}), {p['clusters']} clusters, {p['trials']} trials")
+        clusters, trials = p["clusters"], p["trials"]
+        print(f"{p['method']} v{p['version']} ({p['estimand']}), {clusters} cluster{'s' * (clusters != 1)}, "
+              f"{trials} trial{'s' * (trials != 1)}")
         print(f"estimate {est}   {100 * (1 - 2 * p['alpha']):g}% interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
         if "raw_estimate" in p:
             raw = [("nan" if p[k] is None else f"{p[k]:.6f}") for k in ("raw_estimate", "raw_lower", "raw_upper")]

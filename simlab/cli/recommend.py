@@ -68,6 +68,12 @@ def cmd_recommend(args: argparse.Namespace) -> None:
     if args.true_difference <= -args.margin:  # checked before the studies load (an input error answers at once)
         raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
                          "is only defined under the alternative", "--true-difference")
+    import os
+
+    if args.directory is not None and not os.path.isdir(args.directory):  # it was read as an empty set of records
+        raise UsageError(f"--directory {args.directory}: no such directory of qualification records", "--directory")
+    if args.certify_dir is not None and os.path.exists(args.certify_dir) and not os.path.isdir(args.certify_dir):
+        raise UsageError(f"--certify-dir {args.certify_dir} is not a directory", "--certify-dir")
     from studies import recommend
 
     payload = recommend(clusters=args.clusters, trials=args.trials, margin=args.margin, rho_max=args.rho_max,

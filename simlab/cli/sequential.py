@@ -17,10 +17,13 @@ from simlab.cli._args import (
     finite_float,
     n_jobs,
     nonnegative_int,
+    option_error,
     parse_options,
     parse_tables,
     positive_int,
     scenario_fields,
+    unit_closed,
+    unit_open_top,
 )
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, plain_table
@@ -60,7 +63,9 @@ def run_exact(args: argparse.Namespace) -> None:
         bad = [q for q in losses if not 0.0 <= q <= 1.0 - win]
         if not losses or bad:
             raise UsageError(f"--loss values must lie in [0, 1 - win] = [0, {1 - win:g}], got {args.loss!r}", "--loss")
-        refs = method_refs(args.methods or DEFAULT_METHODS, args.inner, args.alternative)
+        if len(set(losses)) < len(losses):
+            raise UsageError(f"--loss lists a probability twice ({args.loss!r}): each row once", "--loss")
+        refs = method_refs(DEFAULT_METHODS if args.methods is None else args.methods, args.inner, args.alternative)
         from studies.engine import exact_sequential_memory, exact_sequential_seconds
         from studies.exact import exact_table
 
@@ -158,7 +163,10 @@ def run_run(args: argparse.Namespace) -> None:
     from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_estimate,
                                 sequential_study_memory, sequential_summary_rows)
 
-    spec = parse_sequential_spec(raw, source=str(args.spec))
+    try:
+        spec = parse_sequential_spec(raw, source=str(args.spec))
+    except ValueError as exc:  # the spec file's own field (it names it): the field is the spec argument
+        raise UsageError(" ".join(str(exc).split()), "spec") from None
     if args.out:
         check_writable(args.out, "--out")
         refuse_foreign_file(args.out, "--out", args.force, spec_hash=spec.hash)
@@ -214,11 +222,22 @@ def run_analyze(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method", "sequential", options)  # before the method's module loads
     if args.inner is not None:
         check_methods(args.inner, "--inner", "fixed")
+        from methods import info
+
+        if "judge_calibration" in info(args.inner).inputs:
+            raise UsageError(f"--inner {args.inner!r} corrects judge labels with calibration counts, which "
+                             "sequential analyze does not take; choose an inner method that reads the tables alone",
+                             "--inner")
     table = parse_tables(args.table, order="one per cluster, in arrival order")
     from methods import MethodRef
 
-    method = MethodRef(name=args.method, options=options, inner=args.inner).resolve("sequential")
-    result = method.analyze(table, schedule_of(args, args.looks), args.margin, args.alpha)
+    try:  # an option's range is checked where the method prepares: its error names --option
+        method = MethodRef(name=args.method, options=options, inner=args.inner).resolve("sequential")
+        result = method.analyze(table, schedule_of(args, args.looks), args.margin, args.alpha)
+    except UsageError:
+        raise
+    except ValueError as exc:
+        raise option_error(exc, options) or exc from None
     payload = {**result.as_dict(), "version": method.version, "source_sha256": method.identity.source_sha256,
                "citation": method.citation}
 
@@ -256,7 +275,8 @@ def register(sub, bench_sub) -> None:
     design(p, looks=None, margin=None, alpha=None)  # None = not given: only meaningful with --loss
     methods(p, default=None)
     p.add_argument("--loss", default=None, help="comma-separated per-trial loss probabilities (default: seed cases)")
-    p.add_argument("--win", type=finite_float, default=None, help="per-trial win probability (trinomial engine when > 0)")
+    p.add_argument("--win", type=unit_open_top, default=None,
+                   help="per-trial win probability in [0, 1) (trinomial engine when > 0)")
     add_max_memory(p)
     add_max_seconds(p)
     add_json(p)
@@ -269,10 +289,11 @@ def register(sub, bench_sub) -> None:
     g = p.add_argument_group("measurement")
     for k in ("candidate_sensitivity", "candidate_specificity", "baseline_sensitivity", "baseline_specificity"):
         arm, what = k.split("_")
-        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=finite_float, default=None,
+        g.add_argument(f"--{k.replace('_', '-')}", dest=k, type=unit_closed, default=None,
                        help=f"P(the {arm}'s outcome is recorded as {'pass' if what == 'sensitivity' else 'fail'} "
                             f"| it {'passed' if what == 'sensitivity' else 'failed'}) (default 1: perfect labels)")
-    g.add_argument("--loss-rate", type=finite_float, default=0.0, help="probability a trial pair is lost")
+    g.add_argument("--loss-rate", type=unit_open_top, default=0.0,
+                   help="probability a trial pair is lost, in [0, 1) (default %(default)s)")
     p.add_argument("--reps", type=positive_int, default=20_000, help="replications (default %(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")

@@ -12,6 +12,7 @@ from simlab.cli._args import (
     checked,
     finite_float,
     int_at_least,
+    int_between,
     nonnegative_int,
     positive_float,
     n_jobs,
@@ -35,6 +36,8 @@ def run_size(args: argparse.Namespace) -> None:
     entry = info(args.method)
     if args.looks is not None and entry.kind != "sequential":
         raise UsageError(f"--looks applies to sequential methods; {entry.name!r} is fixed-sample", "--looks")
+    if args.looks is None and entry.kind == "sequential":  # was refused after 7 s of power frames
+        raise UsageError(f"method {entry.name!r} is sequential: give --looks (equally spaced looks)", "--looks")
     if args.true_difference <= -args.margin:
         raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
                          "is only defined under the alternative", "--true-difference")
@@ -119,7 +122,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--rho", type=unit_open_top, default=0.0, help="intra-cluster correlation in [0, 1)")
     p.add_argument("--rho-max", type=unit_open_top, default=None,
                    help="largest rho of the false-pass certificate over the nuisance domain (default: --rho)")
-    p.add_argument("--looks", type=positive_int, default=None, help="sequential methods: number of equally spaced looks")
+    p.add_argument("--looks", type=int_between(1, 10_000), default=None,
+                   help="sequential methods: number of equally spaced looks (at most 10,000)")
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")
     p.add_argument("--max-reps", type=int_at_least(2000), default=1 << 20,

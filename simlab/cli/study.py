@@ -135,7 +135,10 @@ def run_study_run(args: argparse.Namespace) -> None:
     raw = read_spec_file(args.spec)  # a missing or malformed file answers before the spec models load
     from studies.engine import parse_spec  # the spec alone (pydantic): a bad spec answers before the engine loads
 
-    spec = parse_spec(raw, source=str(args.spec))
+    try:
+        spec = parse_spec(raw, source=str(args.spec))
+    except ValueError as exc:  # the spec file's own field (it names it): the field is the spec argument
+        raise UsageError(" ".join(str(exc).split()), "spec") from None
     out = Path(args.out) if args.out else Path("simlab-out") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
     refuse_foreign_file(out, "--out", args.force, spec_hash=spec.hash)

@@ -22,4 +22,6 @@ def read_spec_file(path: str | Path) -> dict:
             return json.loads(raw)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"spec {p}: {exc}") from None
+    except RecursionError:  # thousands of nested arrays or tables: no spec looks like that
+        raise ValueError(f"spec {p}: nested too deeply to read") from None
     raise ValueError(f"spec {p}: use a .toml or .json file")

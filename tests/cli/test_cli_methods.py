@@ -62,7 +62,7 @@ def test_interval_inconclusive_has_null_bounds_in_json(capsys):
     (["--method", "cluster_t", "--table", "1,0,0,0", "--option", "bogus=1"], "--option: no option(s) ['bogus']"),
     (["--method", "cluster_t", "--table", "1,0,0,0", "--option", "min_clusters=1", "--option", "min_clusters=5"],
      "--option 'min_clusters' is given more than once"),
-    (["--method", "cluster_t", "--table", "1,0,0,0", "--option", "min_clusters"], "key=number"),
+    (["--method", "cluster_t", "--table", "1,0,0,0", "--option", "min_clusters"], "key=value"),
     (["--method", "cluster_t", "--table", "1,0,0,0", "--margin", "0"], "margin must lie in (0, 1)"),
 ])
 def test_interval_errors_are_clear(capsys, argv, message):

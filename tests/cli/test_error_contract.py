@@ -77,7 +77,7 @@ CASES = [
     (["simulate", "--clusters", "0"], "--clusters", "in [1, 1,000,000]"),
     (["simulate", "--clusters", "2000000"], "--clusters", "in [1, 1,000,000]"),  # was the model's "clusters: ..."
     (["false-pass", "--method", "cluster_t", "--trials", "200000"], "--trials", "in [1, 100,000]"),
-    (["simulate", "--rho", "1.5"], "rho", "rho"),
+    (["simulate", "--rho", "1.5"], "--rho", "--rho: "),  # the model's field rho, filled by --rho
     (["simulate", "--cells", "0.5,0.5,0.5,0.5"], None, "cells"),
     (["simulate", "--baseline", "0.9"], "--difference", "go together"),
     (["simulate", "--cells", "0.9,0.05,0.03,0.02", "--baseline", "0.9", "--difference", "0", "--discordance", "0.1"],
@@ -103,7 +103,7 @@ CASES = [
     (["methods", "--bogus"], None, "unrecognized"),
     (["false-pass", "--method", "paired_wald", "--reps", "0"], "--reps", ">= 1"),
     (["false-pass", "--method", "paired_wald", "--exact-seconds", "-1"], "--exact-seconds", "> 0"),
-    (["false-pass", "--method", "paired_wald", "--option", "x"], "--option", "key=number"),
+    (["false-pass", "--method", "paired_wald", "--option", "x"], "--option", "key=value"),
     (["false-pass", "--method", "paired_wald", "--simulate", "--exact-seconds", "5"], "--exact-seconds", "--simulate"),
     (["demo", "--reps", "0"], "--reps", ">= 1"),
     (["demo", "--reps", "1e11"], "--reps", "at most 1,000,000"),  # it failed after two sections, naming "replications"
