@@ -68,11 +68,14 @@ def read_arrow(source, fmt: str):
     try:
         if fmt == "jsonl":
             opts = pj.ParseOptions(explicit_schema=_arrow_schema(), unexpected_field_behavior="error")
-            return pj.read_json(src, parse_options=opts, read_options=pj.ReadOptions(block_size=1 << 24))
-        header = _csv_header(source)
-        if header is None or csv_header_problem(header):  # unknown / repeated / missing columns
-            return None
-        return _read_csv(src, header)
+            table = pj.read_json(src, parse_options=opts, read_options=pj.ReadOptions(block_size=1 << 24))
+        else:
+            header = _csv_header(source)
+            if header is None or csv_header_problem(header):  # unknown / repeated / missing columns
+                return None
+            table = _read_csv(src, header)
+        table.validate(full=True)  # the JSON reader keeps strings that are not UTF-8 (the slow path names them)
+        return table
     except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError):
         return None
 

@@ -44,7 +44,7 @@ from simlab.hashing import SHA256_PATTERN, content_hash
 from simlab.models import FrozenModel
 
 from .errors import EvidenceError
-from .jsonfiles import loads
+from .jsonfiles import NotUTF8, loads, utf8_text
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 PartName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
@@ -171,9 +171,9 @@ def read_calibration_file(path: Path, reg: JudgeRegistration) -> tuple[np.ndarra
         raise EvidenceError(f"judge.calibration_sha256: {path.name} hashes to {digest}, the manifest registers "
                             f"{reg.calibration_sha256}: not the registered calibration set", option="judge_calibration")
     try:
-        text = data.decode("utf-8-sig")  # a leading BOM (a spreadsheet export) is no data
-    except UnicodeDecodeError:
-        raise EvidenceError(f"{path.name}: not UTF-8 text", option="judge_calibration") from None
+        text = utf8_text(data, bom=True)  # a leading BOM (a spreadsheet export) is no data
+    except NotUTF8 as exc:
+        raise EvidenceError(f"{path.name}: {exc}", option="judge_calibration") from None
     counts = {s: [0, 0, 0, 0] for s in SETS}
     seen: dict[str, int] = {}
     for line, row in _rows(text, path.suffix.lower(), path.name):

@@ -215,7 +215,7 @@ def verify(path: str | Path, head: str | None = None, head_seq: int | None = Non
             problems.append(f"entry {seq}: expected entry {expected_seq} here (entry deleted or reordered)")
         try:
             actual = content_hash(json.loads(payload))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # not JSON, or nested past the parser's depth
             actual = "unreadable"
         if actual != payload_hash:
             problems.append(f"entry {seq}: receipt edited (payload hashes to {actual}, recorded {payload_hash})")

@@ -31,13 +31,16 @@ from simlab.models import FrozenModel
 
 from simlab.hashing import SHA256_PATTERN, content_hash
 
-from .jsonfiles import RepeatedKey, loads
+from .jsonfiles import RefusedJSON, loads, utf8_text
 from .judge import JudgeRegistration
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=False)]
 UNPINNED = "working-tree-unpinned"
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
+# the changes that invalidate a receipt, as the manifest registers them (``evidence init``'s template lists all)
+INVALIDATION_RULES = ("model_or_prompt_change", "tool_or_evaluator_change", "dataset_or_policy_change")
+InvalidationRule = Literal[INVALIDATION_RULES]
 
 
 class SequentialPolicy(FrozenModel):
@@ -136,7 +139,7 @@ class Manifest(FrozenModel):
     rho_max: float = Field(ge=0.0, lt=1.0)
     qualification_sha256: Sha256
     input_hashes: dict[Name, Sha256] = {}
-    invalidation_rules: tuple[Name, ...] = ()
+    invalidation_rules: tuple[InvalidationRule, ...] = ()
     required_tests: tuple[Name, ...] = ()
     required_prerequisites: tuple[Name, ...] = ()
     arms: dict[Literal["baseline", "candidate"], ArmIdentity] | None = None
@@ -196,8 +199,9 @@ class Manifest(FrozenModel):
             raise ValueError(f"{source}: invalid manifest: the file starts with a UTF-8 byte-order mark (BOM), "
                              "which JSON does not allow; save it as UTF-8 without a BOM")
         try:
+            text = utf8_text(text) if isinstance(text, bytes) else text
             loads(text)  # pydantic's parser keeps a repeated key's last value silently
-        except RepeatedKey as exc:
+        except RefusedJSON as exc:  # a repeated key, nesting past the parser's depth, not UTF-8
             raise ValueError(f"{source}: invalid manifest: {exc}") from None
         except ValueError:
             pass  # malformed JSON: pydantic names where
@@ -211,10 +215,10 @@ class Manifest(FrozenModel):
 def load_manifest(path: str | Path) -> Manifest:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ValueError(f"no manifest at {path}") from None
-    return Manifest.parse(text, source=str(path))
+    return Manifest.parse(data, source=str(path))
 
 
 def template(now: dt.datetime | None = None) -> dict:
@@ -233,7 +237,7 @@ def template(now: dt.datetime | None = None) -> dict:
         "minimum_independent_clusters": 30, "sequential_policy": {"kind": "fixed_sample", "looks": []},
         "rho_max": 0.05, "qualification_sha256": "sha256:" + "0" * 64,
         "input_hashes": {"dataset": "sha256:" + "0" * 64},
-        "invalidation_rules": ["model_or_prompt_change", "tool_or_evaluator_change", "dataset_or_policy_change"],
+        "invalidation_rules": list(INVALIDATION_RULES),
         "required_tests": [], "required_prerequisites": [],
         "arms": {"baseline": {"model": "provider/baseline-model@version", "task": "my_task", "task_args": {}},
                  "candidate": {"model": "provider/model@version", "task": "my_task", "task_args": {}}},

@@ -226,7 +226,7 @@ def _relative(path: str | Path, to: Path) -> str:
 def prepare_output(out: str | Path, overwrite: bool = False) -> Path:
     """The packet's folder, created when missing (a file in the way is named as the problem)."""
     out = Path(out)
-    if out.exists() and not overwrite:
+    if os.path.lexists(out) and not overwrite:  # a symbolic link to nothing too: writing would follow it
         raise EvidenceError(f"{out} exists; a packet is never overwritten (choose a new path)", option="out")
     folder = out.parent if str(out.parent) else Path(".")
     try:

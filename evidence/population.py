@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import EvidenceErrors, Problem
-from .jsonfiles import RepeatedKey, loads
+from .jsonfiles import NotUTF8, RefusedJSON, json_lines, loads, utf8_text
 from simlab.hashing import content_hash, file_hash
 
 KIND = "simlab.population"
@@ -56,8 +56,14 @@ def identity(clusters: dict[str, str], slices: dict[str, str] | None = None) -> 
 
 def _rows(path: Path, data: bytes):
     suffix = path.suffix.lower()
+    if suffix in (".csv", ".json"):
+        try:
+            text = utf8_text(data, bom=suffix == ".csv")  # a CSV's leading BOM is no data
+        except NotUTF8 as exc:
+            yield exc.line, ValueError(exc.cause)
+            return
     if suffix == ".csv":
-        reader = csv.reader(io.StringIO(data.decode("utf-8-sig")))  # a leading BOM is no data
+        reader = csv.reader(io.StringIO(text))
         header = next(reader, None) or []
         for number, values in enumerate(reader, start=2):
             yield number, (dict(zip(header, values)) if len(values) == len(header)
@@ -65,11 +71,11 @@ def _rows(path: Path, data: bytes):
         return
     if suffix == ".json":
         try:
-            items = loads(data)
+            items = loads(text)
         except json.JSONDecodeError as exc:
-            yield 1, ValueError(f"not valid JSON ({exc.msg})")
+            yield exc.lineno, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
             return
-        except RepeatedKey as exc:
+        except RefusedJSON as exc:
             yield 1, ValueError(str(exc))
             return
         items = items.get("cases") if isinstance(items, dict) else items
@@ -78,18 +84,7 @@ def _rows(path: Path, data: bytes):
             return
         yield from ((f"item {i}", item) for i, item in enumerate(items))
         return
-    lines = data.split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            if number != len(lines):
-                yield number, ValueError("empty line (one case per line)")
-            continue
-        try:
-            yield number, loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
-        except RepeatedKey as exc:
-            yield number, ValueError(str(exc))
+    yield from json_lines(data, "case")
 
 
 def read_population(path: str | Path) -> Population:

@@ -16,6 +16,7 @@ from simlab.hashing import self_hash_ok
 from .manifest import Manifest
 from .packet import PACKET_KIND, evaluate
 from .receipt import PrerequisiteReceipt, TestReceipt
+from .resolve import components_of
 
 _FIELD_REASONS = {
     "comparison": "forged comparison: the stored comparison differs from the one recomputed from raw trials",
@@ -46,7 +47,7 @@ def _dumps(value: Any) -> str:
 
 def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
     reasons = []
-    sc, fc = stored.get("components", {}), fresh["components"]
+    sc, fc = components_of(stored), fresh["components"]
     if sc.get("raw_artifacts") != fc["raw_artifacts"]:
         reasons.append(f"forged raw hashes: receipt binds {sc.get('raw_artifacts')}, the artifacts hash to "
                        f"{fc['raw_artifacts']}")
@@ -93,11 +94,14 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
         manifest, tests, pres = _parse_components(packet)
     except (ValueError, TypeError) as exc:
         return _blocked(reasons + [f"packet components invalid: {exc}"])
-    stored_manifest = stored.get("components", {}).get("manifest")
+    stored_manifest = components_of(stored).get("manifest")
     if stored_manifest != manifest.sha256:
         reasons.append(f"manifest changed after execution: receipt binds {stored_manifest}, the packet's manifest "
                        f"hashes to {manifest.sha256}")
-    artifacts = [dict(a) for a in packet.get("artifacts", [])]
+    listed = packet.get("artifacts", [])
+    if not isinstance(listed, list) or not all(isinstance(a, dict) for a in listed):
+        return _blocked(reasons + ["packet artifacts invalid: expected a list of objects (role, path, sha256)"])
+    artifacts = [dict(a) for a in listed]
     for a in artifacts:
         if artifact_paths and a.get("role") in artifact_paths:
             a["path"] = str(Path(artifact_paths[a["role"]]).resolve())

@@ -73,7 +73,7 @@ def is_signature_file(path: str | Path) -> bool:
     """Whether ``path`` holds a signature envelope of this module: re-signing may replace one,
     never a user's other file."""
     try:
-        _check_envelope(json.loads(Path(path).read_text(encoding="utf-8")))
+        _check_envelope(read_json(path))
     except (OSError, ValueError):
         return False
     return True

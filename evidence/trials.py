@@ -15,9 +15,9 @@ lines as examples; nothing is dropped.  JSONL and CSV are equally strict.
 
 The row and column schema is ``evidence.trial_schema``.  Fast path (``evidence.columnar``): pyarrow's multithreaded JSON/CSV readers with an
 explicit schema (``unexpected_field_behavior="error"``: an unknown field fails the read)
-and vectorised checks.  Whenever the fast path sees any problem -- or the file has blank lines, so rows
-and lines could disagree -- the file is read again to name every bad line and field: a JSONL
-file in blocks of :data:`BLOCK_LINES` lines, each through the fast path again and only a
+and vectorised checks.  Whenever the fast path sees any problem -- or the file has blank or
+whitespace-only lines, so rows and lines could disagree -- the file is read again to name
+every bad line and field: a JSONL file in blocks of :data:`BLOCK_LINES` lines, each through the fast path again and only a
 block it refuses line by line with the pydantic row model, so one bad row near the end of a
 big file costs one block's slow path, not the whole file's (and the file is never held in
 memory whole); a CSV file (a quoted cell may hold a line break) line by line.  Clean files
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
+import re
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -37,7 +37,7 @@ from typing_extensions import Annotated
 from simlab.models import FrozenModel
 
 from .errors import EvidenceErrors, Problem
-from .jsonfiles import RepeatedKey, loads
+from .jsonfiles import NotUTF8, json_lines, utf8_text
 from .manifest import Sha256
 from .trial_schema import PROVENANCE, TrialColumns, concat_judge_labels, csv_header_problem, judge_label_codes
 
@@ -131,18 +131,7 @@ def validate_rows(rows: Iterable[tuple[int | str, Any]], source: str, label: str
 
 
 def _json_lines(data: bytes) -> Iterable[tuple[int, Any]]:
-    for i, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            if i == data.count(b"\n") + 1:  # the final newline's empty tail
-                continue
-            yield i, ValueError("empty line (one trial per line; nothing is skipped silently)")
-            continue
-        try:
-            yield i, loads(line, parse_constant=lambda c: float(c))
-        except json.JSONDecodeError as exc:
-            yield i, ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})")
-        except RepeatedKey as exc:
-            yield i, ValueError(str(exc))
+    return json_lines(data, "trial", parse_constant=lambda c: float(c))
 
 
 class CellError(ValueError):
@@ -179,7 +168,12 @@ def _csv_value(name: str, text: str) -> Any:
 
 
 def _csv_rows(data: bytes) -> Iterable[tuple[int, Any]]:
-    reader = csv.reader(io.StringIO(data.decode("utf-8-sig")))  # a leading BOM (Excel's "CSV UTF-8") is no data
+    try:
+        text = utf8_text(data, bom=True)  # a leading BOM (Excel's "CSV UTF-8") is no data
+    except NotUTF8 as exc:
+        yield exc.line, ValueError(exc.cause)
+        return
+    reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
         return
@@ -349,12 +343,18 @@ def parse_jsonl_blocks(lines: Iterable[bytes], source: str) -> TrialColumns:
     return _join_blocks(parts, source)
 
 
+# a newline followed by whitespace: a blank or whitespace-only line (which pyarrow would skip,
+# so rows and lines would disagree) -- or, rarely, a line indented before its JSON; either
+# sends the data down the line-by-line path, which refuses only the first kind
+_BLANK = re.compile(rb"\n[\n\r \t]")
+
+
 def _blank_inside(data) -> bool:
-    return data.find(b"\n\n") >= 0 or data.find(b"\n\r\n") >= 0
+    return _BLANK.search(data) is not None
 
 
 def _has_blank_line(data) -> bool:
-    return data[:1] == b"\n" or data[:2] == b"\r\n" or _blank_inside(data)
+    return data[:1] in (b"\n", b"\r", b" ", b"\t") or _blank_inside(data)
 
 
 def parse_trials(data, fmt: Literal["jsonl", "csv"], source: str) -> TrialColumns:

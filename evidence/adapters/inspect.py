@@ -40,6 +40,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import EvidenceError, Problem, SampleErrors
+from ..jsonfiles import TOO_DEEP
 from simlab.hashing import file_hash
 from ..trial_schema import TrialColumns
 from ..trials import columns_from_places
@@ -152,9 +153,11 @@ def _read(path: Path) -> tuple[_Header, list[bytes | dict]]:
             if header.status != "success":
                 return header, []
             return header, [z.read(n) for n in names if n.startswith("samples/") and n.endswith(".json")]
-    except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         if isinstance(exc, ValidationError):
             exc = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        elif isinstance(exc, RecursionError):
+            exc = TOO_DEEP
         raise EvidenceError(f"{path}: not a readable Inspect log ({exc})") from None
 
 

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from ..errors import EvidenceError, Problem, SampleErrors
-from ..jsonfiles import RepeatedKey, loads
+from ..jsonfiles import TOO_DEEP, NotUTF8, RefusedJSON, loads
 from simlab.hashing import file_hash
 from ..trial_schema import TrialColumns
 from ..trials import columns_from_places
@@ -41,8 +41,9 @@ def _results(samples: Path) -> tuple[dict | None, str]:
         if body.endswith("_" + date_id):
             try:
                 return json.loads(candidate.read_text()), body[: -len(date_id) - 1]
-            except (OSError, ValueError) as exc:
-                raise EvidenceError(f"{candidate}: not readable lm-evaluation-harness results ({exc})") from None
+            except (OSError, ValueError, RecursionError) as exc:
+                why = TOO_DEEP if isinstance(exc, RecursionError) else exc
+                raise EvidenceError(f"{candidate}: not readable lm-evaluation-harness results ({why})") from None
     return None, body
 
 
@@ -69,7 +70,9 @@ def _rows(path: Path, arm: str, cluster_field: str, score: str | None, slice_fie
                 items.append((number, loads(line)))
             except json.JSONDecodeError as exc:
                 raise EvidenceError(f"{path.name} line {number}: not valid JSON ({exc.msg})") from None
-            except RepeatedKey as exc:
+            except UnicodeDecodeError as exc:
+                raise EvidenceError(f"{path.name} line {number}: {NotUTF8(line, exc).cause}") from None
+            except RefusedJSON as exc:  # a repeated key, nesting past the parser's depth
                 raise EvidenceError(f"{path.name} line {number}: {exc}") from None
     if not items:
         raise EvidenceError(f"{path}: holds no samples")

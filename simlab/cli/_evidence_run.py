@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import re
+from pathlib import Path
 
 from simlab.cli._output import UsageError
 
@@ -31,13 +34,64 @@ def trusted_keys(paths: list[str] | None) -> dict | None:
         raise UsageError(f"--trusted: {exc}", "--trusted") from None
 
 
+def sha256_arg(value: str, flag: str) -> str:
+    """A ``sha256:<64 hex>`` hash given on the command line (a receipt or component hash)."""
+    from simlab.hashing import SHA256_PATTERN
+
+    if not re.match(SHA256_PATTERN, value):
+        raise UsageError(f"{flag}: expected sha256: and 64 lowercase hex digits, got {value!r}", flag)
+    return value
+
+
+def check_out(path: str | None, flag: str = "--out", what: str = "packet") -> None:
+    """Refuse the path a new file (``what``) goes to, before any work: empty, already there (a
+    dangling symbolic link too: writing would follow it), or below something not a folder."""
+    if path is None:
+        return
+    if not path.strip():
+        raise UsageError(f"{flag}: an empty path; name the {what} file to write", flag)
+    target = Path(path)
+    if os.path.lexists(target):
+        there = "is a symbolic link to nothing" if not target.exists() else "exists"
+        raise UsageError(f"{flag} {path} {there}; a {what} is never overwritten (choose a new path)", flag)
+    folder = nearest_existing(target.parent)
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: {folder} is not a directory", flag)
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that is there (a link to nothing counts): where a
+    missing folder would be created."""
+    while not os.path.lexists(path):
+        path = path.parent
+    return path
+
+
+def check_paths(args, inputs: dict[str | None, str]) -> dict[str, str]:
+    """Before any work (exit 2 naming the flag): ``--out``, ``--ledger`` and every input file
+    (``inputs``: path -> the flag or argument that named it; the side inputs are added).
+    Returns the input files, for :func:`refused` to name the one a refusal is about."""
+    check_out(args.out)
+    if args.ledger is not None and not args.ledger.strip():
+        raise UsageError("--ledger: an empty path; name the SQLite ledger file", "--ledger")
+    given = {**inputs, args.population: "--population", args.judge_calibration: "--judge-calibration"}
+    files = {path: flag for path, flag in given.items() if path is not None}
+    for path, flag in files.items():
+        if not Path(path).is_file():
+            raise UsageError(f"{flag} {path or repr(path)}: no file there", flag)
+    return files
+
+
 def component_receipts(paths: list[str] | None):
     if not paths:
         return (), ()
     from evidence import PrerequisiteReceipt, read_json, TestReceipt
     tests, pres = [], []
     for path in paths or []:
-        data = read_json(path)
+        try:
+            data = read_json(path)
+        except ValueError as exc:
+            raise UsageError(f"--component {exc}", "--component") from None
         for item in data if isinstance(data, list) else [data]:
             kind = item.get("kind") if isinstance(item, dict) else None
             model = {"test": TestReceipt, "prerequisite": PrerequisiteReceipt}.get(kind)
@@ -45,8 +99,10 @@ def component_receipts(paths: list[str] | None):
                 raise UsageError(f"--component {path}: each entry needs kind 'test' or 'prerequisite'", "--component")
             try:
                 (tests if kind == "test" else pres).append(model.model_validate_json(json.dumps(item)))
-            except ValueError as exc:  # pydantic ValidationError: name the file
-                raise UsageError(f"--component {path}: {exc}".splitlines()[0], "--component") from None
+            except ValueError as exc:  # pydantic ValidationError: name the file, the field and why
+                first = exc.errors()[0] if hasattr(exc, "errors") and exc.errors() else None
+                why = f"{'.'.join(map(str, first['loc'])) or kind}: {first['msg']}" if first else exc
+                raise UsageError(f"--component {path}: {why}".splitlines()[0], "--component") from None
     return tuple(tests), tuple(pres)
 
 
@@ -71,24 +127,38 @@ OPTION_HINTS = {
 }
 
 
-def refused(exc) -> UsageError:
-    """A library refusal as a usage error naming the flag and the next step."""
+def _field_of_file(exc, files: dict[str | None, str]) -> str | None:
+    """The flag or argument that named the file a refusal is about: its ``source`` (bad rows),
+    else the file its message starts with (a path, or a file name alone)."""
+    where = getattr(exc, "source", None) or str(exc).split(" ", 1)[0].rstrip(":,")
+    try:
+        named = Path(where).resolve()
+        hits = {flag for path, flag in files.items() if named == Path(path).resolve() or where == Path(path).name}
+    except (OSError, ValueError, RuntimeError):  # not a path at all
+        return None
+    return hits.pop() if where and len(hits) == 1 else None
+
+
+def refused(exc, files: dict[str | None, str] | None = None) -> UsageError:
+    """A library refusal as a usage error naming the flag and the next step; ``files`` (path ->
+    flag) names the flag of a refusal about one input file that no option addresses."""
     flag, hint = OPTION_HINTS.get(getattr(exc, "option", None) or "", (None, None))
+    if flag is None and files:
+        flag = _field_of_file(exc, files)
     return UsageError(f"{exc} -- {hint}" if hint else str(exc), flag)
 
 
-def run_evidence(**kw) -> dict:
-    """``evidence.packet.run_experiment`` with its refusals turned into usage errors."""
+def run_evidence(files: dict[str | None, str] | None = None, **kw) -> dict:
+    """``evidence.packet.run_experiment`` with its refusals turned into usage errors (``files``:
+    :func:`refused`)."""
     from evidence import EvidenceError, run_experiment
     try:
         return run_experiment(**kw)
     except EvidenceError as exc:
-        raise refused(exc) from None
+        raise refused(exc, files) from None
 
 
 def load_manifest_arg(path: str):
-    from pathlib import Path
-
     if not Path(path).exists():  # before the manifest model (pydantic) loads: a wrong path answers at once
         raise UsageError(f"no manifest at {path}", "--manifest")
     from evidence import load_manifest

@@ -37,9 +37,11 @@ def default_out() -> str:
 
 
 def run_compare(args) -> int:
-    from simlab.cli._evidence_run import (adapter_of, common_artifacts, component_receipts, load_manifest_arg,
-                                          parse_time, refused, report_ledger, run_evidence, trusted_keys)
+    from simlab.cli._evidence_run import (adapter_of, check_paths, common_artifacts, component_receipts,
+                                          load_manifest_arg, parse_time, refused, report_ledger, run_evidence,
+                                          trusted_keys)
 
+    files = check_paths(args, {args.baseline: "baseline", args.candidate: "candidate"})
     manifest = load_manifest_arg(args.manifest)
     from evidence import EvidenceError, detect_kind, headline, junit, markdown, paired_artifacts, summary
 
@@ -53,8 +55,11 @@ def run_compare(args) -> int:
     kind = kinds.pop()
     out = args.out or default_out()
     tests, pres = component_receipts(args.component)
-    packet = run_evidence(manifest=manifest, artifacts=common_artifacts(paired_artifacts(kind, args.baseline,
-                                                                                         args.candidate), args),
+    try:
+        artifacts = common_artifacts(paired_artifacts(kind, args.baseline, args.candidate), args)
+    except ValueError as exc:  # --format trials: not .jsonl / .csv
+        raise refused(exc, files) from None
+    packet = run_evidence(files=files, manifest=manifest, artifacts=artifacts,
                           out=out, adapter=adapter_of(kind, args, manifest), tests=tests, prerequisites=pres,
                           qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
                           now=parse_time(args.now, "--now"), registered_after=args.registered_after_measurement,

@@ -20,8 +20,9 @@ from simlab.cli._args import add_json as _add_json
 from simlab.cli._args import positive_int
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
 from simlab.cli._output import emit as _emit
-from simlab.cli._evidence_run import (add_run_options, adapter_of, common_artifacts, component_receipts,
-                                      load_manifest_arg, parse_time, report_ledger, run_evidence, trusted_keys)
+from simlab.cli._evidence_run import (add_run_options, adapter_of, check_out, check_paths, common_artifacts,
+                                      component_receipts, load_manifest_arg, nearest_existing, parse_time,
+                                      report_ledger, run_evidence, sha256_arg, trusted_keys)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -30,6 +31,8 @@ def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
             raise UsageError(f"{flag}: expected NAME=VALUE, got {item!r}", flag)
+        if name in out:  # which one counts would be a guess
+            raise UsageError(f"{flag}: {name} given twice ({out[name]!r} and {value!r})", flag)
         out[name] = value
     return out
 
@@ -76,6 +79,7 @@ def render_receipt(r: dict) -> None:
 
 
 def run_init(args) -> int:
+    check_out(args.out, what="manifest")
     from evidence import Manifest, template, write_json
     data = template()
     try:
@@ -99,17 +103,22 @@ def run_run(args) -> int:
     if bool(args.trials) + bool(args.inspect) + bool(args.lm_eval) != 1:
         raise UsageError("give exactly one of --trials FILE, --inspect BASELINE CANDIDATE or --lm-eval BASELINE "
                          "CANDIDATE", "--trials")
+    files = check_paths(args, {args.trials: "--trials", **dict.fromkeys(args.inspect or (), "--inspect"),
+                               **dict.fromkeys(args.lm_eval or (), "--lm-eval")})
     manifest = load_manifest_arg(args.manifest)
     from evidence import paired_artifacts, trial_artifacts
     now, trusted = parse_time(args.now, "--now"), trusted_keys(args.trusted)
     if args.trials:
-        kind, artifacts = "trials", trial_artifacts(args.trials)
+        try:
+            kind, artifacts = "trials", trial_artifacts(args.trials)
+        except ValueError as exc:  # not .jsonl / .csv
+            raise UsageError(str(exc), "--trials") from None
     else:
         kind = "inspect" if args.inspect else "lm-eval"
         artifacts = paired_artifacts(kind, *(args.inspect or args.lm_eval))
     adapter = adapter_of(kind, args, manifest)
     tests, pres = component_receipts(args.component)
-    packet = run_evidence(manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
+    packet = run_evidence(files=files, manifest=manifest, artifacts=common_artifacts(artifacts, args), out=args.out,
                           adapter=adapter, tests=tests, prerequisites=pres, qualification_dir=args.qualification_dir,
                           trusted=trusted, now=now, registered_after=args.registered_after_measurement,
                           exploratory=args.exploratory,
@@ -159,12 +168,32 @@ def _read(path: str, field: str):
         raise UsageError(str(exc), field) from None
 
 
+def _packet_artifacts(args, packet) -> dict[str, str]:
+    """``--artifact ROLE=PATH``: a role the packet records, a file that is there."""
+    listed = packet.get("artifacts")
+    roles = sorted({a.get("role") for a in listed if isinstance(a, dict)} if isinstance(listed, list) else set(),
+                   key=str)
+    paths = _pairs(args.artifact, "--artifact")
+    for role, path in paths.items():
+        if role not in roles:
+            raise UsageError(f"--artifact {role}={path}: the packet records no artifact {role!r} (its roles: "
+                             f"{', '.join(map(str, roles)) or 'none'})", "--artifact")
+        if not Path(path).is_file():
+            raise UsageError(f"--artifact {role}={path}: no file there", "--artifact")
+    return paths
+
+
 def run_replay(args) -> int:
     packet = _read(args.packet, "packet")  # a missing or malformed packet answers before the evidence path loads
+    anchor = None if args.anchor is None else sha256_arg(args.anchor, "--anchor")
+    from evidence.packet import PACKET_KIND
+    if not isinstance(packet, dict) or packet.get("kind") != PACKET_KIND:
+        raise UsageError(f"{args.packet}: not an evidence packet (the JSON `evidence run` or `compare` wrote, kind "
+                         f"{PACKET_KIND!r})", "packet")
     from evidence import replay_packet
     result = replay_packet(packet, base=Path(args.packet).parent, qualification_dir=args.qualification_dir,
-                    trusted=trusted_keys(args.trusted), artifact_paths=_pairs(args.artifact, "--artifact"),
-                    anchor=args.anchor, ledger=args.ledger)
+                    trusted=trusted_keys(args.trusted), artifact_paths=_packet_artifacts(args, packet),
+                    anchor=anchor, ledger=args.ledger)
 
     def render(p):
         verdict = "replayed: identical receipt" if p["ok"] else "REJECTED"
@@ -179,6 +208,8 @@ def run_resolve(args) -> int:
     from simlab.hashing import file_hash
     from evidence import resolve_receipt, resolve_packet
     as_of = parse_time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
+    if args.anchor is not None and not args.replay:  # resolving a bare receipt has no use for it
+        raise UsageError("--anchor is checked when the packet is replayed: add --replay", "--anchor")
     data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
     if not isinstance(receipt, dict) or "receipt_sha256" not in receipt:
@@ -192,7 +223,7 @@ def run_resolve(args) -> int:
                              "--replay")
         result = resolve_packet(data, as_of, current, base=Path(args.receipt).parent,
                                 qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
-                                anchor=args.anchor)
+                                anchor=None if args.anchor is None else sha256_arg(args.anchor, "--anchor"))
     else:
         signature = None
         if args.trusted:
@@ -242,6 +273,7 @@ def run_verify_ledger(args) -> int:
 
 
 def run_sign_head(args) -> int:
+    check_out(args.out, what="signed head")
     from evidence import ledger
     from evidence import write_json
     from simlab import signing
@@ -262,6 +294,16 @@ def run_sign_head(args) -> int:
 
 def run_keygen(args) -> int:
     from simlab import signing
+    if not args.out.strip():
+        raise UsageError("--out: an empty path; name the directory for the key files", "--out")
+    if not args.name or args.name in (".", "..") or Path(args.name).name != args.name:
+        raise UsageError(f"--name {args.name!r}: a file name without a folder (the keys are NAME.key and NAME.pub "
+                         "in --out)", "--name")
+    folder = nearest_existing(Path(args.out))
+    if not folder.is_dir():
+        where = "exists" if str(folder) == str(Path(args.out)) else f"is below {folder}, which exists"
+        raise UsageError(f"--out {args.out} {where} and is not a directory; a file is never overwritten (--out names "
+                         f"the directory {args.name}.key and {args.name}.pub are written to)", "--out")
     key = signing.generate_key()
     try:
         private, public = signing.save_keypair(key, args.out, args.name)
@@ -284,7 +326,10 @@ def run_sign(args) -> int:
     if target.is_file() and not args.force and not is_signature_file(target):
         raise UsageError(f"--out {target} exists and is not a signature file simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", "--out")
-    out = sign_file(args.file, key, args.out)
+    try:
+        out = sign_file(args.file, key, args.out)
+    except ValueError as exc:  # the document: not JSON, not UTF-8, nested too deeply...
+        raise UsageError(str(exc), "file") from None
     _emit(args, {"file": args.file, "signature": str(out)}, lambda p: print(f"signed {p['file']} -> {p['signature']}"))
     return 0
 
@@ -293,14 +338,14 @@ def run_verify(args) -> int:
     from evidence import verify_file
     from simlab import signing
     trusted = trusted_keys(args.trusted) or {}
+    _read(args.file, "file")  # an unreadable document is named as the document, not as its signature
     sig = args.signature or f"{args.file}.sig"
     try:
         result = {"ok": True, "signed_by": verify_file(args.file, trusted, args.signature)}
     except signing.SignatureError as exc:
         result = {"ok": False, "signed_by": None, "reason": str(exc)}
     except ValueError as exc:  # not text, not JSON: the signature file is unreadable, not a failed check
-        message = str(exc) if sig in str(exc) else f"{sig}: not a signature file ({exc})"
-        raise UsageError(message, "--signature") from None
+        raise UsageError(f"{sig}: not a signature file ({str(exc).removeprefix(f'{sig}: ')})", "--signature") from None
     _emit(args, result, lambda p: print(f"verified: signed by trusted key {p['signed_by']}" if p["ok"]
                                         else f"NOT verified: {p['reason']}"))
     return EXIT_OK if result["ok"] else EXIT_BLOCKED
@@ -351,7 +396,8 @@ def register(sub, bench_sub) -> None:
     _add_json(p)
     p.set_defaults(func=run_run)
 
-    p = es.add_parser("replay", help="recompute a packet from its raw records (exit 1 unless it replays to a pass)")
+    p = es.add_parser("replay", help="recompute a packet from its raw records (exit 1 unless it replays to a pass; 2 "
+                                        "when the file is not a packet or an option is malformed)")
     p.add_argument("packet", help="the packet JSON `evidence run` / `compare` wrote (its raw files beside it)")
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")

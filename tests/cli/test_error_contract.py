@@ -394,3 +394,85 @@ def test_the_parsers_design_bounds_are_the_models():
     assert DESIGN_TRIALS(str(top)) == top
     with pytest.raises(Exception, match="must be an integer in"):
         DESIGN_TRIALS(str(top + 1))
+
+
+# ---------------------------------------------------------------- the evidence path's input (probe findings)
+
+
+@pytest.fixture
+def evidence_files(files, tmp_path):
+    """Evidence input each refused by field, file and line: JSON nested past the parser's depth,
+    a line of blanks, text that is not UTF-8, an unknown invalidation rule, a dangling link."""
+    from evidence.manifest import template
+
+    deep = "[" * 100_000 + "]" * 100_000
+    row = {"case_id": "c1", "trial_index": 0, "cluster_id": "k1", "arm": "baseline", "passed": True,
+           "failed_checks": [], "cost_provenance": "absent", "manifest_sha256": None}
+    out = {"manifest": tmp_path / "m.json", "deep": tmp_path / "deep.json", "deep_rows": tmp_path / "deep.jsonl",
+           "blank_line": tmp_path / "ws.jsonl", "latin_rows": tmp_path / "latin.jsonl",
+           "latin_manifest": tmp_path / "latin1.json", "rules": tmp_path / "rules.json",
+           "packet": tmp_path / "pk.json", "dangling": tmp_path / "dangling.json"}
+    out["manifest"].write_text(json.dumps(template()))
+    out["deep"].write_text(deep)
+    out["deep_rows"].write_text(deep + "\n")
+    out["blank_line"].write_text(json.dumps(row) + "\n \t\n" + json.dumps({**row, "arm": "candidate"}) + "\n")
+    out["latin_rows"].write_bytes(json.dumps(row).replace("c1", "c\xe9").encode("latin-1") + b"\n")
+    out["latin_manifest"].write_bytes(json.dumps(template()).replace("prompt-v1", "prompt-\xe9").encode("latin-1"))
+    out["rules"].write_text(json.dumps({**template(), "invalidation_rules": ["bogus"]}))
+    out["packet"].write_text(json.dumps({"kind": "simlab.evidence.packet", "receipt": {},
+                                         "artifacts": [{"role": "trials", "path": "t.jsonl"}]}))
+    out["dangling"].symlink_to(tmp_path / "nowhere.json")
+    return {**files, **{k: str(v) for k, v in out.items()}}
+
+
+RUN = ["evidence", "run", "--manifest", "{manifest}", "--out", "{dir}/p.json", "--trials"]
+DEEP_WORDS = "nested too deeply to read"
+EVIDENCE_CASES = [
+    (["evidence", "hash", "{deep}"], "file", f"deep.json: {DEEP_WORDS}"),
+    (["evidence", "run", "--trials", "{blank_line}", "--manifest", "{deep}", "--out", "{dir}/p.json"], "--manifest",
+     f"deep.json: invalid manifest: {DEEP_WORDS}"),
+    ([*RUN, "{deep_rows}"], "--trials", "deep.jsonl: 1 problem(s) in the trial rows, 1 root cause(s): nested too deeply"),
+    ([*RUN, "{blank_line}", "--population", "{deep_rows}"], "--population", f"{DEEP_WORDS}"),
+    (["evidence", "replay", "{deep}"], "packet", f"deep.json: {DEEP_WORDS}"),
+    (["evidence", "resolve", "{deep}"], "receipt", f"deep.json: {DEEP_WORDS}"),
+    (["evidence", "verify", "{deep}", "--trusted", "{pub}"], "file", f"deep.json: {DEEP_WORDS}"),
+    (["evidence", "sign", "{deep}", "--key", "{dir}/keys/k.key", "--out", "{dir}/deep.sig"], "file",
+     f"deep.json: {DEEP_WORDS}"),
+    (["compare", "{blank_line}", "{blank_line}", "--manifest", "{deep}"], "--manifest", DEEP_WORDS),
+    ([*RUN, "{blank_line}"], "--trials", "empty line (one trial per line; nothing is skipped silently) (line 2)"),
+    (["evidence", "hash", "{rules}"], "file", "invalidation_rules.0: Input should be 'model_or_prompt_change', "
+                                              "'tool_or_evaluator_change' or 'dataset_or_policy_change'"),
+    (["evidence", "replay", "{packet}", "--artifact", "trials={dir}/missing.jsonl"], "--artifact", "no file there"),
+    (["evidence", "replay", "{packet}", "--anchor", "xyz"], "--anchor", "expected sha256: and 64 lowercase hex"),
+    (["evidence", "replay", "{manifest}"], "packet", "m.json: not an evidence packet"),
+    # the packet's path is checked first: the bad trial file is never read
+    (["evidence", "run", "--manifest", "{manifest}", "--trials", "{latin_rows}", "--out", "{dangling}"], "--out",
+     "dangling.json is a symbolic link to nothing; a packet is never overwritten"),
+    ([*RUN[:-3], "--out", "", "--trials", "{blank_line}"], "--out", "--out: an empty path"),
+    ([*RUN[:-3], "--out", "{under_file}", "--trials", "{blank_line}"], "--out", "a_file is not a directory"),
+    ([*RUN, "{latin_rows}"], "--trials", "latin.jsonl: 1 problem(s) in the trial rows, 1 root cause(s): not UTF-8 "
+                                         "text: byte 0xe9 at column 15 (save the file as UTF-8) (line 1)"),
+    (["evidence", "run", "--trials", "{blank_line}", "--manifest", "{latin_manifest}", "--out", "{dir}/p.json"],
+     "--manifest", "latin1.json: invalid manifest: not UTF-8 text: byte 0xe9 at line 1, column"),
+    (["evidence", "replay", "{latin_rows}"], "packet", "latin.jsonl: not UTF-8 text: byte 0xe9 at line 1, column 15"),
+    (["evidence", "keygen", "--out", "{dir}/precious.txt"], "--out",
+     "precious.txt exists and is not a directory; a file is never overwritten"),
+    (["evidence", "keygen", "--out", ""], "--out", "--out: an empty path"),
+    (["evidence", "keygen", "--out", "{dir}/k2", "--name", "../escape"], "--name", "a file name without a folder"),
+    (["evidence", "init", "--out", ""], "--out", "--out: an empty path; name the manifest file to write"),
+    (["evidence", "init", "--out", "{dangling}"], "--out", "is a symbolic link to nothing; a manifest is never"),
+    (["evidence", "sign-head", "{text}", "--key", "{text}", "--out", ""], "--out", "an empty path"),
+    ([*RUN, "{blank_line}", "--population", ""], "--population", "--population '': no file there"),
+    ([*RUN, "{blank_line}", "--ledger", ""], "--ledger", "--ledger: an empty path"),
+    ([*RUN, "{dir}/missing.jsonl"], "--trials", "missing.jsonl: no file there"),
+    ([*RUN, "{text}"], "--trials", "trial records must be .jsonl/.ndjson or .csv, got '.nc'"),
+    (["compare", "{text}", "{blank_line}", "--format", "trials", "--manifest", "{manifest}"], "baseline",
+     "not_netcdf.nc: trial records must be .jsonl/.ndjson or .csv"),
+    ([*RUN, "{blank_line}", "--component", "{deep}"], "--component", f"deep.json: {DEEP_WORDS}"),
+    (["evidence", "resolve", "{packet}", "--anchor", "sha256:" + "0" * 64], "--anchor", "add --replay"),
+]
+
+
+@pytest.mark.parametrize("argv, field, words", EVIDENCE_CASES, ids=[" ".join(c[0])[:60] for c in EVIDENCE_CASES])
+def test_evidence_input_error_contract(argv, field, words, evidence_files, capsys):
+    test_error_contract(argv, field, words, evidence_files, capsys)
