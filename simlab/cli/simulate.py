@@ -29,21 +29,42 @@ CHUNKS = 20  # progress lines (and chances to stop on a signal) over a long draw
 PILOT = 8    # replications that price the draw (one alone is mostly call overhead: 3x too high)
 
 
-def draw_tables(generator, reps: int, args: argparse.Namespace, what: str):
-    """All ``reps`` tables, drawn in chunks into one array after a timed pilot (the draw's first
-    ``PILOT`` replications) has priced the whole draw against ``--max-seconds``.  The
-    draws are counter-based, so the chunks are exactly the tables of one call (``simlab.generate``)."""
+def draw_seconds(generator, reps: int, out) -> tuple[float, int]:
+    """``(seconds per replication, replications already in out)`` of ``generator``'s draw, from
+    the draw's first ``PILOT`` replications (into ``out``) -- or, over ``PILOT_MAX_PAIRS``
+    trial pairs a replication (10^6 clusters of 10^5 trials: 10^11, a replication of 20 min),
+    from ``PILOT`` replications of the scenario cut to that many pairs
+    (``studies.engine.cost.shrink_scenario``), times the ratio of pairs: the generator draws one
+    uniform a trial pair (one more with recording error), linear in the pairs."""
     import time
 
     import numpy as np
 
+    from studies.engine.cost import PILOT_MAX_PAIRS, scenario_pairs, shrink_scenario
+
+    generator.fill(out[:0], 0)        # loads the kernel: not part of the price
+    pairs = scenario_pairs(generator.scenario)
+    if pairs <= PILOT_MAX_PAIRS:
+        pilot = min(reps, PILOT)
+        t0 = time.perf_counter()
+        generator.fill(out[:pilot], 0)
+        return (time.perf_counter() - t0) / pilot, pilot
+    small = shrink_scenario(generator.scenario, PILOT_MAX_PAIRS)
+    piloted = type(generator)(small, generator.seed)
+    t0 = time.perf_counter()
+    piloted.fill(np.empty((PILOT, small.clusters, 4), np.int32), 0)
+    return (time.perf_counter() - t0) / PILOT * pairs / scenario_pairs(small), 0
+
+
+def draw_tables(generator, reps: int, args: argparse.Namespace, what: str):
+    """All ``reps`` tables, drawn in chunks into one array after a timed pilot
+    (``draw_seconds``) has priced the whole draw against ``--max-seconds``.  The draws are
+    counter-based, so the chunks are exactly the tables of one call (``simlab.generate``)."""
+    import numpy as np
+
     say = log_to_stderr(args)
     out = np.empty((reps, generator.scenario.clusters, 4), np.int32)
-    generator.fill(out[:0], 0)        # loads the kernel: not part of the price
-    pilot = min(reps, PILOT)
-    t0 = time.perf_counter()
-    generator.fill(out[:pilot], 0)
-    per_rep = (time.perf_counter() - t0) / pilot
+    per_rep, pilot = draw_seconds(generator, reps, out)
     check_time(args, per_rep * reps, what)
     say(f"{what}: estimated {per_rep * reps:.3g} s")
     bounds = sorted({pilot + (reps - pilot) * i // CHUNKS for i in range(CHUNKS + 1)})

@@ -11,6 +11,24 @@ the superlinear ones (bootstraps at fixed B are linear too; ``bayes_hierarchical
 about as ``K^2.7``, so the chord lies above the curve).  The total divides by the
 executor's workers.  Kernels are compiled (or loaded from numba's cache) by a one-
 replication warm-up outside the timing.
+
+Every pilot is bounded, whatever the design (K up to 10^6 clusters of M up to 10^5 trials:
+10^11 pairs a replication, which no pilot can draw).  A scenario of at most
+``PILOT_DIRECT_PAIRS`` pairs (every ordinary design) is piloted as it is.  A larger one is
+piloted on copies scaled down (``shrink_scenario``: fewer clusters, ``K' = cap // M``; fewer
+trials per cluster only where M alone exceeds the cap -- the trial sampler draws one
+uniform per trial pair, linear in M, and the composition sampler, constant in M, applies
+only to clusters of a few dozen trials, which are never cut) from ``PILOT_FIRST_PAIRS`` up,
+four times the pairs a step, to at most ``PILOT_MAX_PAIRS``, while the next step's one
+replication is predicted under ``PILOT_STEP_SECONDS`` (a scenario's set-up can cost 65 us a
+pair: the composition laws of 20000 clusters of 50 trials took 40 s).  The cost model then
+extrapolates above the largest piloted size along the chord of the two largest steps, as it
+interpolates below (``_scaled_pilot``: per replication linearly, or as the power of the pairs
+measured where the cost grew clearly faster than linearly -- bayes_hierarchical's posterior
+grid grows with the square of the pooled counts; the overhead only where it grew with the
+size).  A kernel whose growth only shows above the largest step is under-estimated
+(bayes_hierarchical at 5000 x 10: its exponent rises from 1.3 between 312 and 1250 clusters
+to 2 between 1250 and 5000; estimated 1 s a replication, measured 3.3 s).
 """
 from __future__ import annotations
 
@@ -23,22 +41,49 @@ PILOT_MIN_SECONDS = 0.02   # the replications' part of a timing must be at least
 PILOT_MAX_REPLICATIONS = 1 << 16  # R's cap (the pilot then runs 4R)
 PILOT_SLOW_SECONDS = 1.0   # one replication this slow is timed alone: the pilot never runs for minutes
 PILOT_BUDGET_SECONDS = 2.0  # no pilot timing longer than this is started (trial_bootstrap at 100 x 1500 took 15 s)
+PILOT_DIRECT_PAIRS = 20_000  # a scenario of at most this many trial pairs (K x M) is piloted as it is
+PILOT_FIRST_PAIRS = 1_000    # a larger one on scaled-down copies: the first of about this many pairs,
+PILOT_MAX_PAIRS = 1_000_000  # the last of at most this many (x4 a step; one replication of 10^6 pairs: ~10 ms drawn)
+PILOT_STEP_SECONDS = 0.25    # a step is taken only when its one replication is predicted under this
+PILOT_SCALED_MIN_SECONDS = 0.1  # a pilot scaled up (x10^5 at 10^11 pairs) times its replications for longer
+SUPERLINEAR_EXPONENT = 1.15  # growth between the two largest steps below pairs^1.15 is taken as linear (timer noise)
+MAX_EXPONENT = 3.0
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """``seconds(pairs, reps) = overhead + per_rep(pairs) * reps`` for one scenario."""
+    """``seconds(pairs, reps) = overhead + per_rep(pairs) * reps`` for one scenario: linear in
+    pairs between the two piloted sizes; above the largest (a scaled-down pilot) the
+    per-replication cost grows along ``slope`` (or as ``pairs ** exponent``) and the overhead
+    along ``overhead_slope`` -- each, where not given, in proportion to the pairs."""
     pairs: tuple[float, float]        # K x M of the cheapest and the costliest piloted scenario
     per_rep: tuple[float, float]      # seconds per replication at those two
-    overhead: float                   # seconds per scenario (or task), whatever its size
+    overhead: float                   # seconds per scenario (or task), whatever its size up to pairs[1]
+    exponent: float = 1.0             # growth of the per-replication cost above pairs[1] (1: along slope)
+    slope: float | None = None        # per-replication seconds a pair above pairs[1]
+    overhead_slope: float | None = None  # overhead seconds a pair above pairs[1]
+
+    def _extra(self, pairs: float) -> float:
+        """Pairs above the largest piloted size (0 at or below it)."""
+        return max(pairs - self.pairs[1], 0.0) if self.pairs[1] > 0 else 0.0
 
     def per_rep_at(self, pairs: float) -> float:
         (p0, p1), (b0, b1) = self.pairs, self.per_rep
+        if self._extra(pairs) > 0:
+            if self.exponent > 1.0:
+                return max(b1, 0.0) * (pairs / p1) ** self.exponent
+            return max(b1, 0.0) + (b1 / p1 if self.slope is None else self.slope) * self._extra(pairs)
         return max(b1 if p1 <= p0 else b0 + (b1 - b0) * (pairs - p0) / (p1 - p0), 0.0)
+
+    def overhead_at(self, pairs: float) -> float:
+        if self._extra(pairs) == 0:
+            return self.overhead
+        slope = self.overhead / self.pairs[1] if self.overhead_slope is None else self.overhead_slope
+        return self.overhead + slope * self._extra(pairs)
 
     def seconds(self, pairs: float, reps: int, calls: int = 1) -> float:
         """``reps`` replications of a scenario of ``pairs`` pairs, run as ``calls`` tasks."""
-        return calls * self.overhead + self.per_rep_at(pairs) * reps
+        return calls * self.overhead_at(pairs) + self.per_rep_at(pairs) * reps
 
 
 @dataclass(frozen=True)
@@ -70,7 +115,13 @@ def _timed(run: Callable[[int], object], reps: int) -> float:
     return time.perf_counter() - t0
 
 
-def _pilot(run: Callable[[int], object]) -> tuple[float, float]:
+def _pilot(run: Callable[[int], object], one: float | None = None) -> tuple[float, float]:
+    a, b, _ = _pilot_measured(run, one)
+    return a, b
+
+
+def _pilot_measured(run: Callable[[int], object], one: float | None = None,
+                    min_seconds: float = PILOT_MIN_SECONDS) -> tuple[float, float, bool]:
     """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)``, replications 0..R-1, from timings at two
     replication counts.  R grows (x4) until the extra replications of the larger count cost at
     least the smaller count's time (and ``PILOT_MIN_SECONDS``): only then is ``b`` measured
@@ -79,32 +130,184 @@ def _pilot(run: Callable[[int], object]) -> tuple[float, float]:
     would take over ``PILOT_BUDGET_SECONDS`` (going from R to 4R), and one replication slower
     than ``PILOT_SLOW_SECONDS`` is timed alone (all of it then counts per replication).  Where
     the budget stops it, ``b`` keeps its floor of a quarter of the larger timing's mean, an
-    over-estimate only for a scenario whose set-up outweighs its replications."""
-    run(1)  # compile or load the kernels outside the timing
-    one = _timed(run, 1)
+    over-estimate only for a scenario whose set-up outweighs its replications.  ``one``: one
+    replication's time, already measured with the kernels loaded (no warm-up then);
+    ``min_seconds``: the least time of the replications' part (``PILOT_MIN_SECONDS``).  The
+    third value: whether ``b`` was measured (the replications outweighed the noise), not a floor."""
+    if one is None:
+        run(1)  # compile or load the kernels outside the timing
+        one = _timed(run, 1)
     if one >= PILOT_SLOW_SECONDS:
-        return 0.0, one
+        return 0.0, one, False
     r0, t0 = 1, one
     r1 = 4 if 4 * one <= PILOT_BUDGET_SECONDS else 2
     t1 = _timed(run, r1)
-    while (t1 - t0 < max(PILOT_MIN_SECONDS, t0) and r0 < PILOT_MAX_REPLICATIONS
+    while (t1 - t0 < max(min_seconds, t0) and r0 < PILOT_MAX_REPLICATIONS
            and 4 * t1 <= PILOT_BUDGET_SECONDS):
         r0, t0 = r1, t1
         r1 = 4 * r1
         t1 = _timed(run, r1)
-    b = max((t1 - t0) / (r1 - r0), t1 / r1 / 4, 0.0)  # noise guard: never below a quarter of the mean
-    return max(t0 - b * r0, 0.0), b
+    slope, floor = (t1 - t0) / (r1 - r0), t1 / r1 / 4   # noise guard: b never below a quarter of the mean
+    b = max(slope, floor, 0.0)
+    return max(t0 - b * r0, 0.0), b, t1 - t0 >= max(min_seconds, t0) and slope >= floor
+
+
+@dataclass(frozen=True)
+class PilotFit:
+    """One piloted scenario: ``overhead + per_rep * R`` seconds at ``pairs`` pairs (the size
+    piloted, below the scenario's own where it was scaled down), and how the costs grow above
+    it (``CostModel``'s ``exponent``, ``slope``, ``overhead_slope``)."""
+    overhead: float
+    per_rep: float
+    pairs: float
+    exponent: float = 1.0
+    slope: float | None = None
+    overhead_slope: float | None = None
+
+
+def _exponent(t0: float, p0: float, t1: float, p1: float) -> float:
+    """Growth exponent of a cost from ``t0`` at ``p0`` pairs to ``t1`` at ``p1``, in [1, MAX_EXPONENT]."""
+    if t0 <= 0 or t1 <= 0 or p1 <= p0:
+        return 1.0
+    return min(max(math.log(t1 / t0) / math.log(p1 / p0), 1.0), MAX_EXPONENT)
+
+
+def pilot_steps(pairs: float) -> list[float]:
+    """The sizes (pairs) a scenario of ``pairs`` pairs over ``PILOT_DIRECT_PAIRS`` may be
+    piloted at, ascending by x4 from about ``PILOT_FIRST_PAIRS`` to ``min(pairs, PILOT_MAX_PAIRS)``."""
+    steps = [float(min(pairs, PILOT_MAX_PAIRS))]
+    while steps[0] / 4 >= PILOT_FIRST_PAIRS:
+        steps.insert(0, steps[0] / 4)
+    return steps
+
+
+def _scaled_pilot(make: Callable[[float], tuple[Callable[[int], object], float]], pairs: float) -> PilotFit:
+    """Pilot the work of ``pairs`` pairs on scaled-down copies: ``make(p)`` returns ``(run,
+    actual pairs)`` of the work cut to about ``p`` pairs.  One replication is timed at each of
+    ``pilot_steps(pairs)`` in turn (the kernels loaded at the first, outside the timing) until
+    the next is predicted over ``PILOT_STEP_SECONDS`` (growth as measured, at least linear);
+    the largest reached is piloted (``_pilot``), and where it is below ``pairs`` so is the one
+    before it: the model extrapolates along the chord of the two (as it interpolates below).
+    Per replication: where both were measured (not ``_pilot``'s floor: a set-up of 0.5 s
+    floors ``b`` at ~1/64 of it, which against a measured ``b`` reads as growth to the 2.5th
+    power), its slope, between a quarter of and the whole of the largest step's cost per pair
+    (a fixed cost a replication does not grow: the sequential engine's 3 ms at 10^6 pairs
+    scaled in proportion put 10^11 pairs at 1.5 times their 360 s), or the power
+    ``(pairs / piloted) ** e`` where it grew clearly faster (``SUPERLINEAR_EXPONENT``, at most
+    ``MAX_EXPONENT``) and the steps stopped for time, not at ``PILOT_MAX_PAIRS``; otherwise in
+    proportion.  The overhead grows only where it grew clearly (at least doubled, by over
+    ``PILOT_MIN_SECONDS``: per-cluster set-up such as the composition laws), at most in
+    proportion; a fixed overhead of a few ms scaled x10^5 was 500 s."""
+    made: dict[int, tuple[Callable[[int], object], float]] = {}
+
+    def step(i: int) -> tuple[Callable[[int], object], float]:
+        if i not in made:
+            made[i] = make(targets[i])
+        return made[i]
+
+    targets = pilot_steps(pairs)
+    step(0)[0](1)  # compile or load the kernels outside the timing
+    times = [_timed(step(0)[0], 1)]
+    while len(times) < len(targets):
+        i = len(times) - 1
+        e = _exponent(times[i - 1], step(i - 1)[1], times[i], step(i)[1]) if i else 1.0
+        if times[i] * (targets[i + 1] / targets[i]) ** e > PILOT_STEP_SECONDS:
+            break
+        times.append(_timed(step(i + 1)[0], 1))
+    i = len(times) - 1
+    run, done = step(i)
+    if done >= pairs:
+        return PilotFit(*_pilot(run, one=times[i]), done)
+    # scaled up by pairs / done: its replications are timed for longer (PILOT_SCALED_MIN_SECONDS)
+    a, b, measured = _pilot_measured(run, one=times[i], min_seconds=PILOT_SCALED_MIN_SECONDS)
+    if i == 0:
+        return PilotFit(a, b, done)
+    below = step(i - 1)[1]
+    a0, b0, measured0 = _pilot_measured(step(i - 1)[0], one=times[i - 1], min_seconds=PILOT_SCALED_MIN_SECONDS)
+    if not (measured and measured0) or done <= below:
+        return PilotFit(a, b, done)
+    # a power only where the steps stopped for time: a kernel cheap at PILOT_MAX_PAIRS (10^6
+    # pairs drawn in ~5 ms) read 1.17-1.18 from timer noise, x7 at 10^11 pairs
+    e = _exponent(b0, below, b, done) if len(times) < len(targets) else 1.0
+    slope = min(max((b - b0) / (done - below), b / done / 4), b / done)
+    grew = a - a0 >= max(PILOT_MIN_SECONDS, a0)
+    overhead_slope = min((a - a0) / (done - below), a / done) if grew else 0.0
+    return PilotFit(a, b, done, e if e >= SUPERLINEAR_EXPONENT else 1.0, slope, overhead_slope)
+
+
+def _model(cheap: PilotFit | None, costly: PilotFit) -> CostModel:
+    growth = (costly.exponent, costly.slope, costly.overhead_slope)
+    if cheap is None:
+        return CostModel((costly.pairs, costly.pairs), (costly.per_rep, costly.per_rep), costly.overhead, *growth)
+    return CostModel((cheap.pairs, costly.pairs), (cheap.per_rep, costly.per_rep),
+                     max(cheap.overhead, costly.overhead), *growth)
 
 
 def fit(cheap: Callable[[int], object], cheap_pairs: float, costly: Callable[[int], object],
         costly_pairs: float) -> CostModel:
     """Pilot ``cheap`` and ``costly`` (each ``run(R)``; the same callable when the grid has
-    one size) and return the interpolating cost model."""
-    a1, b1 = _pilot(costly)
+    one size) as they are and return the interpolating cost model."""
+    hi = PilotFit(*_pilot(costly), costly_pairs)
     if costly is cheap or costly_pairs <= cheap_pairs:
-        return CostModel((costly_pairs, costly_pairs), (b1, b1), a1)
-    a0, b0 = _pilot(cheap)
-    return CostModel((cheap_pairs, costly_pairs), (b0, b1), max(a0, a1))
+        return _model(None, hi)
+    return _model(PilotFit(*_pilot(cheap), cheap_pairs), hi)
+
+
+def scenario_pairs(scenario) -> float:
+    """Trial pairs of a replication of ``scenario`` (expected, for random cluster sizes)."""
+    return scenario.clusters * scenario.cluster_size.mean()
+
+
+def shrink_scenario(scenario, pairs: float):
+    """``scenario`` cut to about ``pairs`` trial pairs a replication (itself when it has no
+    more): ``K' = pairs // M`` clusters (at least 2, where it has 2), the same cells, rho,
+    label noise and loss; where ``K' M`` still exceeds ``pairs``, fewer trials a cluster
+    (fixed sizes: ``pairs // K'``; explicit sizes: evenly spaced clusters, their sizes cut in
+    proportion).  A cluster's cost is linear in its trials for the trial sampler (one uniform
+    a pair, one more with recording error) -- the only sampler of clusters of over a few dozen
+    trials -- so the cut costs ``pairs`` / its pairs of the scenario's."""
+    import numpy as np
+    from simlab.scenario import ExplicitSizes, FixedSize
+
+    if scenario_pairs(scenario) <= pairs:
+        return scenario
+    size = scenario.cluster_size
+    k = min(scenario.clusters, max(2, int(pairs // max(size.mean(), 1.0))))
+    update: dict = {"clusters": k}
+    if isinstance(size, FixedSize) and k * size.trials > pairs:
+        update["cluster_size"] = {"kind": "fixed", "trials": max(1, int(pairs // k))}
+    elif isinstance(size, ExplicitSizes):
+        keep = np.linspace(0, scenario.clusters - 1, k).round().astype(np.int64)
+        sizes = np.asarray(size.sizes, dtype=np.int64)[keep]
+        if sizes.sum() > pairs:
+            sizes = np.floor(sizes * (pairs / sizes.sum())).astype(np.int64)
+        update["cluster_size"] = {"kind": "explicit", "sizes": tuple(int(m) for m in sizes)}
+        if scenario.cluster_cells is not None:
+            update["cluster_cells"] = tuple(scenario.cluster_cells[j] for j in keep)
+    return type(scenario).model_validate({**scenario.model_dump(), **update})
+
+
+def scenario_pilot(runner: Callable[[object, object], Callable[[int], object]], scenario) -> PilotFit:
+    """Pilot ``runner(piloted, scenario)`` (a ``run(R)`` of the work on ``piloted``, which is
+    ``scenario`` or a scaled-down copy of it) -- as it is up to ``PILOT_DIRECT_PAIRS`` pairs."""
+    pairs = scenario_pairs(scenario)
+    if pairs <= PILOT_DIRECT_PAIRS:
+        return PilotFit(*_pilot(runner(scenario, scenario)), pairs)
+
+    def make(target: float) -> tuple[Callable[[int], object], float]:
+        small = shrink_scenario(scenario, target)
+        return runner(small, scenario), scenario_pairs(small)
+
+    return _scaled_pilot(make, pairs)
+
+
+def fit_scenarios(runner: Callable[[object, object], Callable[[int], object]], points: Sequence) -> CostModel:
+    """The cost model of a grid of scenarios from pilots (``scenario_pilot``) of its cheapest and
+    its costliest (by pairs)."""
+    pairs = [scenario_pairs(sc) for sc in points]
+    lo, hi = points[pairs.index(min(pairs))], points[pairs.index(max(pairs))]
+    costly = scenario_pilot(runner, hi)
+    return _model(None if max(pairs) <= min(pairs) else scenario_pilot(runner, lo), costly)
 
 
 def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
@@ -113,14 +316,13 @@ def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
     from studies.engine.runner import evaluate_scenario
 
     points = [sc for _, sc in spec.points()]
-    pairs = [sc.clusters * sc.cluster_size.mean() for sc in points]
-    lo, hi = points[pairs.index(min(pairs))], points[pairs.index(max(pairs))]
+    pairs = [scenario_pairs(sc) for sc in points]
 
-    def runner(sc) -> Callable[[int], object]:
+    def runner(sc, _) -> Callable[[int], object]:
         return lambda r: evaluate_scenario(sc, spec.methods, spec.margins, spec.alphas, replications=r,
                                            seed=spec.seed, sampler=spec.sampler)
 
-    model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
+    model = fit_scenarios(runner, points)
     n = spec.n_replications
     chunks = math.ceil(n / chunk_size)
     wall = sum(model.seconds(p, n, chunks) for p in pairs) / max(workers, 1)
@@ -133,9 +335,9 @@ def scenario_estimate(scenario, methods: Sequence, margins: Sequence[float], alp
     this process (``simlab false-pass``)."""
     from studies.engine.runner import evaluate_scenario
 
-    a, b = _pilot(lambda r: evaluate_scenario(scenario, methods, margins, alphas, replications=r, seed=seed,
-                                              sampler=sampler))
-    wall = a + b * replications
+    model = _model(None, scenario_pilot(lambda sc, _: lambda r: evaluate_scenario(
+        sc, methods, margins, alphas, replications=r, seed=seed, sampler=sampler), scenario))
+    wall = model.seconds(scenario_pairs(scenario), replications)
     return TimeEstimate(wall, wall, 1)
 
 
@@ -145,18 +347,31 @@ def sequential_study_estimate(spec, workers: int) -> TimeEstimate:
     from studies.engine.sequential import sequential_task
 
     points = [sc for _, sc in spec.points()]
-    pairs = [sc.clusters * sc.cluster_size.mean() for sc in points]
-    lo, hi = points[pairs.index(min(pairs))], points[pairs.index(max(pairs))]
+    pairs = [scenario_pairs(sc) for sc in points]
 
-    def runner(sc) -> Callable[[int], object]:
-        return lambda r: sequential_task(sc, spec.methods, spec.schedule, spec.margins, spec.alpha, spec.seed,
+    def runner(sc, full) -> Callable[[int], object]:
+        schedule = scaled_schedule(spec.schedule, full, sc)
+        return lambda r: sequential_task(sc, spec.methods, schedule, spec.margins, spec.alpha, spec.seed,
                                           spec.sampler, 0, r)
 
-    model = fit(runner(lo), min(pairs), runner(hi), max(pairs))
+    model = fit_scenarios(runner, points)
     n = spec.replications
     chunks = math.ceil(n / spec.chunk_size)
     wall = sum(model.seconds(p, n, chunks) for p in pairs) / max(workers, 1)
     return TimeEstimate(wall, wall, workers)
+
+
+def scaled_schedule(schedule, full, piloted):
+    """``schedule``'s looks on ``piloted``, a scaled-down copy of ``full``: each look's count
+    cut in proportion (clusters, or pairs for a schedule in trials), rounded up, repeats dropped."""
+    if piloted is full:
+        return schedule
+    if schedule.unit == "clusters":
+        ratio = piloted.clusters / full.clusters
+    else:
+        ratio = scenario_pairs(piloted) / max(scenario_pairs(full), 1.0)
+    looks = sorted({max(1, math.ceil(n * ratio)) for n in schedule.looks})
+    return type(schedule)(looks=tuple(looks), unit=schedule.unit)
 
 
 def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collection[tuple] = ()) -> TimeEstimate:

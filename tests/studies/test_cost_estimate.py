@@ -213,3 +213,204 @@ def test_an_exact_convolution_certificate_counts_its_nodes(monkeypatch):
     states = convolution.ConvolutionStates(get("binomial_loss"), 10, 3, 0.03, 0.025, probe=False)
     q, rho, _ = convolution.dense_search(states, 0.031, 0.5, 0.1)
     assert convolution.GRID_DISCORDANCES * convolution.GRID_RHOS < q.size <= convolution.MAX_NODES
+
+
+# ---------------------------------------------------------------- huge designs: bounded pilots
+def _scenario(clusters, trials, **kw):
+    from simlab.scenario import FixedSize, PairedScenario
+
+    return PairedScenario.from_rates(0.9, 0.0, 0.1, clusters=clusters, cluster_size=FixedSize(trials=trials), **kw)
+
+
+def test_shrink_scenario_cuts_clusters_then_trials():
+    """A scenario over the pilot's size keeps its law and loses clusters (K' = pairs // M, at
+    least 2); where two clusters still exceed it, trials too (10^6 x 10^5 is 10^11 pairs)."""
+    from simlab.scenario import ExplicitSizes, PairedScenario
+
+    huge = _scenario(1_000_000, 100_000, rho=0.1)
+    small = cost.shrink_scenario(huge, 1e6)
+    assert (small.clusters, small.cluster_size.trials) == (10, 100_000)
+    assert (small.cells, small.rho, small.label_noise) == (huge.cells, huge.rho, huge.label_noise)
+    tiny = cost.shrink_scenario(huge, 1000)
+    assert (tiny.clusters, tiny.cluster_size.trials) == (2, 500)
+    ordinary = _scenario(300, 3)
+    assert cost.shrink_scenario(ordinary, 1000) is ordinary
+    explicit = PairedScenario(cells=(0.9, 0.05, 0.05, 0.0), clusters=6, cluster_size=ExplicitSizes(sizes=(1, 2, 3, 4, 5, 600)),
+                              cluster_cells=tuple((0.9, 0.05, 0.05, 0.0) if i % 2 else (0.8, 0.1, 0.1, 0.0)
+                                                  for i in range(6)))
+    cut = cost.shrink_scenario(explicit, 100)
+    assert cut.clusters == 2 == len(cut.cluster_cells) and cost.scenario_pairs(cut) <= 100
+    assert cut.cluster_cells == (explicit.cluster_cells[0], explicit.cluster_cells[5])
+
+
+def test_pilot_steps_are_bounded_whatever_the_design():
+    steps = cost.pilot_steps(1e11)
+    assert steps[-1] == cost.PILOT_MAX_PAIRS and cost.PILOT_FIRST_PAIRS <= steps[0] < 4 * cost.PILOT_FIRST_PAIRS
+    assert all(b == 4 * a for a, b in zip(steps, steps[1:]))
+    assert cost.pilot_steps(50_000)[-1] == 50_000
+
+
+def _scaled(clock, a, b):
+    """``make(p)`` of a fake work of ``a(p) + b(p) R`` seconds; the sizes made are recorded."""
+    made = []
+
+    def make(p):
+        made.append(p)
+        return clock.work(a(p), b(p)), p
+    return make, made
+
+
+def test_scaled_pilot_of_linear_work_reaches_its_largest_step_and_scales_linearly(clock):
+    """10^11 pairs at 10 ns a pair (a replication of 1000 s): the pilot never draws over
+    PILOT_MAX_PAIRS a replication, and the model scales its cost by the ratio of pairs."""
+    make, made = _scaled(clock, lambda p: 0.001, lambda p: 1e-8 * p)
+    fit = cost._scaled_pilot(make, 1e11)
+    assert max(made) == cost.PILOT_MAX_PAIRS and fit.pairs == cost.PILOT_MAX_PAIRS
+    assert (fit.overhead, fit.per_rep, fit.exponent) == (pytest.approx(0.001), pytest.approx(0.01), 1.0)
+    model = cost._model(None, fit)
+    assert model.per_rep_at(1e11) == pytest.approx(1e3)
+    assert model.seconds(1e11, 10, calls=2) == pytest.approx(2 * 0.001 + 1e4)   # a fixed overhead stays fixed
+    assert clock.now < 1.0   # the whole pilot, on the fake clock
+
+
+def test_scaled_pilot_extrapolates_along_the_chord_of_its_two_largest_steps(clock):
+    """A fixed 3 ms a replication on top of 1 ns a pair (the sequential engine: 3.6 ms at 10^6
+    pairs, 360 s at 10^11): the slope, not the proportion (400 s); a set-up growing with the
+    pairs (composition laws per cluster: 0.1 s at 250000 pairs) grows with them."""
+    make, _ = _scaled(clock, lambda p: 0.001, lambda p: 0.003 + 1e-9 * p)
+    model = cost._model(None, cost._scaled_pilot(make, 1e11))
+    assert model.per_rep_at(1e11) == pytest.approx(0.004 + 1e-9 * (1e11 - 1e6))
+    make, _ = _scaled(clock, lambda p: 4e-7 * p, lambda p: 1e-8 * p)
+    model = cost._model(None, cost._scaled_pilot(make, 1e11))
+    assert model.overhead_at(1e11) == pytest.approx(4e-7 * 1e11, rel=1e-6)
+
+
+def test_scaled_pilot_stops_before_a_slow_step(clock):
+    """1.2 us a pair: one replication at 62500 pairs takes 0.075 s, at 250000 it would take 0.3 s
+    (over PILOT_STEP_SECONDS): the pilot stops at 62500 and extrapolates linearly from it."""
+    make, made = _scaled(clock, lambda p: 0.0, lambda p: 1.2e-6 * p)
+    fit = cost._scaled_pilot(make, 1e11)
+    assert max(made) == 62_500 and fit.pairs == 62_500
+    assert fit.per_rep == pytest.approx(0.075) and fit.exponent == 1.0
+    assert cost._model(None, fit).per_rep_at(1e11) == pytest.approx(1.2e5)
+
+
+def test_scaled_pilot_extrapolates_a_measured_superlinear_growth(clock):
+    """A kernel quadratic in the pairs (bayes_hierarchical's posterior grid grows with the
+    square of the pooled counts): the exponent measured between the two largest steps."""
+    make, made = _scaled(clock, lambda p: 0.001, lambda p: 1e-12 * p * p)
+    fit = cost._scaled_pilot(make, 1e11)
+    assert max(made) == 250_000 and fit.exponent == pytest.approx(2.0) and clock.now < 1.0
+    assert cost._model(None, fit).per_rep_at(1e6) == pytest.approx(1.0)
+
+
+def test_scaled_pilot_takes_no_exponent_from_a_floored_cost(clock):
+    """A set-up of 0.6 s at the largest step leaves the pilot's b at its floor (a quarter of
+    the mean), far above the measured b of the step before: that is no growth to extrapolate."""
+    make, made = _scaled(clock, lambda p: 0.6 if p > 10_000 else 0.001, lambda p: 1e-8 * p)
+    fit = cost._scaled_pilot(make, 1e11)
+    assert max(made) == 15_625 and fit.exponent == 1.0
+
+
+def test_pilot_says_whether_it_measured_b(clock):
+    assert cost._pilot_measured(clock.work(0.003, 2e-5))[2]
+    assert not cost._pilot_measured(clock.work(0.6, 1e-6))[2]      # the budget stopped it: b is the floor
+    assert not cost._pilot_measured(clock.work(0.5, 30.0))[2]      # timed alone
+
+
+def test_model_extrapolates_above_the_largest_piloted_size():
+    model = cost.CostModel((10, 100), (1e-3, 1e-2), 0.5)
+    assert model.per_rep_at(55) == pytest.approx(5.5e-3)          # between: unchanged
+    assert model.per_rep_at(1000) == pytest.approx(0.1) and model.overhead_at(1000) == pytest.approx(5.0)
+    assert model.seconds(1000, 10, calls=2) == pytest.approx(2 * 5.0 + 1.0)
+    assert cost.CostModel((100, 100), (1e-2, 1e-2), 0.0, 2.0).per_rep_at(1000) == pytest.approx(1.0)
+    chord = cost.CostModel((10, 100), (1e-3, 1e-2), 0.5, slope=5e-5, overhead_slope=0.0)
+    assert chord.per_rep_at(1100) == pytest.approx(0.06) and chord.overhead_at(1100) == 0.5
+
+
+def test_study_estimate_of_a_huge_grid_pilots_only_bounded_scenarios(clock, monkeypatch):
+    """clusters [30, 10^6] x trials [1, 10^5] (the prober's grid, silent for 617 s): the
+    costliest point is piloted on copies of at most PILOT_MAX_PAIRS pairs, the cheapest as it is."""
+    import studies.engine.runner as runner
+
+    piloted = []
+
+    def fake(sc, *a, replications, **k):
+        piloted.append(cost.scenario_pairs(sc))
+        clock.work(0.01, 1e-8 * cost.scenario_pairs(sc))(replications)
+
+    monkeypatch.setattr(runner, "evaluate_scenario", fake)
+    spec = parse_spec({"methods": ["cluster_t"], "replications": 200, "chunk_size": 100,
+                       "scenario": {"clusters": 30, "trials": 1, "baseline": 0.9, "discordance": 0.1, "difference": 0.0},
+                       "grid": {"clusters": [30, 1_000_000], "trials": [1, 100_000]}})
+    est = cost.study_estimate(spec, workers=1, chunk_size=100)
+    assert max(piloted) == cost.PILOT_MAX_PAIRS and min(piloted) == 30
+    model = cost.CostModel((30, 1e6), (3e-7, 0.01), 0.01, slope=1e-8, overhead_slope=0.0)
+    assert est.low == pytest.approx(sum(model.seconds(p, 200, 2) for p in (30, 3e6, 1e6, 1e11)))
+    assert est.low > 2e5   # 200 replications of 10^11 pairs at 10 ns a pair
+
+
+def test_sequential_estimate_pilots_a_scaled_schedule(clock, monkeypatch):
+    """``sequential simulate --clusters 1000000 --trials 100000 --looks 1000000``: the pilot's
+    scenario is cut to 10 clusters, and its looks with it (the last at its last cluster)."""
+    import studies.engine.sequential as sequential
+    from studies.engine import parse_sequential_spec
+
+    seen = []
+
+    def fake(sc, refs, schedule, margins, alpha, seed, sampler, start, stop):
+        seen.append((sc.clusters, cost.scenario_pairs(sc), schedule.looks))
+        assert schedule.looks[-1] <= sc.clusters
+        clock.work(0.001, 1e-8 * cost.scenario_pairs(sc))(stop - start)
+
+    monkeypatch.setattr(sequential, "sequential_task", fake)
+    spec = parse_sequential_spec({
+        "name": "huge", "methods": [{"name": "repeated_fixed"}], "schedule": {"looks": [500_000, 1_000_000]},
+        "scenario": {"clusters": 1_000_000, "trials": 100_000, "baseline": 0.9, "discordance": 0.1,
+                     "difference": 0.0}, "replications": 1})
+    est = cost.sequential_study_estimate(spec, workers=1)
+    assert max(p for _, p, _ in seen) == cost.PILOT_MAX_PAIRS
+    assert (10, cost.PILOT_MAX_PAIRS, (5, 10)) in seen
+    assert est.low == pytest.approx(0.001 + 1e3)
+
+
+def test_scaled_schedule_in_clusters_and_in_trials():
+    from methods.sequential.base import LookSchedule
+
+    full, small = _scenario(1000, 100), _scenario(10, 100)
+    assert cost.scaled_schedule(LookSchedule(looks=(100, 500, 1000)), full, small).looks == (1, 5, 10)
+    assert cost.scaled_schedule(LookSchedule(looks=(1, 2, 1000)), full, small).looks == (1, 10)
+    trials = LookSchedule(looks=(50_000, 100_000), unit="trials")
+    assert cost.scaled_schedule(trials, full, small).looks == (500, 1000)
+    assert cost.scaled_schedule(trials, full, full) is trials
+
+
+def test_certificate_pilot_design_is_bounded():
+    from studies.qualify.estimate import CERTIFY_PILOT_PAIRS, pilot_design
+
+    assert pilot_design(300, 3) == (300, 3)                      # ordinary designs as they are
+    assert pilot_design(20_000, 1) == (20_000, 1)
+    assert pilot_design(1_000_000, 1) == (20_000, 1)
+    assert pilot_design(20_000, 50) == (400, 50)
+    assert pilot_design(1_000_000, 100_000) == (2, 10_000)
+    for k, m in [(1_000_000, 100_000), (100_000, 10_000), (7, 99_999), (2, 100_000)]:
+        kp, mp = pilot_design(k, m)
+        assert 2 <= kp <= k and 1 <= mp <= m and kp * mp <= CERTIFY_PILOT_PAIRS
+
+
+def test_certify_estimate_scales_a_huge_design_by_its_pairs(monkeypatch):
+    """certify at 10^6 x 10^5 (silent > 15 s, then minutes): estimated on a 2 x 10^4 design and
+    scaled by the ratio of pairs (10^11 / 2 x 10^4)."""
+    import studies.qualify.estimate as estimate
+
+    designs = []
+
+    def fake(methods, policy, workers, finished=()):
+        dom = policy.domain
+        designs.append((tuple(dom.clusters.grid), tuple(s.mean() for s in dom.cluster_sizes)))
+        return cost.TimeEstimate(1.0, 2.0, workers)
+
+    monkeypatch.setattr(estimate, "qualify_estimate", fake)
+    est = estimate.certify_estimate("cluster_t", 1_000_000, 100_000, 0.05)
+    assert designs == [((2,), (10_000.0,))]
+    assert (est.low, est.high) == (pytest.approx(5e6), pytest.approx(1e7))
