@@ -51,7 +51,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["ledger"], submod_attrs={
     "manifest": ["Manifest", "load_manifest", "template"],
     "population": ["read_population"],
-    "packet": ["calibration_artifact", "detect_kind", "paired_artifacts", "population_artifact", "run_experiment",
+    "packet": ["PACKET_KIND", "calibration_artifact", "detect_kind", "paired_artifacts", "population_artifact", "run_experiment",
                "trial_artifacts"],
     "adapters.inspect": ["MANIFEST_KEY"],
     "receipt": ["PrerequisiteReceipt", "TestReceipt"],

@@ -83,6 +83,15 @@ class PrerequisiteReceipt(FrozenModel):
         return content_hash(self.model_dump(mode="json"))
 
 
+def as_object(value) -> dict:
+    return value if isinstance(value, dict) else {}  # an edited receipt's list or string binds nothing
+
+
+def components_of(receipt: dict) -> dict:
+    """A stored receipt's ``components`` object (empty when an edit made it something else)."""
+    return as_object(receipt.get("components"))
+
+
 def action_strength(action: str) -> int:
     return ACTIONS.index(action)
 

@@ -15,8 +15,7 @@ from typing import Any
 from simlab.hashing import self_hash_ok
 from .manifest import Manifest
 from .packet import PACKET_KIND, evaluate
-from .receipt import PrerequisiteReceipt, TestReceipt
-from .resolve import components_of
+from .receipt import PrerequisiteReceipt, TestReceipt, components_of
 
 _FIELD_REASONS = {
     "comparison": "forged comparison: the stored comparison differs from the one recomputed from raw trials",

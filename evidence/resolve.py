@@ -17,28 +17,19 @@ from __future__ import annotations
 import datetime as dt
 
 from simlab.hashing import self_hash_ok
-from .receipt import AUTHORITY, action_strength
+from .receipt import AUTHORITY, action_strength, as_object, components_of
 
 UNAUTHENTICATED = ("receipt not authenticated: neither signed by a trusted key nor recomputed from its raw "
                    "artifacts (a re-sealed receipt is self-consistent too); authority capped at lab_only")
-
-
-def _object(value) -> dict:
-    return value if isinstance(value, dict) else {}  # an edited receipt's list or string binds nothing
-
-
-def components_of(receipt: dict) -> dict:
-    """The receipt's ``components`` object (empty when an edit made it something else)."""
-    return _object(receipt.get("components"))
 
 
 def bound_components(receipt: dict) -> dict[str, str]:
     """The receipt's components as a flat ``name -> sha256`` map (``inputs.dataset`` etc.)."""
     c = components_of(receipt)
     flat = {"manifest": c.get("manifest"), "population": c.get("population"), "comparison": c.get("comparison"),
-            "qualification": c.get("qualification"), "method": _object(c.get("method")).get("source_sha256")}
+            "qualification": c.get("qualification"), "method": as_object(c.get("method")).get("source_sha256")}
     for group in ("inputs", "raw_artifacts", "tests", "prerequisites", "judge", "holdout"):
-        for name, h in _object(c.get(group)).items():
+        for name, h in as_object(c.get(group)).items():
             flat[f"{group}.{name}"] = h
     return {k: v for k, v in flat.items() if v is not None}
 

@@ -51,10 +51,10 @@ def run_bench_methods(args: argparse.Namespace) -> None:
         check_methods(names, "--methods", "fixed")  # before the benchmark's kernels load
     from studies.bench import bench_methods
 
-    from methods import registry
+    from methods import names as registered
 
     say = log_to_stderr(args)
-    count = len(names) if names else len(registry.names("fixed"))
+    count = len(names) if names else len(registered("fixed"))
     per_method = args.max_seconds + args.reference_seconds
     say(f"benchmarking {count} method(s): each kernel's timing is cut to about {args.max_seconds:g} s (its pilot "
         f"predicts) and each reference's to {args.reference_seconds:g} s, so about {count * per_method / 60:.1f} min "

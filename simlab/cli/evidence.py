@@ -186,7 +186,7 @@ def _packet_artifacts(args, packet) -> dict[str, str]:
 def run_replay(args) -> int:
     packet = _read(args.packet, "packet")  # a missing or malformed packet answers before the evidence path loads
     anchor = None if args.anchor is None else sha256_arg(args.anchor, "--anchor")
-    from evidence.packet import PACKET_KIND
+    from evidence import PACKET_KIND
     if not isinstance(packet, dict) or packet.get("kind") != PACKET_KIND:
         raise UsageError(f"{args.packet}: not an evidence packet (the JSON `evidence run` or `compare` wrote, kind "
                          f"{PACKET_KIND!r})", "packet")

@@ -40,7 +40,7 @@ def draw_seconds(generator, reps: int, out) -> tuple[float, int]:
 
     import numpy as np
 
-    from studies.engine.cost import PILOT_MAX_PAIRS, scenario_pairs, shrink_scenario
+    from studies.engine import PILOT_MAX_PAIRS, scenario_pairs, shrink_scenario
 
     generator.fill(out[:0], 0)        # loads the kernel: not part of the price
     pairs = scenario_pairs(generator.scenario)

@@ -30,8 +30,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "frame": ["PowerFrame", "exact_pass_rate"],
     "executor": ["Executor", "as_executor", "make_executor"],
     "device": ["using"],
-    "cost": ["TimeEstimate", "exact_sequential_memory", "exact_sequential_seconds", "qualify_estimate",
+    "cost": ["PILOT_MAX_PAIRS", "TimeEstimate", "exact_sequential_memory", "exact_sequential_seconds", "qualify_estimate",
              "sequential_study_estimate", "sequential_study_memory", "study_estimate", "study_memory",
-             "scenario_estimate"],
+             "scenario_estimate", "scenario_pairs", "shrink_scenario"],
     "measures": ["rate_summary"],
 })
