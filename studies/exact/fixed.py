@@ -30,8 +30,8 @@ import numpy as np
 from methods.judged import needs_calibration
 from simlab.exact import ExactUnsupported, cluster_laws
 from simlab.exact.cluster_pmf import cluster_sizes, law_has_loss
-from simlab.exact.moments import moment_distribution, moment_tables
-from simlab.exact.pooled import pooled_distribution, unit_cluster_tables
+from simlab.exact.moments import DEFAULT_MAX_BYTES, difference_law, moment_distribution, moment_tables
+from simlab.exact.pooled import DEFAULT_MAX_STATES, pooled_distribution, unit_cluster_tables
 from simlab.scenario import PairedScenario
 
 from studies.exact.probes import probe
@@ -63,6 +63,22 @@ class ExactResult:
         return asdict(self)
 
 
+def _moments_surely_over_limit(laws) -> bool:
+    """Whether ``moment_distribution`` would surely refuse: after the j-th cluster whose
+    difference takes two values or more, at least j + 1 states (S1 takes j + 1 values) of 16
+    bytes each are kept, and its sparse path refuses once their sum passes
+    ``DEFAULT_MAX_BYTES`` (its dense path needs more still).  Decided before the probes,
+    which at 10^5 clusters of 3 trials took 48 s only to reach that refusal."""
+    spread: dict[int, bool] = {}  # identical clusters share one law object
+    n = 0
+    for law in laws:
+        key = id(law)
+        if key not in spread:
+            spread[key] = int((difference_law(law)[1] > 0).sum()) >= 2
+        n += spread[key]
+    return 16 * (n * (n + 1) // 2 + n) > DEFAULT_MAX_BYTES
+
+
 def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tuple[str | None, str]:
     """``(engine, reason)``: the engine that is exact for this scenario and method, or
     ``(None, why not)``."""
@@ -73,8 +89,16 @@ def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tupl
         # each probe design would cost a construction of seconds (dm_likelihood_ratio)
         return None, "the method sees the clusters' compositions, which the exact engines do not enumerate"
     try:
-        laws = cluster_laws(scenario)
         sizes = cluster_sizes(scenario)
+        # the unit and pooled engines hold (N + 1)^3 pooled tables or more (pooled_distribution):
+        # where that is over their limit, say so before the laws and probes of K clusters (at
+        # K = 10^5 x 1 these took 28 s only to reach the same refusal)
+        pairs = int(sizes.sum())
+        pooled_feasible = (pairs + 1) ** 3 <= DEFAULT_MAX_STATES
+        if not pooled_feasible and sizes.max() <= 1:
+            return None, (f"pooled table of {pairs} pairs needs at least {(pairs + 1) ** 3:,} DP states "
+                          f"(limit {DEFAULT_MAX_STATES:,})")
+        laws = cluster_laws(scenario)
     except ExactUnsupported as exc:
         return None, str(exc)
     loss = any(law_has_loss(law) for law in laws)
@@ -83,12 +107,18 @@ def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tupl
         if probe("order", method, alpha, sizes, loss):
             return "unit", "one trial per cluster; method invariant to cluster order"
         why.append("depends on the order of clusters")
-    if probe("pooled", method, alpha, sizes, loss):
+    if not pooled_feasible:
+        why.append(f"the pooled table of {pairs} pairs is over the exact engine's {DEFAULT_MAX_STATES:,} states")
+    elif probe("pooled", method, alpha, sizes, loss):
         return "pooled", "method is a function of the pooled table"
-    why.append("uses more than the pooled table")
+    else:
+        why.append("uses more than the pooled table")
     if sizes.max() > 1:
         if loss:
             why.append("cluster sizes vary through pair loss")
+        elif _moments_surely_over_limit(laws):
+            why.append(f"the cluster-moment engine's states for {int((sizes > 0).sum())} clusters are over its "
+                       f"{DEFAULT_MAX_BYTES / 1e6:,.0f} MB")
         elif not probe("order", method, alpha, sizes, False):  # moments forget the order
             why.append("depends on the order of clusters")
         elif probe("moments", method, alpha, sizes, False):
