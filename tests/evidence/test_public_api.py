@@ -29,7 +29,9 @@ def test_every_public_name_is_what_it_names():
             assert isinstance(value, types.ModuleType) and callable(value.append) and callable(value.verify)
         else:
             assert not isinstance(value, types.ModuleType), f"evidence.{name} is a module"
-            assert name == "MANIFEST_KEY" or callable(value), name
+            assert name in ("MANIFEST_KEY", "PACKET_KIND") or callable(value), name  # the two string constants
+            if name in ("MANIFEST_KEY", "PACKET_KIND"):
+                assert isinstance(value, str), name
 
 
 def test_the_package_is_lazy_and_names_survive_sibling_imports():
