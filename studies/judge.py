@@ -201,19 +201,23 @@ def judge_study_rows(ds) -> list[dict]:
 def judge_study_estimate(spec: JudgeStudySpec):
     """Wall seconds of :func:`run_judge_study` (``studies.engine.cost.TimeEstimate``): the
     engine's pilot at the scenario with the largest calibration sets (the draws that grow with
-    the items), times the number of scenarios; every scenario has the same K and M."""
-    from studies.engine.cost import TimeEstimate, fit
+    the items), times the number of scenarios; every scenario has the same K and M.  A
+    scenario over ``studies.engine.cost.PILOT_DIRECT_PAIRS`` pairs is piloted on scaled-down
+    copies (10^5 clusters of 10^4 trials: a 45 s pilot before its refusal)."""
+    from studies.engine.cost import TimeEstimate, fit_scenarios, scenario_pairs
 
     methods = [MethodRef(name=n).resolve("fixed") for n in spec.methods]
     sc = spec.scenario(spec.judges[0], max(spec.calibration_items), spec.difference_grid[0])
 
-    def run(r: int) -> None:
-        evaluate(ScenarioRows(table_source(sc, spec.seed)), 0, r, methods, (spec.margin,), (spec.alpha,),
-                 lambda *_: None)
+    def runner(piloted, _full):
+        def run(r: int) -> None:
+            evaluate(ScenarioRows(table_source(piloted, spec.seed)), 0, r, methods, (spec.margin,), (spec.alpha,),
+                     lambda *_: None)
+        return run
 
-    model = fit(run, 1.0, run, 1.0)
+    model = fit_scenarios(runner, [sc])
     n = len(spec.judges) * len(spec.calibration_items) * len(spec.difference_grid)
-    wall = n * model.seconds(1.0, spec.replications)
+    wall = n * model.seconds(scenario_pairs(sc), spec.replications)
     return TimeEstimate(wall, wall, 1)
 
 

@@ -51,11 +51,18 @@ CASES = [
      "calibrating clustered_score"),
     (["certify", "--method", "cluster_t", "--clusters", "100000", "--trials", "10000", "--margin", "0.05",
       "--out", "{dir}/c1"], "certifying cluster_t"),
+    # the judge study's model stops at 10^5 x 10^4; its full-size pilot took 45 s to refuse
+    (["judge-study", "--clusters", "100000", "--trials", "10000", "--reps", "10", "--out-dir", "{dir}/j",
+      "--max-seconds", "10"], "judge study"),
+    # the exact engine's probes ran over 32 x 10^6 clusters before the state limit refused (over 120 s)
+    (["false-pass", "--method", "cluster_t", "--clusters", "1000000", "--trials", "3", "--max-seconds", "1"],
+     "simulating 200,000"),
 ]
 
 
 IDS = ["study-run-grid", "sequential-simulate", "simulate-1e11", "simulate-1e10", "false-pass",
-       "false-pass-simulate", "certify-1e11", "calibrate-1e11", "certify-1e9"]
+       "false-pass-simulate", "certify-1e11", "calibrate-1e11", "certify-1e9", "judge-study-1e9",
+       "false-pass-exact-probes"]
 
 
 @pytest.mark.parametrize("argv, what", CASES, ids=IDS)
