@@ -258,6 +258,14 @@ def scenario_pairs(scenario) -> float:
     return scenario.clusters * scenario.cluster_size.mean()
 
 
+def cut_design(clusters: int, trials: float, pairs: float) -> tuple[int, int]:
+    """``(K', M')`` of a design of ``clusters`` x ``trials`` cut to at most about ``pairs`` pairs:
+    fewer clusters (``pairs // M``, at least 2 where it has 2), and, where two clusters are still
+    too many pairs, fewer trials a cluster (``pairs // K'``)."""
+    k = min(clusters, max(2, int(pairs // max(trials, 1.0))))
+    return k, int(min(trials, max(1, pairs // k)))
+
+
 def shrink_scenario(scenario, pairs: float):
     """``scenario`` cut to about ``pairs`` trial pairs a replication (itself when it has no
     more): ``K' = pairs // M`` clusters (at least 2, where it has 2), the same cells, rho,
@@ -272,10 +280,10 @@ def shrink_scenario(scenario, pairs: float):
     if scenario_pairs(scenario) <= pairs:
         return scenario
     size = scenario.cluster_size
-    k = min(scenario.clusters, max(2, int(pairs // max(size.mean(), 1.0))))
+    k, m = cut_design(scenario.clusters, size.mean(), pairs)
     update: dict = {"clusters": k}
-    if isinstance(size, FixedSize) and k * size.trials > pairs:
-        update["cluster_size"] = {"kind": "fixed", "trials": max(1, int(pairs // k))}
+    if isinstance(size, FixedSize) and m < size.trials:
+        update["cluster_size"] = {"kind": "fixed", "trials": m}
     elif isinstance(size, ExplicitSizes):
         keep = np.linspace(0, scenario.clusters - 1, k).round().astype(np.int64)
         sizes = np.asarray(size.sizes, dtype=np.int64)[keep]

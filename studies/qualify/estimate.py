@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import time
 
-from studies.engine.cost import PILOT_DIRECT_PAIRS, TimeEstimate, qualify_estimate
+from studies.engine.cost import PILOT_DIRECT_PAIRS, TimeEstimate, cut_design, qualify_estimate
 
 CERTIFY_PILOT_PAIRS = PILOT_DIRECT_PAIRS  # a certificate's simulation beyond this many pairs (K x M) is piloted scaled down
 
@@ -84,8 +84,7 @@ def pilot_design(clusters: int, trials: int) -> tuple[int, int]:
     sampler, linear in the trials)."""
     if clusters * trials <= CERTIFY_PILOT_PAIRS:
         return clusters, trials
-    k = min(clusters, max(2, CERTIFY_PILOT_PAIRS // trials))
-    return k, min(trials, max(1, CERTIFY_PILOT_PAIRS // k))
+    return cut_design(clusters, trials, CERTIFY_PILOT_PAIRS)
 
 
 def calibrate_estimate(method, clusters: int, trials: int, margin: float, rho_max: float = 0.0,
