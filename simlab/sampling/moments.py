@@ -26,7 +26,7 @@ def common_size(laws, clusters: int) -> int | None:
     has, if there is one and the moments stay exact in int64 (``m K <= MAX_TRIALS_EXACT``);
     else None."""
     sizes = set()
-    for law in laws:
+    for law in {id(law): law for law in laws}.values():  # identical clusters share one law object
         sizes |= table_sizes(law)
     return one_size(sizes, clusters)
 

@@ -77,12 +77,7 @@ PROGRESS_CHUNKS = 100  # a simulation with progress runs in this many chunks (in
 def _simulate(scenario, ref, margin, alpha, replications, seed, device, progress):
     from simlab.progress import progress_bar
 
-    step = max(1, -(-replications // PROGRESS_CHUNKS)) if progress else max(replications, 1)
-    counts = None
     with progress_bar(replications, f"simulating {ref.key}", enabled=progress) as advance:
-        for start in range(0, max(replications, 1), step):
-            n = min(step, replications - start)
-            part = evaluate_scenario(scenario, [ref], [margin], [alpha], n, seed, start=start, device=device)
-            counts = part if counts is None else counts.merge(part)
-            advance(n)
+        counts = evaluate_scenario(scenario, [ref], [margin], [alpha], replications, seed, device=device,
+                                   chunks=PROGRESS_CHUNKS if progress else 1, on_chunk=advance)
     return counts

@@ -125,21 +125,32 @@ def _evaluate_range(source: TableSource, methods, thetas, margins, alphas, start
 def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequence[float] = (0.03,),
                       alphas: Sequence[float] = (0.025,), replications: int = 10_000, seed: int = 20261129,
                       start: int = 0, sampler: str = "auto", batch: int | None = None,
-                      moments: bool = True, device: str | None = None) -> ScenarioCounts:
+                      moments: bool = True, device: str | None = None, chunks: int = 1,
+                      on_chunk: Callable[[int], Any] | None = None) -> ScenarioCounts:
     """Evaluate ``methods`` (names, ``MethodRef`` or ``{name, options, label}``) on
     replications ``start .. start + replications - 1`` of ``scenario`` under ``seed``.
     ``moments=False`` forces the table path where the moment path would apply (the
     results are the same; for tests and benchmarks).  ``device``: 'cpu' or 'gpu' (default:
-    ``studies.engine.device``'s selection; the same counts on either)."""
+    ``studies.engine.device``'s selection; the same counts on either).  ``chunks``: run the
+    range in this many consecutive parts from one table source, calling ``on_chunk(n)``
+    after each (for progress; integer tallies, so the same counts)."""
     device = _device.resolve(device)
     if replications < 0 or start < 0 or start + replications > MAX_REPLICATIONS:
         raise ValueError(f"replications must lie in [0, {MAX_REPLICATIONS}), got {start}..{start + replications}")
     refs, resolved = _resolve(methods)
     margins, alphas = tuple(float(m) for m in margins), tuple(float(c) for c in alphas)
     thetas = np.array([m.true_value(scenario) for m in resolved])
-    source = table_source(scenario, seed, sampler)
-    t = _evaluate_range(source, resolved, thetas, margins, alphas, start, start + replications, batch,
-                        moments, device)
+    source = table_source(scenario, seed, sampler)  # built once: at 2000 clusters it is 40 ms
+    step = max(1, -(-replications // max(1, int(chunks))))
+    t = None
+    for lo in range(start, start + replications, step):
+        hi = min(lo + step, start + replications)
+        part = _evaluate_range(source, resolved, thetas, margins, alphas, lo, hi, batch, moments, device)
+        t = part if t is None else _tally.add(t, part)
+        if on_chunk is not None:
+            on_chunk(hi - lo)
+    if t is None:  # no replications
+        t = _evaluate_range(source, resolved, thetas, margins, alphas, start, start, batch, moments, device)
     return ScenarioCounts(tuple(r.key for r in refs), margins, alphas, thetas, t, source.name,
                           [(start, start + replications)])
 

@@ -221,3 +221,31 @@ def test_sparse_and_dense_moment_dp_agree():
     assert set(out["dense"]) == set(out["sparse"]) and len(out["dense"]) > 100
     for k, v in out["dense"].items():
         assert out["sparse"][k] == pytest.approx(v, rel=1e-12, abs=1e-300)
+
+
+def test_sparse_moment_dp_refuses_by_projection_only_what_it_cannot_hold(monkeypatch):
+    """The sparse DP refuses once the states it holds plus as many again at each remaining
+    step pass ``max_bytes``: a limit equal to the states the full DP keeps (16 bytes each,
+    summed over steps, counted on prefixes) is enough; one byte less is refused; half of it
+    is refused before the last cluster is added."""
+    K = 12
+    sc = PairedScenario.from_rates(0.9, -0.03, 0.1, clusters=K, cluster_size=FixedSize(trials=3), rho=0.1)
+    laws, sizes = cluster_laws(sc), np.full(K, 3)
+    kept = [moment_distribution(laws[:j], sizes[:j], layout="sparse")[1].size for j in range(1, K + 1)]
+    assert kept == sorted(kept) and kept[-1] > kept[0]  # the projection's premise, here
+    total = 16 * sum(kept)
+    d, p, _ = moment_distribution(laws, sizes, max_bytes=total, layout="sparse")
+    assert p.size == kept[-1]
+    with pytest.raises(ExactUnsupported, match="more than"):
+        moment_distribution(laws, sizes, max_bytes=total - 1, layout="sparse")
+    calls = []
+    unique = np.unique
+    monkeypatch.setattr(np, "unique", lambda *a, **k: calls.append(k.get("return_inverse")) or unique(*a, **k))
+    limit = total // 2
+    with pytest.raises(ExactUnsupported, match="more than"):
+        moment_distribution(laws, sizes, max_bytes=limit, layout="sparse")
+    used = np.cumsum(16 * np.array(kept))
+    projected = used + 16 * np.array(kept) * (K - 1 - np.arange(K))
+    first_over = int(np.argmax(projected > limit))
+    assert first_over < int(np.argmax(used > limit))  # earlier than counting alone would refuse
+    assert calls.count(True) == first_over + 1  # one merge of states per DP step

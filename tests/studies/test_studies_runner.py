@@ -52,6 +52,10 @@ def test_split_ranges_and_batches_merge_to_the_same_tallies():
     np.testing.assert_array_equal(whole.tally, parts.tally)
     with pytest.raises(ValueError, match="overlap"):
         whole.merge(parts)
+    seen = []
+    chunked = evaluate_scenario(SCEN, methods, [0.03], [0.025], 10_000, seed=3, chunks=7, on_chunk=seen.append)
+    np.testing.assert_array_equal(whole.tally, chunked.tally)
+    assert seen == [1429] * 6 + [1426] and chunked.ranges == [(0, 10_000)]
 
 
 def test_common_random_numbers_and_scenario_tables():
