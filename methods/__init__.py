@@ -34,7 +34,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualificatio
     "sequential.base": ["LookSchedule", "SequentialBatchResult", "SequentialMethod", "SequentialResult"],
     "registry": ["get", "info", "infos", "names", "reference"],
     "catalogue": ["MethodInfo"],
-    "conventions": ["CALIBRATED", "check_alpha", "check_margin", "option_values"],
+    "conventions": ["CALIBRATED", "OptionRange", "check_alpha", "check_margin", "option_values"],
     "method_ref": ["MethodRef", "UnknownMethodError", "as_method_refs"],
     "adapters": ["numpy_method"],
     "checks": ["check_method"],

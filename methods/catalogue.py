@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from methods.conventions import OptionRange
+
 PACKAGES = ("methods.fixed", "methods.sequential")
 PATH = Path(__file__).with_name("catalogue.json")
 
@@ -41,6 +43,7 @@ class MethodInfo:
     inputs: tuple[str, ...]
     options: dict[str, float]
     choices: dict[str, dict[str, float]]
+    ranges: dict[str, OptionRange]
     citation: str
     summary: str
     guarantee: str | None  # "theorem" when the method declares a finite-sample theorem, else None
@@ -50,6 +53,7 @@ class MethodInfo:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["inputs"] = list(self.inputs)
+        d["ranges"] = {k: r.as_json() for k, r in self.ranges.items()}
         return d
 
 
@@ -60,13 +64,15 @@ def describe(method: Any, module: str) -> MethodInfo:
         name=method.name, module=module, kind=method.kind, estimand=getattr(method.estimand, "value", method.estimand),
         version=method.version, inputs=tuple(method.inputs), options={k: float(v) for k, v in method.options.items()},
         choices={k: {c: float(v) for c, v in cs.items()} for k, cs in method.choices.items()},
+        ranges={k: OptionRange(*r) for k, r in getattr(method, "ranges", {}).items()},
         citation=method.citation, summary=method.summary,
         guarantee="theorem" if getattr(method, "theorem", None) is not None else None,
         calibration=getattr(method, "calibration", None), inner=None if inner is None else inner.name)
 
 
 def _from_dict(d: dict[str, Any]) -> MethodInfo:
-    return MethodInfo(**{**d, "inputs": tuple(d["inputs"])})
+    return MethodInfo(**{**d, "inputs": tuple(d["inputs"]),
+                         "ranges": {k: OptionRange.from_json(r) for k, r in d.get("ranges", {}).items()}})
 
 
 def modules() -> list[str]:

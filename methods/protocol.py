@@ -39,7 +39,7 @@ import numpy as np
 from simlab.estimands import Estimand, true_value
 from simlab.hashing import PREFIX
 
-from methods.conventions import CALIBRATED, check_alpha, check_margin, option_values
+from methods.conventions import CALIBRATED, OptionRange, check_alpha, check_margin, option_values
 
 
 class Status(IntEnum):
@@ -196,8 +196,9 @@ class DecisionMethod:
     """What every decision method is: name, version, estimand, citation, options, identity.
 
     ``options`` are the method's numeric settings (defaults); ``choices`` names values of an
-    option (``spending="pocock"``).  ``inner`` is a wrapped fixed-sample method, if any: its
-    identity is part of this method's identity.  The identity hashes the code the method's
+    option (``spending="pocock"``); ``ranges`` bounds an option's values (``OptionRange``).
+    ``inner`` is a wrapped fixed-sample method, if any: its identity is part of this method's
+    identity.  The identity hashes the code the method's
     decisions run through (``methods.identity``): every callable field (kernels,
     ``prepare``...) and the protocol methods named in ``DECISION_PATH``, with all they reach."""
     name: str
@@ -207,6 +208,7 @@ class DecisionMethod:
     summary: str
     options: dict[str, float] = field(default_factory=dict)
     choices: dict[str, dict[str, float]] = field(default_factory=dict)
+    ranges: dict[str, OptionRange] = field(default_factory=dict)
     inner: Any = None
     origin: str | None = None  # "package.module:ATTR" when found by reference (not hashed)
     cost: Callable | None = None  # (method, tables, linear) -> AnalysisCost of one analysis (methods.analysis_cost)
@@ -254,7 +256,7 @@ class DecisionMethod:
     def with_options(self, **options: Any) -> "DecisionMethod":
         """A new method object with options changed; an option with named ``choices`` also
         accepts the name."""
-        values = option_values(self.name, self.options, self.choices, options)
+        values = option_values(self.name, self.options, self.choices, options, self.ranges)
         return replace(self, options={**self.options, **values})
 
     def decision_roots(self) -> list[Any]:

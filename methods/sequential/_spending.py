@@ -35,6 +35,10 @@ from functools import lru_cache
 import numpy as np
 
 SPENDING = ("obf", "pocock", "hsd")
+# the hsd gamma's range, as gsDesign's sfHSD (checkScalar(param, "numeric", c(-40, 40))): by
+# t = 0.5, gamma = 40 has spent all but 2e-9 of alpha and gamma = -40 only 2e-9 of it; from
+# |gamma| ~ 709 the exponential overflows
+HSD_GAMMA_LIMIT = 40.0
 
 
 def spending(kind: str, alpha: float, t: np.ndarray, gamma: float = 0.0) -> np.ndarray:

@@ -29,7 +29,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand
+from methods.protocol import Estimand, OptionRange
 from methods.sequential import _spending
 from methods.sequential._clusterstats import welford_kernel
 from methods.sequential.base import LOOK_CONTINUE, LOOK_HARM, LOOK_PROMOTE, SequentialMethod
@@ -91,4 +91,6 @@ METHOD = SequentialMethod(
     stops_for_harm=True,
     units=("clusters",),
     choices={"spending": SPENDING_CODES},
+    ranges={"gamma": OptionRange(-_spending.HSD_GAMMA_LIMIT, _spending.HSD_GAMMA_LIMIT),
+            "min_clusters": OptionRange(0.0)},
 )

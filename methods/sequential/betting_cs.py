@@ -35,7 +35,7 @@ import numba as nb
 import numpy as np
 
 from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS
-from methods.protocol import Estimand, Theorem
+from methods.protocol import Estimand, OptionRange, Theorem
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
 
 
@@ -143,6 +143,7 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"truncation": 0.5, "all_bounds": 0.0},
+    ranges={"all_bounds": OptionRange(0.0, 1.0, integer=True)},  # a flag: 1 = every look's bound
     markov=False,
     theorem=Theorem(
         statement="for any law of the cluster differences in [-1, 1] with mean mu, P(the lower bound exceeds mu at "

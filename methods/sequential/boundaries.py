@@ -47,6 +47,9 @@ def check_design(family: str, alpha: float, information, parameter: float | None
     if not math.isfinite(p) or (family == "power" and p <= 0.0):
         raise ValueError(f"gamma: the {family} family needs a finite parameter"
                          f"{' > 0 (rho)' if family == 'power' else ''}, got {parameter!r}")
+    if family == "hsd" and abs(p) > _spending.HSD_GAMMA_LIMIT:
+        raise ValueError(f"gamma: the hsd family's gamma must lie in [-{_spending.HSD_GAMMA_LIMIT:g}, "
+                         f"{_spending.HSD_GAMMA_LIMIT:g}] (gsDesign's sfHSD range), got {parameter!r}")
     return t, p
 
 

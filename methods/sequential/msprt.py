@@ -30,7 +30,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand
+from methods.protocol import Estimand, OptionRange
 from methods.sequential._clusterstats import welford_kernel
 from methods.sequential.base import LOOK_CONTINUE, LOOK_PROMOTE, SequentialMethod
 
@@ -72,4 +72,5 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"tau": 0.0, "min_clusters": 2.0},
+    ranges={"min_clusters": OptionRange(0.0)},
 )

@@ -249,7 +249,7 @@ def check_methods(names, flag: str, kind: str | None = None, options: dict | Non
                              f"{', '.join(registered(kind))}", flag)
         if options:
             try:
-                option_values(entry.name, entry.options, entry.choices, options)
+                option_values(entry.name, entry.options, entry.choices, options, entry.ranges)
             except ValueError as exc:
                 raise UsageError(f"--option: {exc}", "--option") from None
 

@@ -23,6 +23,18 @@ CASES = [
      "must be key=value"),
     (["sequential", "analyze", "--method", "alpha_spending", "--option", "spending=bogus", "--table", "10,2,1,3"],
      "--option", "must be one of hsd, obf, pocock"),
+    # options the method's own code took whatever their value (a third round): declared ranges,
+    # checked from the catalogue before anything runs
+    (["sequential", "analyze", "--method", "alpha_spending", "--option", "min_clusters=-1", "--table", "10,2,1,3"],
+     "--option", "option min_clusters of 'alpha_spending' must be a number >= 0"),
+    (["sequential", "analyze", "--method", "msprt", "--option", "min_clusters=-1", "--table", "10,2,1,3"],
+     "--option", "option min_clusters of 'msprt' must be a number >= 0"),
+    (["sequential", "analyze", "--method", "alpha_spending", "--option", "spending=hsd", "--option", "gamma=-1000",
+      "--table", "10,2,1,3"], "--option", "must be a number in [-40, 40]"),  # it said "math range error"
+    (["sequential", "analyze", "--method", "betting_cs", "--option", "all_bounds=0.5", "--table", "10,2,1,3"],
+     "--option", "must be a whole number in [0, 1]"),
+    (["sequential", "boundaries", "--spending", "hsd", "--gamma", "1000", "--information", "0.5,1"], "--gamma",
+     "must lie in [-40, 40]"),  # its boundary was NaN
     (["sequential", "analyze", "--method", "repeated_fixed", "--inner", "judge_corrected", "--table", "10,2,1,3"],
      "--inner", "calibration counts"),
     # a model's field filled by the command's own flag names the flag (it named "cells.2", "rho")

@@ -72,3 +72,29 @@ def test_info_answers_like_get_without_loading_a_kernel():
     with pytest.raises(KeyError, match="must be a number"):
         registry.info("cluster_t@alpha=x")
     assert isinstance(registry.info("cluster_t"), MethodInfo)
+
+
+def test_declared_option_ranges_hold_on_the_method_and_in_the_catalogue():
+    """A method's ``ranges`` refuse a value outside them in ``with_options`` and, read from the
+    catalogue, in the front end's ``option_values``; the ends of a range are admitted."""
+    import math
+
+    from methods import get, info, option_values
+
+    checked = 0
+    for name in ("alpha_spending", "msprt", "betting_cs"):
+        method, entry = get(name), info(name)
+        assert entry.ranges == method.ranges and method.ranges
+        for key, allowed in method.ranges.items():
+            for bad in (allowed.low - 1.0, allowed.high + 1.0, (0.5 if allowed.integer else None)):
+                if bad is None or not math.isfinite(bad):
+                    continue
+                with pytest.raises(ValueError, match=f"option {key} of {name!r} must be"):
+                    method.with_options(**{key: bad})
+                with pytest.raises(ValueError, match=f"option {key} of {name!r} must be"):
+                    option_values(name, entry.options, entry.choices, {key: bad}, entry.ranges)
+                checked += 1
+            for end in (allowed.low, allowed.high):
+                if math.isfinite(end):
+                    assert method.with_options(**{key: end}).options[key] == end
+    assert checked >= 5

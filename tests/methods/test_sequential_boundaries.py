@@ -74,7 +74,16 @@ def test_single_look_is_the_fixed_sample_test_and_power_family_formula():
     (dict(family="obf", alpha=0.025, information=[0.5, 1.0], parameter=2.0), "no parameter"),
     (dict(family="power", alpha=0.025, information=[0.5, 1.0], parameter=0.0), "> 0"),
     (dict(family="hsd", alpha=0.025, information=[0.5, 1.0], parameter=float("nan")), "finite"),
+    # its exp overflowed (-1000: "math range error") or gave a NaN boundary (1000)
+    (dict(family="hsd", alpha=0.025, information=[0.5, 1.0], parameter=-1000.0), r"\[-40, 40\]"),
+    (dict(family="hsd", alpha=0.025, information=[0.5, 1.0], parameter=40.5), r"\[-40, 40\]"),
 ])
 def test_bad_designs_are_clear_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         efficacy_boundaries(**kwargs)
+
+
+def test_hsd_gamma_at_the_ends_of_its_range_gives_finite_boundaries():
+    for g in (-40.0, 40.0):
+        z = efficacy_boundaries("hsd", 0.025, [0.5, 1.0], g)["z"]
+        assert np.all(np.isfinite(z) | (z == np.inf))
