@@ -78,7 +78,8 @@ def register(subparsers, bench_subparsers) -> None:
                    help="fixed-sample method, e.g. cluster_t or a calibrated clustered_score@alpha=0.0200482 "
                         "(repeat for several: all decide the same tables)")
     p.add_argument("--clusters", type=SCENARIO_CLUSTERS, required=True, help="K, independent clusters")
-    p.add_argument("--trials", type=int_between(1, 10_000), required=True, help="M, trials (pairs) per cluster, at most 10,000 (the mean of the other cluster-size laws)")
+    p.add_argument("--trials", type=int_between(1, 10_000), required=True, help="M, trials (pairs) per cluster, at most 10,000 (at most 500 with the random_sizes "
+                        "laws, whose cluster sizes have mean M)")
     p.add_argument("--margin", type=_open_unit, required=True, help="non-inferiority margin")
     p.add_argument("--alpha", type=_level, default=0.025, help="one-sided level the claim is for (default %(default)s)")
     p.add_argument("--rho-max", type=_rho, default=0.1,

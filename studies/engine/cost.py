@@ -295,18 +295,29 @@ def shrink_scenario(scenario, pairs: float):
     return type(scenario).model_validate({**scenario.model_dump(), **update})
 
 
+def scaled_pilot(make: Callable[[float], tuple[Callable[[int], object], float]], pairs: float) -> PilotFit:
+    """Pilot work of ``pairs`` trial pairs a replication: as it is (``make(pairs)``) up to
+    ``PILOT_DIRECT_PAIRS`` pairs, else on scaled-down copies (``make(p)``: ``(run, actual
+    pairs)`` of the work cut to about ``p`` pairs; ``_scaled_pilot``)."""
+    if pairs <= PILOT_DIRECT_PAIRS:
+        run, done = make(pairs)
+        return PilotFit(*_pilot(run), done)
+    return _scaled_pilot(make, pairs)
+
+
+def pilot_model(make: Callable[[float], tuple[Callable[[int], object], float]], pairs: float) -> CostModel:
+    """The cost model of work of one size from its ``scaled_pilot``."""
+    return _model(None, scaled_pilot(make, pairs))
+
+
 def scenario_pilot(runner: Callable[[object, object], Callable[[int], object]], scenario) -> PilotFit:
     """Pilot ``runner(piloted, scenario)`` (a ``run(R)`` of the work on ``piloted``, which is
     ``scenario`` or a scaled-down copy of it) -- as it is up to ``PILOT_DIRECT_PAIRS`` pairs."""
-    pairs = scenario_pairs(scenario)
-    if pairs <= PILOT_DIRECT_PAIRS:
-        return PilotFit(*_pilot(runner(scenario, scenario)), pairs)
-
     def make(target: float) -> tuple[Callable[[int], object], float]:
         small = shrink_scenario(scenario, target)
         return runner(small, scenario), scenario_pairs(small)
 
-    return _scaled_pilot(make, pairs)
+    return scaled_pilot(make, scenario_pairs(scenario))
 
 
 def fit_scenarios(runner: Callable[[object, object], Callable[[int], object]], points: Sequence) -> CostModel:

@@ -68,6 +68,11 @@ def default_laws(clusters: int, trials: int, margin: float, rho_max: float = 0.1
             for sc, tau, se in LOGIT_NORMAL:
                 add(LogitNormalLaw(trials=trials, cluster_sd=sc, candidate_sd=tau, case_sd=se, **common))
         elif family == "random_sizes":
+            most = min(getattr(c, "le", float("inf"))  # the sized laws' own bound on their mean
+                       for law in (PoissonSize, GeometricSize) for c in law.model_fields["mean_trials"].metadata)
+            if trials > most:
+                raise ValueError(f"trials: the random_sizes laws draw cluster sizes of mean M, at most {most:g}; "
+                                 f"got {trials} (leave random_sizes out of the law families for a larger M)")
             sizes = (PoissonSize(mean_trials=trials, minimum=1), GeometricSize(mean_trials=trials, minimum=1),
                      PoissonSize(mean_trials=trials, minimum=0))
             for size in sizes:

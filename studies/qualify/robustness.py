@@ -300,8 +300,10 @@ def robustness_estimate(methods, clusters: int, trials: int, margin: float, *, a
                         replications: int = DEFAULT_REPLICATIONS, seed: int = DEFAULT_SEED, workers: int = 1):
     """Wall seconds of :func:`robustness` (``studies.engine.cost``): a pilot of the real work
     on the first law of each kind (samplers differ in cost, the methods do not), ``t(R) = a +
-    b R`` per kind, summed over the laws and divided by the workers."""
-    from studies.engine.cost import TimeEstimate, fit
+    b R`` per kind, summed over the laws and divided by the workers.  A design of over
+    ``PILOT_DIRECT_PAIRS`` pairs is piloted on copies of the law with fewer clusters
+    (``studies.engine.cost.pilot_model``): at 10^6 x 100 a full-size pilot ran 32 s only to refuse."""
+    from studies.engine.cost import TimeEstimate, pilot_model
 
     refs, _ = _methods(methods)
     laws = list(default_laws(clusters, trials, margin, rho_max, tuple(families), baseline) if laws is None else laws)
@@ -312,12 +314,14 @@ def robustness_estimate(methods, clusters: int, trials: int, margin: float, *, a
     for law in laws:
         kind = (law.kind, law_family(law))
         if kind not in models:
-            dumped = law.model_dump(mode="json")
+            def make(target, law=law):
+                # fewer clusters only (trials are at most 10^4, so 2 clusters are within the
+                # pilot's largest step); a law's cost grows with its clusters, linearly
+                small = law.model_copy(update={"clusters": min(clusters, max(2, int(target // trials)))})
+                dumped = small.model_dump(mode="json")
+                return (lambda r: law_counts(dumped, refs, margin, alpha, seed, 0, r)), small.clusters * trials
 
-            def run(r, dumped=dumped):
-                return law_counts(dumped, refs, margin, alpha, seed, 0, r)
-
-            models[kind] = fit(run, pairs, run, pairs)
+            models[kind] = pilot_model(make, pairs)
         total += models[kind].seconds(pairs, replications, math.ceil(replications / DEFAULT_CHUNK))
     return TimeEstimate(total / max(workers, 1), total / max(workers, 1), workers)
 

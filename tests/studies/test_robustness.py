@@ -94,4 +94,32 @@ def test_bad_input_is_refused():
         default_laws(K, M, MARGIN, families=("t_copula",))
     with pytest.raises(ValueError, match="fixed-sample"):
         robustness(["betting_cs"], K, M, MARGIN, laws=DM_LAWS[:1], replications=10)
+    # a pydantic error named the sized laws' own field (mean_trials) for --trials 1000
+    with pytest.raises(ValueError, match="^trials: the random_sizes laws .* at most 500; got 1000"):
+        default_laws(K, 1000, MARGIN, families=("random_sizes",))
+    assert default_laws(K, 1000, MARGIN, families=("model",))
     assert np.isfinite(DM_LAWS[0].icc_d())
+
+
+def test_a_huge_design_is_piloted_on_laws_with_fewer_clusters(monkeypatch):
+    """At 10^6 clusters x 100 the estimate ran each law kind at full size (32 s to refuse); it
+    now pilots copies of at most ``PILOT_MAX_PAIRS`` pairs and scales up to a positive
+    estimate for the whole design."""
+    import importlib
+
+    from studies.engine.cost import PILOT_MAX_PAIRS
+
+    rob = importlib.import_module("studies.qualify.robustness")  # the package's `robustness` is the function
+
+    piloted = []
+    real = rob.law_counts
+
+    def spy(law_json, *args):
+        piloted.append(law_json["clusters"])
+        return real(law_json, *args)
+
+    monkeypatch.setattr(rob, "law_counts", spy)
+    est = robustness_estimate(["cluster_t"], 1_000_000, 100, MARGIN, families=("model", "logit_normal"),
+                              replications=1000)
+    assert piloted and max(piloted) * 100 <= PILOT_MAX_PAIRS and min(piloted) >= 2
+    assert est.low > 1000 * 1e-3  # 10^8 pairs a replication: well over a millisecond each
