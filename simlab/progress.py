@@ -8,6 +8,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from simlab.interrupts import raise_pending
+
 LOG_INTERVAL_ENV = "SIMLAB_PROGRESS_SECONDS"
 DEFAULT_LOG_INTERVAL = 10.0
 
@@ -37,6 +39,7 @@ def progress_lines(total: int, description: str, interval: float | None = None,
         print(f"{description}: {done:,}/{total:,} ({pct:.0f}%), {el:.0f} s{eta}", file=out, flush=True)
 
     def advance(n: int) -> None:
+        raise_pending()  # a swallowed interrupt stops the work here (simlab.interrupts)
         state["done"] += n
         now = time.monotonic()
         if now - state["last"] >= every:
@@ -63,4 +66,9 @@ def progress_bar(total: int, description: str, enabled: bool = True) -> Iterator
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n: bar.advance(task, n)
+
+        def advance(n: int) -> None:
+            raise_pending()
+            bar.advance(task, n)
+
+        yield advance

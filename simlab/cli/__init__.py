@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         one_blas_thread()
     from simlab.cli._output import EXIT_OK, describe_error, report_error, report_interrupt
     from simlab.cli._signals import signals_as_interrupts
+    from simlab.interrupts import raise_pending
 
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             json_mode = bool(getattr(args, "json", False))
             rc = args.func(args)
+            raise_pending()  # an interrupt a library call swallowed (simlab.interrupts) is still one
     except KeyboardInterrupt as exc:   # Ctrl-C, SIGTERM, SIGHUP: everything above has unwound
         return report_interrupt(exc, json_mode, args)
     except Exception as exc:  # noqa: BLE001 - mapped by the contract; unmapped ones re-raise

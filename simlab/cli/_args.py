@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import re
+import weakref
 from typing import Any, Callable
 
 from simlab.cli._output import UsageError
@@ -13,14 +14,31 @@ from simlab.cli._output import UsageError
 # ---------------------------------------------------------------- the parser
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing a second value: ``--alpha 0.025 --alpha 0.2`` silently
+    decided at 0.2 (repeatable options use ``append``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        # the namespaces this action has filled, by id (argparse's Namespace is unhashable);
+        # weak, so an id reused by a later parse is not mistaken for this one
+        seen = self.__dict__.setdefault("_filled", weakref.WeakValueDictionary())
+        if seen.get(id(namespace)) is namespace:
+            parser.error(f"argument {'/'.join(self.option_strings) or self.dest}: given more than once "
+                         f"({option_string or self.dest} takes one value)")
+        seen[id(namespace)] = namespace
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Parser(argparse.ArgumentParser):
     """``error`` raises :class:`UsageError` (main turns it into exit 2, JSON under ``--json``);
     a value such as ``-1,0,0,0`` or ``-0.5`` reaches its option's validator instead of being
-    read as an unknown flag."""
+    read as an unknown flag; an option that takes one value refuses a second."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._negative_number_matcher = re.compile(r"^-\.?\d")
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
         m = re.search(r"argument ([^:]+?):", message)
@@ -230,6 +248,15 @@ def parse_looks_text(text: str) -> None:
         if step >= 1 and stop >= start and (stop - start) // step + 1 > 10_000:
             raise UsageError(f"--looks {text!r} lists {(stop - start) // step + 1} looks; at most 10000 are "
                              "supported", "--looks")
+
+
+def check_power(args: argparse.Namespace) -> None:
+    """``--power`` must exceed ``--alpha``: a level-alpha test passes with probability about
+    alpha with no data at all, so a lower target asks nothing (``size --power 1e-320`` then
+    searched past its time limit)."""
+    if args.power <= args.alpha:
+        raise UsageError(f"--power {args.power:g} must exceed --alpha {args.alpha:g} (the target power of a level-"
+                         f"alpha test)", "--power")
 
 
 def check_methods(names, flag: str, kind: str | None = None, options: dict | None = None) -> None:

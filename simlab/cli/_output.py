@@ -10,6 +10,8 @@ import sys
 import time
 from typing import Any, Callable
 
+from simlab.interrupts import raise_pending
+
 EXIT_OK = 0
 EXIT_BLOCKED = 1  # reserved: a decision that blocks (evidence path), never an error
 EXIT_USAGE = 2  # bad input, refused work, unreadable or unwritable files
@@ -80,6 +82,7 @@ def log_to_stderr(args: argparse.Namespace) -> Callable[[str], None]:
     t0 = time.monotonic()
 
     def say(message: str) -> None:
+        raise_pending()  # long work reports here: a swallowed interrupt stops it (simlab.interrupts)
         print(f"[{time.monotonic() - t0:7.1f} s] {message}", file=sys.stderr, flush=True)
 
     return say

@@ -16,29 +16,35 @@ import contextlib
 import signal
 import threading
 
+from simlab import interrupts
+from simlab.interrupts import Terminated
+
 CAUGHT = (signal.SIGTERM, signal.SIGHUP)
 
 
-class Terminated(KeyboardInterrupt):
-    """The process was asked to stop by ``signum``."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
 def _raise(signum, frame):
+    interrupts.note(signum)
     raise Terminated(signum)
+
+
+def _interrupt(signum, frame):
+    interrupts.note(signum)  # Python's own handler, remembered (``simlab.interrupts``)
+    raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def signals_as_interrupts():
-    """SIGTERM and SIGHUP raise :class:`Terminated` while the block runs (main thread only;
-    elsewhere Python cannot install handlers and nothing changes)."""
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the block runs, and every signal,
+    SIGINT too, is noted in ``simlab.interrupts`` so that one a library call swallowed is
+    raised again (main thread only; elsewhere Python cannot install handlers and nothing
+    changes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    interrupts.clear()
     previous = {s: signal.signal(s, _raise) for s in CAUGHT}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where a caller chose
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:

@@ -62,7 +62,7 @@ def run_bench_methods(args: argparse.Namespace) -> None:
     payload = bench_methods(reps=args.reps, bootstrap_reps=args.bootstrap_reps,
                             reference_reps=args.reference_reps, names=names, seed=args.seed,
                             max_seconds=args.max_seconds, reference_seconds=args.reference_seconds,
-                            progress=lambda name: say(f"benchmarking {name} ..."))
+                            progress=lambda step: say(step + " ..."))
 
     def render(p: dict) -> None:
         print(f"simlab bench methods: K={p['clusters']} clusters x {p['trials']} trials, rho={p['rho']}, "
@@ -99,8 +99,9 @@ def run_bench_study(args: argparse.Namespace) -> None:
 
     if args.limit_kernel is not None and not Path(args.limit_kernel).is_file():
         raise UsageError(f"--limit-kernel: no such file {args.limit_kernel}", "--limit-kernel")
+    say = log_to_stderr(args)
     payload = bench_study(reps=args.reps, numpy_reps=args.numpy_reps, limit_kernel=args.limit_kernel,
-                          n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat)
+                          n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat, progress=lambda s: say(s + " ..."))
 
     def render(p: dict) -> None:
         w = p["workload"]
@@ -122,7 +123,8 @@ def run_bench_study(args: argparse.Namespace) -> None:
 def run_bench_sequential(args: argparse.Namespace) -> None:
     from studies.bench import bench_sequential
 
-    payload = bench_sequential(reps=args.reps, repeats=args.repeats)
+    say = log_to_stderr(args)
+    payload = bench_sequential(reps=args.reps, repeats=args.repeats, progress=lambda s: say(s + " ..."))
 
     def render(p: dict) -> None:
         e = p["exact"]

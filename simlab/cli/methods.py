@@ -60,8 +60,10 @@ def run_interval(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise option_error(exc, options) or exc from None
     reasons = ([result.reason] if result.reason else []) if judged else explain(method, table, result.status)
+    # an all-zero --table is an empty cluster: the methods leave it out, which the text says
+    empty = sum(1 for row in table if not any(row))
     payload = {**result.as_dict(), "options": dict(method.options), "version": method.version,
-               "citation": method.citation, "reasons": reasons}
+               "citation": method.citation, "reasons": reasons, "tables_given": len(table), "empty_clusters": empty}
     if args.json:  # the text does not show the code's identity, and hashing it costs 0.05-0.06 s of the ~1 s
         payload["source_sha256"] = method.identity.source_sha256
 
@@ -72,6 +74,9 @@ def run_interval(args: argparse.Namespace) -> None:
         clusters, trials = p["clusters"], p["trials"]
         print(f"{p['method']} v{p['version']} ({p['estimand']}), {clusters} cluster{'s' * (clusters != 1)}, "
               f"{trials} trial{'s' * (trials != 1)}")
+        if p["empty_clusters"]:
+            print(f"note: {p['empty_clusters']} of the {p['tables_given']} --table clusters have no trials (0,0,0,0) "
+                  "and are left out")
         print(f"estimate {est}   {100 * (1 - 2 * p['alpha']):g}% interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
         if "raw_estimate" in p:
             raw = [("nan" if p[k] is None else f"{p[k]:.6f}") for k in ("raw_estimate", "raw_lower", "raw_upper")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import (DESIGN_CLUSTERS, DESIGN_TRIALS, add_json, checked, finite_float, n_jobs, nonnegative_int, one_sided_alpha,
-                              positive_float)
+from simlab.cli._args import (DESIGN_CLUSTERS, DESIGN_TRIALS, add_json, check_power, checked, finite_float, n_jobs,
+                              nonnegative_int, one_sided_alpha, positive_float, positive_int)
 
 _open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
 _unit_interval_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
@@ -65,6 +65,7 @@ def render_recommendation(p: dict) -> None:
 def cmd_recommend(args: argparse.Namespace) -> None:
     from simlab.cli._output import UsageError, emit, log_to_stderr
 
+    check_power(args)
     if args.true_difference <= -args.margin:  # checked before the studies load (an input error answers at once)
         raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
                          "is only defined under the alternative", "--true-difference")
@@ -100,7 +101,7 @@ def register(subparsers, bench_subparsers) -> None:
                    help="baseline pass rate of the power scenario (default %(default)s)")
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ) under the alternative (default max(2|difference|, margin, 0.1))")
-    p.add_argument("--top", type=nonnegative_int, default=3,
+    p.add_argument("--top", type=positive_int, default=3,
                    help="methods valid at every K that are sized for the target power (default %(default)s)")
     p.add_argument("--directory", default=None,
                    help="qualification records (default: $SIMLAB_RECORDS or the checkout's results/qualification)")

@@ -21,6 +21,7 @@ import numpy as np
 
 from methods import registry
 from methods.protocol import STATUS_NAMES
+from simlab.interrupts import raise_pending
 from simlab.threads import numba_threads
 
 # Speed targets per core from the issue (decisions / s), by kind of computation.
@@ -133,7 +134,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
     rows = []
     for name in names:
         if progress:
-            progress(name)
+            progress(f"{name}: compiling or loading its kernel")
         method = registry.get(name)
         cls = method_class(name)
         requested = bootstrap_reps if cls == "bootstrap" else reps
@@ -146,6 +147,8 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
             n = requested
             if t_pilot / pilot * requested > max_seconds:
                 n = max(pilot, int(max_seconds * pilot / t_pilot))
+            if progress:
+                progress(f"{name}: timing {n:,} replications (about {t_pilot / pilot * n:.3g} s)")
             seconds, passes = _time_kernel(method, gen, n, margin, alpha, chunk_size)
             rate = n / seconds
             note = "bootstrap: bootstrap_reps" if cls == "bootstrap" else None
@@ -156,6 +159,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
                         "meets_target": None if row["target_decisions_per_s"] is None
                         else bool(rate >= row["target_decisions_per_s"])})
         except Exception as exc:  # a method under construction must not stop the others
+            raise_pending()  # but an interrupt numba's compile swallowed must (simlab.interrupts)
             row.update({"error": f"kernel: {type(exc).__name__}: {exc}"})
             rows.append(row)
             continue
@@ -165,6 +169,8 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
         elif ref_tables is None:
             row["reference"] = "skipped"
         else:
+            if progress:
+                progress(f"{name}: timing its reference implementation (at most about {reference_seconds:g} s)")
             try:
                 row.update(_time_reference(fn, method, ref_tables, margin, alpha, reference_seconds))
                 row["reference"] = f"{fn.__module__}.{fn.__name__}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -116,8 +117,14 @@ def bench_simulated(reps: int = 200_000, clusters: int = 200, trials: int = 4, r
             "threads": 1, "cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0]}
 
 
-def bench_sequential(reps: int = 200_000, repeats: int = 5) -> dict:
+def bench_sequential(reps: int = 200_000, repeats: int = 5, progress: Callable[[str], object] | None = None) -> dict:
+    """``progress(label)`` is told each part as it starts."""
     import numba
 
     numba.set_num_threads(1)
-    return {"exact": bench_exact(repeats), "simulated": bench_simulated(reps)}
+    if progress is not None:
+        progress(f"timing exact enumeration of the seed design ({repeats} runs after the first)")
+    exact = bench_exact(repeats)
+    if progress is not None:
+        progress(f"timing the simulated clustered study: {reps:,} replications")
+    return {"exact": exact, "simulated": bench_simulated(reps)}

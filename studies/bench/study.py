@@ -34,6 +34,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -113,7 +114,9 @@ def same_measures(a, b) -> bool:
 
 
 def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel: str | Path | None = None,
-                n_jobs: int | None = None, seed: int = 1, repeat: int = 3) -> dict:
+                n_jobs: int | None = None, seed: int = 1, repeat: int = 3,
+                progress: Callable[[str], object] | None = None) -> dict:
+    """``progress(label)`` is told each timing as it starts (the defaults take about a minute)."""
     import numba
 
     from methods import registry
@@ -129,19 +132,26 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     z = z_value(ALPHA)
     rows = []
 
+    def say(label: str) -> None:
+        if progress is not None:
+            progress(label)
+
     def row(name, threads, n, seconds, passes):
         rows.append({"name": name, "threads": threads, "replications": n, "seconds": seconds,
                      "replications_per_s": n / seconds, "pass_rate": passes / n})
 
     # warm-ups: numba caches, the registry, kernels (never timed)
+    say("warming up (kernels, caches)")
     numpy_reference(seed, 1000)
     small = parse_spec({**spec.model_dump(mode="json"), "replications": 2000})
     run_study(small, n_jobs=1)
 
+    say(f"timing the numpy reference: {numpy_reps:,} replications, best of {repeat}")
     dt, c = best_of(lambda: numpy_reference(seed, numpy_reps), repeat)
     row("numpy_vectorised", 1, numpy_reps, dt, c)
 
     chunk = max(1, reps // 8)
+    say(f"timing the study runner, 1 job (moment and table paths): {reps:,} replications, best of {repeat} each")
     dt, ds = best_of(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False), repeat)
     row("study_runner_1job", 1, reps, dt, int(ds.n_pass.values.ravel()[0]))
     dt, dt_tables = best_of(lambda: run_study(spec, n_jobs=1, chunk_size=chunk, progress=False, moments=False), repeat)
@@ -150,12 +160,14 @@ def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel:
     fused = None
     if limit_kernel is not None:
         cpu_ser, cpu_par = load_limit_kernel(limit_kernel)
+        say("timing the fused limit kernel, 1 thread")
         cpu_ser(seed, 1000, K, M, PB, PC, MARGIN, z)
         dt, v = best_of(lambda: int(cpu_ser(seed, reps, K, M, PB, PC, MARGIN, z)), repeat)
         row("fused_kernel_1thread", 1, reps, dt, v)
         fused = cpu_par
 
     if cores > 1:
+        say(f"timing the study runner, {cores} jobs")
         run_study(parse_spec({**spec.model_dump(mode="json"), "replications": 4000}), n_jobs=cores,
                   chunk_size=1000, progress=False)  # start and warm the worker pool
         dt, ds = best_of(lambda: run_study(spec, n_jobs=cores, chunk_size=max(1, reps // (4 * cores)),

@@ -18,12 +18,12 @@ def test_json_report_and_files(tmp_path, capsys):
     assert {r["family"] for r in payload["rows"]} == {"model"} and len(payload["rows"]) == 2
     assert all(r["verdict"] in ("holds", "fails", "undetermined") for r in payload["rows"])
     assert json.loads(report.read_text())["rows"] == payload["rows"] and dataset.stat().st_size > 0
-    assert main([*ARGS, "--reps", "50"]) == 0
+    assert main([*ARGS[:-4], "--reps", "50", *ARGS[-2:]]) == 0
     assert "by family" in capsys.readouterr().out
 
 
 def test_refused_over_the_time_limit(capsys):
-    assert main([*ARGS, "--reps", "100000000", "--max-seconds", "1", "--json"]) == 2
+    assert main([*ARGS[:-4], "--reps", "100000000", *ARGS[-2:], "--max-seconds", "1", "--json"]) == 2
     err = json.loads(capsys.readouterr().out)["error"]
     assert err["field"] == "--max-seconds"
 

@@ -78,3 +78,36 @@ def test_sigterm_stops_a_parallel_qualification_with_its_workers(tmp_path):
     cp = list((tmp_path / "cp").iterdir())
     assert [p.name for p in cp] == ["bbb2e42340b6f41b.checkpoint.jsonl"]   # the lock is released
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.json"))
+
+
+def test_an_interrupt_a_library_call_swallowed_still_stops_the_command(monkeypatch, capsys):
+    """Ctrl-C during numba's compile lands in a ctypes callback, where Python prints "Exception
+    ignored" and drops it; ``bench methods`` then recorded the failed compile and exited 0.  The
+    handler notes the signal (``simlab.interrupts``): progress callbacks raise it again, and so
+    does the front door when the command returns."""
+    import simlab.cli.methods as command
+    from simlab.cli import main
+    from simlab.cli._output import log_to_stderr
+
+    def swallowing(args):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler runs at the next bytecode; never reached
+        except KeyboardInterrupt:
+            pass  # lost, as in a ctypes callback
+        return 0
+
+    monkeypatch.setattr(command, "run_methods", swallowing)
+    assert main(["methods"]) == 130
+    assert capsys.readouterr().err.startswith("interrupted")
+
+    def reporting(args):
+        swallowing(args)
+        log_to_stderr(args)("next step")  # a long command's next progress line
+        raise AssertionError("the progress line should have raised the interrupt")
+
+    monkeypatch.setattr(command, "run_methods", reporting)
+    assert main(["methods"]) == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.undo()
+    assert main(["methods", "--json"]) == 0  # the next command starts with no interrupt noted
