@@ -138,6 +138,10 @@ def _numbers(table) -> dict | None:
     return out
 
 
+# POSIX microseconds of 0001-01-01 and 9999-12-31T23:59:59.999999, UTC: the times Python holds
+_FIRST_MICRO, _LAST_MICRO = -62135596800 * 10**6, 253402300800 * 10**6 - 1
+
+
 def _timestamps(table) -> np.ndarray | None:
     """POSIX seconds of each row's ``timestamp`` (NaN where absent), or None when one is not
     ISO 8601 with a zone (the slow path names it)."""
@@ -156,6 +160,9 @@ def _timestamps(table) -> np.ndarray | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     micro = pc.cast(stamps, pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64)  # nulls -> NaN
+    with np.errstate(invalid="ignore"):  # year 0 parses here but is no Python datetime: the slow path names it
+        if np.any((micro < _FIRST_MICRO) | (micro > _LAST_MICRO)):
+            return None
     return micro / 1e6
 
 

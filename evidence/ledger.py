@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from simlab.hashing import canonical_bytes, content_hash
 
@@ -56,11 +58,68 @@ BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 """
 
 
+_COLUMNS = ("seq", "appended_at", "payload", "payload_sha256", "prev_sha256", "entry_sha256")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _open_existing(path: str | Path) -> sqlite3.Connection:
+    """A connection to an existing file, never creating one.  Read-write where the file allows
+    it (SQLite falls back to read-only where it does not): a reader of a WAL-mode file needs
+    its -wal and -shm files, and only a read-write connection removes them when it closes, so
+    a check leaves nothing behind.  The callers here only read through it."""
+    return sqlite3.connect(f"file:{quote(str(path))}?mode=rw", uri=True, timeout=60.0)
+
+
+def problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot take ledger entries, or None: a ledger, an empty file, an SQLite
+    database holding nothing, or no file yet (its nearest existing folder must be a folder).
+    Another program's database -- an SQLite file without the ledger's table -- is never
+    altered: appending would add a table and switch its journal mode."""
+    p = Path(path)
+    if not os.path.lexists(p):
+        folder = p.parent
+        while not os.path.lexists(folder):
+            folder = folder.parent
+        return None if folder.is_dir() else f"{folder} is not a folder"
+    if not p.is_file():
+        return "not a ledger (a directory, not a file)" if p.is_dir() else "not a ledger (not a regular file)"
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not magic:
+        return None  # an empty file: a new ledger
+    if magic != _SQLITE_MAGIC:
+        return "not a ledger (file is not a database)"
+    try:
+        con = _open_existing(p)
+        try:
+            objects = con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            columns = tuple(row[1] for row in con.execute("PRAGMA table_info(entries)"))
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return f"not a ledger ({exc})"
+    if objects and columns != _COLUMNS:
+        return ("not a ledger (an SQLite database without the ledger's entries table: another program's file is "
+                "never altered)")
+    return None
+
+
 def _connect(path: str | Path) -> sqlite3.Connection:
+    why = problem(path)
+    if why is not None:
+        raise ValueError(f"{path}: {why}")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA busy_timeout=60000")
-    con.executescript(_SCHEMA)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA busy_timeout=60000")
+        con.executescript(_SCHEMA)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -74,7 +133,10 @@ def append(path: str | Path, receipt: dict, now: dt.datetime | None = None, admi
     payload = canonical_bytes(receipt).decode("utf-8")
     payload_hash = content_hash(receipt)
     appended_at = (now or dt.datetime.now(dt.timezone.utc)).isoformat().replace("+00:00", "Z")
-    con = _connect(path)
+    try:
+        con = _connect(path)
+    except sqlite3.Error as exc:  # damaged past the header: refused before anything is written
+        raise ValueError(f"{path}: not a ledger ({exc})") from None
     try:
         con.execute("BEGIN IMMEDIATE")
         if admit is not None:
@@ -85,9 +147,11 @@ def append(path: str | Path, receipt: dict, now: dt.datetime | None = None, admi
         con.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
                     (seq, appended_at, payload, payload_hash, prev, entry))
         con.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         if con.in_transaction:
             con.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):  # a malformed page, a lock held past the timeout, a full disk
+            raise ValueError(f"{path}: cannot append to the ledger ({exc})") from None
         raise
     finally:
         con.close()
@@ -122,7 +186,7 @@ def holdout_uses(path: str | Path, holdout_id: str) -> list[dict]:
 
 
 def _read_payloads(path):
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = _open_existing(path)
     try:
         return con.execute("SELECT payload FROM entries ORDER BY seq").fetchall()
     finally:
@@ -167,7 +231,7 @@ def check_use(path: str | Path, use: dict, holdout_id: str) -> str | None:
     state = verify(path)
     if not state["ok"]:
         return "the ledger's chain does not verify: " + "; ".join(state["problems"][:3])
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = _open_existing(path)
     try:
         rows = con.execute("SELECT seq, entry_sha256, payload FROM entries ORDER BY seq").fetchall()
     finally:
@@ -200,7 +264,10 @@ def verify(path: str | Path, head: str | None = None, head_seq: int | None = Non
     with a retained ``head`` (and its ``head_seq``), that entry must be in the chain."""
     if not Path(path).is_file():
         raise ValueError(f"no ledger at {path}")
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        con = _open_existing(path)
+    except sqlite3.Error as exc:
+        raise ValueError(f"{path}: not a ledger ({exc})") from None
     try:
         rows = con.execute("SELECT seq, appended_at, payload, payload_sha256, prev_sha256, entry_sha256 "
                            "FROM entries ORDER BY rowid").fetchall()

@@ -32,11 +32,18 @@ from .manifest import Manifest
 CAP = ("evidence_ready", "lab_pass")
 
 
-def _time(text) -> dt.datetime | None:
+def _time(text, what: str = "time") -> dt.datetime | None:
+    """A log's time (no zone: UTC); ``what`` names it (file and field) when it is unreadable or
+    outside the years Python's datetime holds in UTC."""
     if not text:
         return None
-    t = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    try:
+        t = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        t = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+        t.astimezone(dt.timezone.utc)  # year 0 in UTC (0001-01-01T00:00+01:00) overflows here
+    except (ValueError, OverflowError) as exc:
+        raise EvidenceError(f"{what}: {text!r} is not a usable ISO 8601 time ({exc})") from None
+    return t
 
 
 def _iso(t: dt.datetime | None) -> str | None:
@@ -133,9 +140,10 @@ def _log_times(logs: list[dict]) -> list[tuple[dt.datetime, str]]:
     times = []
     for log in logs:
         for key in ("created", "started_at"):
-            t = _time(log.get(key))
+            what = f"{log['file']} eval.{key}" if key == "created" else f"{log['file']} run start"
+            t = _time(log.get(key), what)
             if t is not None:
-                times.append((t, f"{log['file']} eval.{key}" if key == "created" else f"{log['file']} run start"))
+                times.append((t, what))
     return times
 
 

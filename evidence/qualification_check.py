@@ -99,6 +99,18 @@ def find_pinned(directory: Path, pinned: str) -> Path | None:
     return None
 
 
+def _unreadable(directory: Path) -> list[str]:
+    """The ``*.json`` files in ``directory`` that are not JSON (a truncated record is one): a
+    pinned record that is not found may be among them."""
+    out = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            json.loads(path.read_text())
+        except (OSError, ValueError, RecursionError) as exc:
+            out.append(f"{path.name} ({str(exc).splitlines()[0]})")
+    return out
+
+
 def _others(directory: Path, name: str, pinned_path: Path) -> bool:
     return any(_head(p)[0] == name for p in Path(directory).glob("*.json") if p != pinned_path)
 
@@ -217,8 +229,11 @@ def check_qualification(manifest: Manifest, experiment: PairedExperiment, *, dir
     pinned = manifest.qualification_sha256
     path = find_pinned(directory, pinned)
     if path is None:
+        unreadable = _unreadable(directory)
+        damaged = (f"; cannot read {', '.join(unreadable[:3])}{' ...' if len(unreadable) > 3 else ''} there: a "
+                   "damaged file may be the pinned record" if unreadable else "")
         return QualificationCheck(pinned, None, None, None, False,
-                                  (f"pinned qualification record {pinned} not found in {directory}",))
+                                  (f"pinned qualification record {pinned} not found in {directory}{damaged}",))
     try:
         obj, covers = _load(q, path, now)
     except (q.RecordError, ValueError) as exc:

@@ -25,13 +25,15 @@ never pay for the slow path."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import re
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
 import numpy as np
-from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import (AwareDatetime, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
+                      model_validator)
 from typing_extensions import Annotated
 
 from simlab.models import FrozenModel
@@ -61,6 +63,16 @@ class TrialRecord(FrozenModel):
     timestamp: AwareDatetime | None = Field(default=None, strict=False)
     slice: _Id | None = None
     judge_labelled: bool | None = None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _in_utc_range(cls, t):
+        if t is not None:
+            try:  # 0001-01-01T00:00:00+01:00 is year 0 in UTC, where the times are compared
+                t.astimezone(dt.timezone.utc)
+            except OverflowError:
+                raise ValueError("out of range: in UTC it falls outside years 1 to 9999") from None
+        return t
 
     @model_validator(mode="after")
     def _provenance(self):
@@ -92,7 +104,7 @@ def _pydantic_errors(exc: ValidationError, where: str) -> list[Problem]:
         elif e["type"] == "extra_forbidden":
             out.append(Problem(where, f"field {loc}: unknown field"))
         elif loc:
-            out.append(Problem(where, f"field {loc}: {e['msg']}"))
+            out.append(Problem(where, f"field {loc}: {e['msg'].removeprefix('Value error, ')}"))
         else:
             out.append(Problem(where, e["msg"].removeprefix("Value error, ")))
     return out

@@ -37,7 +37,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 
 from ..errors import EvidenceError, Problem, SampleErrors
 from ..jsonfiles import TOO_DEEP
@@ -105,7 +105,7 @@ class _Score(_Model):
 
 class _Sample(_Model):
     id: int | str
-    epoch: int
+    epoch: StrictInt  # a trial index: "1" is refused, as trial rows refuse a string trial_index
     scores: dict[str, _Score] | None = None
     metadata: dict[str, Any] = {}
     error: _Error | None = None
@@ -136,29 +136,51 @@ def _zip(path: Path) -> zipfile.ZipFile:
     return z
 
 
-def _read(path: Path) -> tuple[_Header, list[bytes | dict]]:
-    """The header and the raw samples of one log (``.eval`` zip or ``.json``)."""
+# members Inspect writes when a run finishes, with header.json last: a log holding them but no
+# header.json is damaged, not a run that is still going
+_FINISHED = ("summaries.json", "reductions.json")
+
+
+def _check_directory(z: zipfile.ZipFile) -> None:
+    """Every member's name in the zip's directory must be the one its local header states
+    (a damaged directory can rename ``header.json``; opening a member compares the two)."""
+    for info in z.infolist():
+        with z.open(info):
+            pass
+
+
+def _read(path: Path) -> tuple[_Header, list[tuple[str, bytes | dict]]]:
+    """The header and the raw samples of one log (``.eval`` zip or ``.json``), each sample
+    with the member (or list position) it came from."""
     try:
         if path.suffix == ".json":
             data = json.loads(path.read_bytes())
             samples = data.pop("samples", None) or []
-            return _Header.model_validate(data), samples
+            return _Header.model_validate(data), [(f"samples[{i}]", s) for i, s in enumerate(samples)]
         with _zip(path) as z:
             names = z.namelist()
             if "header.json" not in names:
+                _check_directory(z)
+                finished = [n for n in _FINISHED if n in names]
+                if finished:
+                    raise EvidenceError(f"{path}: damaged Inspect log: it holds a finished run's {finished[0]} but no "
+                                        "header.json")
                 status = "started" if any(n.startswith("_journal/") for n in names) else "unknown"
                 return _Header.model_validate({"status": status, "eval": json.loads(
                     z.read("_journal/start.json")).get("eval")}) if status == "started" else None, []
             header = _Header.model_validate_json(z.read("header.json"))
             if header.status != "success":
                 return header, []
-            return header, [z.read(n) for n in names if n.startswith("samples/") and n.endswith(".json")]
+            return header, [(n, z.read(n)) for n in names if n.startswith("samples/") and n.endswith(".json")]
     except (zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        if isinstance(exc, EvidenceError):  # said already (a ValueError too)
+            raise
         if isinstance(exc, ValidationError):
             exc = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
         elif isinstance(exc, RecursionError):
             exc = TOO_DEEP
-        raise EvidenceError(f"{path}: not a readable Inspect log ({exc})") from None
+        damaged = "damaged Inspect log" if isinstance(exc, zipfile.BadZipFile) else "not a readable Inspect log"
+        raise EvidenceError(f"{path}: {damaged} ({exc})") from None
 
 
 def log_info(path: Path, header: _Header, samples: list[_Sample]) -> dict:
@@ -191,10 +213,15 @@ def read_log(path: str | Path) -> tuple[_Header, list[_Sample]]:
                             "cancelled or failed run is not evidence")
     if header.invalidated:
         raise EvidenceError(f"{path}: the log is marked invalidated")
-    try:
-        samples = [_Sample.model_validate(s) if isinstance(s, dict) else _Sample.model_validate_json(s) for s in raw]
-    except ValidationError as exc:
-        raise EvidenceError(f"{path}: a sample does not follow Inspect's schema ({exc.errors()[0]['msg']})") from None
+    samples = []
+    for member, s in raw:
+        try:
+            samples.append(_Sample.model_validate(s) if isinstance(s, dict) else _Sample.model_validate_json(s))
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            field = ".".join(map(str, e["loc"]))
+            raise EvidenceError(f"{path}: sample {member} does not follow Inspect's schema "
+                                f"({f'{field}: ' if field else ''}{e['msg']})") from None
     if not samples:
         raise EvidenceError(f"{path}: the log holds no samples")
     samples.sort(key=lambda s: (s.epoch, str(s.id)))

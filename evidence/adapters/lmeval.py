@@ -51,8 +51,11 @@ def _info(path: Path, results: dict | None, task: str, arm: str) -> dict:
     config = (results or {}).get("config") or {}
     task_config = ((results or {}).get("configs") or {}).get(task) or {}
     date = (results or {}).get("date")
-    created = (dt.datetime.fromtimestamp(float(date), dt.timezone.utc).isoformat().replace("+00:00", "Z")
-               if isinstance(date, (int, float)) else None)
+    try:
+        created = (dt.datetime.fromtimestamp(float(date), dt.timezone.utc).isoformat().replace("+00:00", "Z")
+                   if isinstance(date, (int, float)) else None)
+    except (ValueError, OverflowError, OSError) as exc:  # NaN, or seconds beyond the years a datetime holds
+        raise EvidenceError(f"{path.name}: the results file's date {date!r} is not a usable time ({exc})") from None
     model = (results or {}).get("model_name") or config.get("model_args") or config.get("model")
     return {"file": path.name, "sha256": file_hash(path), "format": "lm-eval", "role": f"lmeval_{arm}", "arm": arm,
             "records_identity": results is not None, "created": created, "task": task, "task_args": {},

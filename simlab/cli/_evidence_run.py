@@ -21,6 +21,14 @@ def parse_time(text: str | None, flag: str) -> dt.datetime | None:
         raise UsageError(f"{flag}: not an ISO 8601 time: {text!r}", flag) from None
     if t.tzinfo is None:
         raise UsageError(f"{flag}: {text!r} needs a time zone, e.g. 2026-12-01T12:00:00Z", flag)
+    # validity windows and clock skews are added to and compared with this time: keep a year's
+    # room either side of what Python's datetime holds (9999-12-31 plus a window overflows)
+    try:
+        utc = t.astimezone(dt.timezone.utc)
+    except OverflowError:
+        utc = None
+    if utc is None or not 2 <= utc.year <= 9998:
+        raise UsageError(f"{flag}: {text!r} is out of range (a time from year 2 to 9998, in UTC)", flag)
     return t
 
 
@@ -28,10 +36,19 @@ def trusted_keys(paths: list[str] | None) -> dict | None:
     if not paths:
         return None
     from simlab import signing
-    try:
-        return signing.trusted_keys(paths)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--trusted: {exc}", "--trusted") from None
+    keys = {}
+    for path in paths:  # one file at a time, so a refusal names the file (a directory holds several)
+        p = Path(path)
+        if not p.exists():
+            raise UsageError(f"--trusted {path}: no file or directory there", "--trusted")
+        for f in sorted(p.glob("*.pub")) if p.is_dir() else [p]:
+            try:
+                keys.update(signing.trusted_keys([f]))
+            except (OSError, ValueError) as exc:
+                why = str(exc).removeprefix(f"{f}: ").splitlines()[0]
+                raise UsageError(f"--trusted {f}: not an Ed25519 public key in PEM format ({why})",
+                                 "--trusted") from None
+    return keys
 
 
 def sha256_arg(value: str, flag: str) -> str:
@@ -72,14 +89,29 @@ def check_paths(args, inputs: dict[str | None, str]) -> dict[str, str]:
     (``inputs``: path -> the flag or argument that named it; the side inputs are added).
     Returns the input files, for :func:`refused` to name the one a refusal is about."""
     check_out(args.out)
-    if args.ledger is not None and not args.ledger.strip():
-        raise UsageError("--ledger: an empty path; name the SQLite ledger file", "--ledger")
+    check_ledger(args.ledger, args.out)
     given = {**inputs, args.population: "--population", args.judge_calibration: "--judge-calibration"}
     files = {path: flag for path, flag in given.items() if path is not None}
     for path, flag in files.items():
         if not Path(path).is_file():
             raise UsageError(f"{flag} {path or repr(path)}: no file there", flag)
     return files
+
+
+def check_ledger(path: str | None, out: str | None) -> None:
+    """``--ledger`` before any work: a ledger, an empty file or a new file (another program's
+    database, a text file, a directory, the packet's own path are refused)."""
+    if path is None:
+        return
+    if not path.strip():
+        raise UsageError("--ledger: an empty path; name the SQLite ledger file", "--ledger")
+    if out is not None and Path(path).resolve() == Path(out).resolve():
+        raise UsageError(f"--ledger {path} is the packet's path (--out); the ledger is a separate SQLite file",
+                         "--ledger")
+    from evidence import ledger
+    why = ledger.problem(path)
+    if why is not None:
+        raise UsageError(f"--ledger {path}: {why}", "--ledger")
 
 
 def component_receipts(paths: list[str] | None):
@@ -194,10 +226,20 @@ def common_artifacts(artifacts: list[dict], args) -> list[dict]:
             + ([calibration_artifact(args.judge_calibration)] if args.judge_calibration else []))
 
 
-def report_ledger(args, payload: dict) -> None:
+def report_ledger(args, payload: dict, written: str | Path) -> None:
+    """Append the receipt to ``--ledger`` once the packet (``written``) is there.  The ledger
+    is append-only, so its entry is the last thing this run adds; when the append fails the
+    packet is removed (it was written by this run a moment ago): a packet whose receipt is
+    not in the ledger it was meant for must not look like a recorded run."""
+    if not args.ledger:
+        return
     from evidence import ledger
-    if args.ledger:
+    try:
         payload["ledger"] = ledger.append(args.ledger, payload["receipt"])
+    except (ValueError, OSError) as exc:
+        Path(written).unlink(missing_ok=True)
+        why = str(exc).removeprefix(f"{args.ledger}: ").splitlines()[0]
+        raise UsageError(f"--ledger {args.ledger}: {why}; the packet {written} was not kept", "--ledger") from None
 
 
 def add_run_options(p) -> None:

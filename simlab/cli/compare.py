@@ -14,21 +14,74 @@ inconclusive (``block`` / ``hold``: a decision that blocks the release; the verd
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 from simlab.cli._args import add_json
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError, emit
 
 
-def _write(path: str | None, text: str, flag: str) -> None:
+# how a summary this command wrote begins (the Markdown's first line, the JUnit suite's name):
+# only such a file is replaced -- a CI job rerun in one workspace writes the same paths again
+_REPORTS = {"--markdown": ("Markdown summary", "### ", " simlab compare: **"),
+            "--junit": ("JUnit XML", "<?xml", '<testsuite name="simlab compare"')}
+
+
+def _ours(path: Path, flag: str) -> bool:
+    _, start, mark = _REPORTS[flag]
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return head.startswith(start) and mark in head
+
+
+def check_reports(args, files: dict[str, str]) -> None:
+    """``--markdown`` / ``--junit`` before any work: never an input of this run (``files``,
+    the manifest, component receipts, keys), the packet, the ledger or each other, never a
+    directory, and an existing file only when it is a summary of the same kind this command
+    wrote (simlab never overwrites a file it did not write)."""
+    from simlab.cli._evidence_run import nearest_existing
+
+    taken = {**files, args.manifest: "--manifest",
+             **dict.fromkeys(args.component or (), "--component"), **dict.fromkeys(args.trusted or (), "--trusted"),
+             args.out: "--out (the packet)", args.ledger: "--ledger"}
+    taken = {Path(p).resolve(): flag for p, flag in taken.items() if p}
+    for flag, path in (("--markdown", args.markdown), ("--junit", args.junit)):
+        if path is None:
+            continue
+        kind = _REPORTS[flag][0]
+        if not path.strip():
+            raise UsageError(f"{flag}: an empty path; name the {kind} file to write", flag)
+        target = Path(path)
+        other = taken.get(target.resolve())
+        if other is not None:
+            raise UsageError(f"{flag} {path} is also given as {other}; the {kind} needs a path of its own", flag)
+        taken[target.resolve()] = flag
+        if os.path.lexists(target) and not target.is_file():
+            there = "is a symbolic link to nothing" if not target.exists() else "is not a file"
+            raise UsageError(f"{flag} {path} {there} (choose a new path)", flag)
+        if target.is_file() and not _ours(target, flag):
+            raise UsageError(f"{flag} {path} exists and is not a {kind} simlab compare wrote; it is never "
+                             "overwritten (choose a new path)", flag)
+        folder = nearest_existing(target.parent)
+        if not folder.is_dir():
+            raise UsageError(f"{flag} {path}: {folder} is not a directory", flag)
+
+
+def _write(path: str | None, text: str, flag: str, packet: str) -> None:
     if not path:
         return
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+        # checked before the work: new, or an earlier summary of ours ("x" refuses one made since)
+        with open(target, "w" if _ours(target, flag) else "x") as f:
+            f.write(text)
     except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write ({exc.strerror or exc})", flag) from None
+        raise UsageError(f"{flag} {path}: cannot write ({exc.strerror or exc}); the packet {packet} is kept",
+                         flag) from None
 
 
 def default_out() -> str:
@@ -42,6 +95,8 @@ def run_compare(args) -> int:
                                           trusted_keys)
 
     files = check_paths(args, {args.baseline: "baseline", args.candidate: "candidate"})
+    out = args.out or default_out()
+    check_reports(args, {**files, out: "--out (the packet)"})
     manifest = load_manifest_arg(args.manifest)
     from evidence import EvidenceError, detect_kind, headline, junit, markdown, paired_artifacts, summary
 
@@ -53,7 +108,6 @@ def run_compare(args) -> int:
         raise UsageError(f"{args.baseline} and {args.candidate} are different kinds of input ({', '.join(sorted(kinds))})",
                          "--format")
     kind = kinds.pop()
-    out = args.out or default_out()
     tests, pres = component_receipts(args.component)
     try:
         artifacts = common_artifacts(paired_artifacts(kind, args.baseline, args.candidate), args)
@@ -66,10 +120,10 @@ def run_compare(args) -> int:
                           exploratory=args.exploratory,
                           ledger=args.ledger)
     s = summary(packet, out)
-    _write(args.markdown, markdown(s), "--markdown")
-    _write(args.junit, junit(s), "--junit")
     payload = {**s, "receipt": packet["receipt"]}
-    report_ledger(args, payload)
+    report_ledger(args, payload, out)  # before the summaries: a failed append keeps nothing
+    _write(args.markdown, markdown(s), "--markdown", out)
+    _write(args.junit, junit(s), "--junit", out)
 
     def render(p):
         print(headline(p))
@@ -114,7 +168,9 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--format", choices=("inspect", "lm-eval", "trials"), help="input kind (default: from the names)")
     add_run_options(p)
     p.add_argument("--out", help="packet path (never overwritten; default simlab-evidence/compare-<time>.packet.json)")
-    p.add_argument("--markdown", help="write a Markdown summary (a pull-request comment) here")
-    p.add_argument("--junit", help="write JUnit XML here (one test case per decision and protected slice)")
+    p.add_argument("--markdown", help="write a Markdown summary (a pull-request comment) here (an existing file only "
+                                      "when it is an earlier summary of this command)")
+    p.add_argument("--junit", help="write JUnit XML here (one test case per decision and protected slice; an existing "
+                                   "file only when it is an earlier JUnit file of this command)")
     add_json(p)
     p.set_defaults(func=run_compare)
