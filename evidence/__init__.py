@@ -57,7 +57,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["ledger"], su
     "receipt": ["PrerequisiteReceipt", "TestReceipt"],
     "errors": ["EvidenceError"],
     "replay": ["replay_packet"],
-    "resolve": ["resolve_packet", "resolve_receipt"],
+    "resolve": ["bound_components", "resolve_packet", "resolve_receipt"],
     "signatures": ["file_signature", "is_signature_file", "sign_file", "verify_file"],
     "report": ["headline", "junit", "markdown", "summary"],
     "jsonfiles": ["read_json", "write_json"],

@@ -211,7 +211,7 @@ def _current(args, receipt: dict, file_hash) -> dict[str, str]:
     (upper-case hex is the same hash; a judge part is bound by its label): a typo is bad input
     (exit 2), not drift that blocks the release (exit 1)."""
     from simlab.hashing import SHA256_PATTERN
-    from evidence.resolve import bound_components
+    from evidence import bound_components
 
     bound = bound_components(receipt)
     given = {n: (v, "--current") for n, v in _pairs(args.current, "--current").items()}
