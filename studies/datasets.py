@@ -292,6 +292,10 @@ def save_json(payload: Any, path: str | Path) -> Path:
 
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  # netCDF-4 files are HDF5 files: this is their first 8 bytes
+# What h5py / h5netcdf / xarray raise for a damaged file: HDF5's own errors come through h5py as
+# OSError, RuntimeError ("incorrect metadata checksum" while iterating attrs), KeyError ("Unable
+# to synchronously open object") or ValueError, by where the damage lies.
+READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError)
 
 
 def written_by_simlab(path: str | Path) -> bool:
@@ -308,7 +312,7 @@ def written_by_simlab(path: str | Path) -> bool:
         with h5py.File(p, "r") as f:
             kind = f.attrs.get("dataset_kind", f.attrs.get("study_kind"))
             legacy = "spec_hash" in f.attrs
-    except OSError:
+    except READ_ERRORS:  # a damaged file is not one simlab wrote (as far as anyone can tell)
         return False
     if isinstance(kind, bytes):
         kind = kind.decode(errors="replace")
@@ -326,7 +330,7 @@ def dataset_spec_hash(path: str | Path) -> str | None:
 
         with h5py.File(path, "r") as f:
             value = f.attrs.get("spec_hash")
-    except OSError:
+    except READ_ERRORS:
         return None
     return value.decode(errors="replace") if isinstance(value, bytes) else None if value is None else str(value)
 
@@ -379,19 +383,39 @@ def file_kind(path: str | Path) -> str:
     return "text"
 
 
+class DamagedDataset(ValueError):
+    """A file that the netCDF reader cannot read (damaged, cut short, or HDF5 that is not netCDF)."""
+
+
 def open_dataset(path: str | Path):
     """Read a dataset written by :func:`save_dataset` fully into memory (a missing file is
-    a ``ValueError``; an unreadable one raises the reader's ``OSError``)."""
+    a ``ValueError``; one the reader cannot read a :class:`DamagedDataset` naming the file)."""
+    import gc
+    import sys
+
     import xarray as xr
 
     p = Path(path)
     if not p.exists():
         raise ValueError(f"no such dataset: {p}")
-    with xr.open_dataset(p, engine="h5netcdf") as ds:
-        return ds.load()
+    hook = sys.unraisablehook
+    try:
+        try:  # phony_dims named: an HDF5 file without dimension scales is read without xarray's UserWarning
+            with xr.open_dataset(p, engine="h5netcdf", phony_dims="access") as ds:
+                return ds.load()
+        except READ_ERRORS as exc:  # one home for the reader's errors: every command reading a dataset comes here
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
+                str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc) or exc.__class__.__name__
+            # h5netcdf's File.__del__ of a file its __init__ could not open fails in close() ("Exception
+            # ignored ... AttributeError: _writable", a traceback on stderr): let it die here, silently
+            sys.unraisablehook = lambda unraisable: None
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    raise DamagedDataset(f"{p}: damaged or not a simlab dataset ({' '.join(reason.split())})")
 
 
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
-           "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset",
+           "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset", "DamagedDataset",
            "check_output_path", "check_output_dir", "written_by_simlab", "file_kind"]
 from simlab.hashing import content_hash

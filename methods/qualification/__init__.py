@@ -31,7 +31,7 @@ from .points import NuisancePoint, ScenarioPoint
 from .policy import QualificationPolicy, named_policy, policy_names, reduced_domain, standard_domain, standard_policy
 from .record import (SCHEMA_VERSION, CellVerdict, DatasetRef, RecordedMethod, QualificationRecord, QualifiedRule,
                      QualifiedSubdomain, ScenarioTable, WorstCase)
-from .records import ENV_VAR, record_paths, record_stem, records_dir
+from .records import ENV_VAR, record_paths, record_stem, records_dir, unreadable_files
 from .verdicts import (EXCEEDS, MC_RULE, QUALIFIED, UNDETERMINED, VERDICTS, RecordError, StaleRecordError,
                        TamperedRecordError, combine_verdicts, cp_bounds, cp_lower, cp_upper, stage_confidence,
                        verdict_of)
@@ -49,7 +49,7 @@ __all__ = [
     "cell_verdicts", "certificate_covers", "certificate_paths", "check_scenarios", "clip_discordance",
     "combine_verdicts", "covers", "cp_bounds", "cp_lower", "cp_upper", "discordance_limits", "file_hash",
     "find_coverage", "format_time", "load_certificate", "load_record", "named_policy", "nuisance_grid", "parse_time",
-    "policy_names", "qualified_subdomain", "record_paths", "record_stem", "records_dir", "reduced_domain",
+    "policy_names", "qualified_subdomain", "record_paths", "record_stem", "records_dir", "unreadable_files", "reduced_domain",
     "stage_confidence", "standard_domain", "standard_policy", "same_digest", "short", "size_label", "utcnow", "verdict_of", "verify_certificate", "verify_record",
     "worst_case",
 ]

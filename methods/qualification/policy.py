@@ -31,7 +31,7 @@ class QualificationPolicy(FrozenModel):
     refine_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
     refine_evaluations: int = Field(default=3, ge=0, le=50)
     validity_days: int = Field(default=365, ge=1, le=3650)
-    seed: int = Field(default=20261129, ge=0)
+    seed: int = Field(default=20261129, ge=0, le=2 ** 53 - 1)  # hashed as RFC 8785 JSON: exact in a double
     sampler: Literal["auto", "trial", "composition"] = "auto"
     domain: QualificationDomain
 
@@ -76,8 +76,8 @@ class QualificationPolicy(FrozenModel):
     def load(cls, path: str | Path) -> "QualificationPolicy":
         """Read a policy from JSON or TOML; errors name the offending field."""
         path = Path(path)
-        text = path.read_text()
         try:
+            text = path.read_text()
             if path.suffix.lower() == ".toml":
                 import tomllib
                 data = tomllib.loads(text)
@@ -89,8 +89,19 @@ class QualificationPolicy(FrozenModel):
             raise ValueError(f"policy file {path}: cannot parse: nested too deeply") from None
         try:
             return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ValueError(f"policy file {path}: {exc}") from None
+        except ValidationError as exc:  # str(exc) is pydantic's multi-line report, with the model's name
+            raise ValueError(f"policy file {path}: {validation_summary(exc)}") from None
+
+
+def validation_summary(exc: ValidationError) -> str:
+    """One line per pydantic error, ``field.path: message``, joined by "; " (no model class name,
+    no input repr)."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        msg = " ".join(str(err.get("msg", "invalid value")).removeprefix("Value error, ").split())
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
 
 
 

@@ -46,11 +46,36 @@ def json_files(pattern: str, hash_field: str, name: str | None = None,
     for p in sorted(directory.glob(pattern)):
         try:
             head = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):  # unreadable_files names them
             continue
         if isinstance(head, dict) and hash_field in head and (
                 name is None or head.get("method", {}).get("name") == name):
             out.append(p)
+    return out
+
+
+HASH_FIELDS = ("record_sha256", "theorem_sha256", "certificate_sha256")
+
+
+def unreadable_files(directory: str | Path | None = None) -> list[tuple[Path, str]]:
+    """``(path, reason)`` for every ``*.json`` file in the records directory that is not a
+    record, theorem record or certificate (damaged, cut short, not JSON ...): the listings above
+    skip such files, so ``simlab records verify`` and ``list`` name them instead."""
+    directory = records_dir(directory)
+    if not directory.is_dir():
+        return []
+    out = []
+    for p in sorted(directory.glob("*.json")):
+        try:
+            head = json.loads(p.read_text())
+        except OSError as exc:
+            out.append((p, f"cannot be read ({exc.strerror or exc.__class__.__name__})"))
+            continue
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            out.append((p, f"not valid JSON ({exc}): damaged or cut short"))
+            continue
+        if not (isinstance(head, dict) and any(k in head for k in HASH_FIELDS)):
+            out.append((p, f"not a record, theorem record or certificate (no {', '.join(HASH_FIELDS)})"))
     return out
 
 

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from simlab.clock import format_time, parse_time, utcnow
 from simlab.hashing import content_hash, file_hash, same_digest, short
 from .build import cell_verdicts, check_scenarios
+from .policy import validation_summary
 from .record import RecordedMethod, QualificationRecord, body_of, signed_payload
 from .verdicts import RecordError, StaleRecordError, TamperedRecordError
 
@@ -71,7 +72,10 @@ def check_content_hash(data: dict, field: str, label: str) -> None:
     stated = data.get(field)
     if not isinstance(stated, str):
         raise TamperedRecordError(f"{label}: no {field}")
-    computed = content_hash(body_of(data))
+    try:
+        computed = content_hash(body_of(data))
+    except ValueError as exc:  # a NaN, an infinity, an integer past 2**53: no file simlab wrote holds one
+        raise TamperedRecordError(f"{label}: {exc}") from None
     if not same_digest(stated, computed):  # schema < 3 stored the bare hex digest
         raise TamperedRecordError(f"{label}: content hash mismatch (stated {stated[:19]}, computed {computed[:19]})")
 
@@ -208,7 +212,8 @@ def load_record(path: str | Path, *, check_current: bool = True, check_dataset: 
     try:
         record = QualificationRecord.model_validate(data)
     except ValidationError as exc:
-        raise TamperedRecordError(f"record {path}: does not match the record schema: {exc}") from None
+        raise TamperedRecordError(f"record {path}: does not match the record schema: "
+                                  f"{validation_summary(exc)}") from None
     return verify_record(record, path.parent, check_current=check_current, check_dataset_file=check_dataset,
                          now=now, record_digest=digest)
 
@@ -223,5 +228,5 @@ def read_verified(path, kind: str, hash_field: str, model, trusted_keys=None):
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise TamperedRecordError(f"{kind} {path}: does not match the schema: {exc}") from None
+        raise TamperedRecordError(f"{kind} {path}: does not match the schema: {validation_summary(exc)}") from None
 

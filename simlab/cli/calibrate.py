@@ -8,7 +8,8 @@ import argparse
 from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time, finite_float, positive_int
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
-from simlab.cli._output import emit, log_to_stderr
+from simlab.cli._output import UsageError, emit, log_to_stderr
+from simlab.cli.study import check_folder
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
@@ -18,7 +19,10 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     from simlab.cli.certify import render_certificate, signing_key
     from studies.qualify import calibrate, certificate_payload, write_certificate
 
+    if args.target is not None and not 0.0 < args.target <= args.alpha:  # was refused after the estimate
+        raise UsageError(f"--target {args.target:g} must lie in (0, --alpha] = (0, {args.alpha:g}]", "--target")
     judged = label_noise_options(args)
+    check_folder(args.out or records_dir(), "--out")  # a file there is refused now, not after the calibration
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
         if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge
@@ -56,6 +60,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                     f"= {options.get('min_calibration', 0):g}")
         print(f"calibrated: {c['method']} (nominal level {c['nominal_alpha']:.5g} for a worst case <= alpha "
               f"{c['alpha']:g}; search target {c['target']:.4g}, {c['search']['route']}); {name}")
+        if c["search"].get("target_not_used"):
+            print(f"note: {c['search']['target_not_used']}")
         render_certificate(p)
 
     emit(args, payload, render)

@@ -7,6 +7,7 @@ from simlab.cli._args import add_design_arguments, add_json, check_methods, chec
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
+from simlab.cli.study import check_folder
 
 
 def signing_key(args: argparse.Namespace):
@@ -51,6 +52,7 @@ def cmd_certify(args: argparse.Namespace) -> None:
 
     key = signing_key(args)
     judged = label_noise_options(args)
+    check_folder(args.out or records_dir(), "--out")  # a file there is refused now, not after the certification
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
         if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge

@@ -7,7 +7,7 @@ from pathlib import Path
 from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, n_jobs
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
-from simlab.cli.study import check_writable
+from simlab.cli.study import check_folder, check_writable
 
 BUILT_IN_POLICIES = ("standard (default), standard-coarse, reduced, reduced-small, sequential, sequential-standard, "
                      "sequential-standard-lr")
@@ -42,7 +42,9 @@ def run_qualify(args: argparse.Namespace) -> None:
     policy = QualificationPolicy.load(pol) if Path(pol).suffix.lower() in (".json", ".toml") else named_policy(pol)
     kind = "fixed" if policy.domain.looks is None else "sequential"
     out_dir = Path(args.out) if args.out else records_dir()  # resolved now, not at import
-    check_writable(out_dir / "record.json", "--out")
+    check_folder(out_dir, "--out")
+    if args.checkpoint:  # a file there was refused after the estimate, as a bare "File exists"
+        check_folder(args.checkpoint, "--checkpoint")
 
     from simlab.cli._backend import executor_from_args
     from studies.engine import qualify_estimate

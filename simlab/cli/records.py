@@ -61,7 +61,7 @@ def _files(method: str | None, d):
 def cmd_list(args: argparse.Namespace) -> None:
     import json
 
-    from methods.qualification import certificate_paths, record_paths, theorem_paths
+    from methods.qualification import certificate_paths, record_paths, theorem_paths, unreadable_files
 
     d = _records_dir(args)
     rows = []
@@ -75,12 +75,19 @@ def cmd_list(args: argparse.Namespace) -> None:
                          else "model-certified")
             rows.append({"file": str(p), "kind": kind, "method": (data.get("method") or {}).get("name"),
                          "guarantee": guarantee, "verdict": data.get("verdict")})
-    payload = {"directory": str(d), "files": rows}
+    # a damaged file is listed as such (whose method it held cannot be read): never silently left out
+    unreadable = [{"file": str(p), "reason": why} for p, why in unreadable_files(d)]
+    payload = {"directory": str(d), "files": rows, "unreadable": unreadable}
 
     def render(p: dict) -> None:
         print(f"records in {p['directory']}:")
         for r in p["files"]:
-            print(f"{r['kind']:11s} {r['guarantee']:15s} {r['method']:32s} {r['file'].rsplit('/', 1)[-1]}")
+            print(f"{r['kind']:11s} {r['guarantee']:15s} {r['method'] or '?':32s} {r['file'].rsplit('/', 1)[-1]}")
+        for r in p["unreadable"]:
+            print(f"{'UNREADABLE':11s} {'-':15s} {'?':32s} {r['file'].rsplit('/', 1)[-1]}: {r['reason']}")
+        if p["unreadable"]:
+            print(f"{len(p['unreadable'])} file(s) could not be read; `simlab records verify` fails until they are "
+                  "repaired or removed")
 
     emit(args, payload, render)
 
@@ -109,11 +116,12 @@ def cmd_theorem(args: argparse.Namespace) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
-    from methods.qualification import RecordError
+    from methods.qualification import RecordError, unreadable_files
 
     d = _records_dir(args)
     keys = _trusted(args.trusted_keys)
-    rows = []
+    # a file that is not a readable record is a failure (whichever method it was), not a skip
+    rows = [{"file": path.name, "ok": False, "reason": why} for path, why in unreadable_files(d)]
     for path, load in _files(args.method, d):
         try:
             load(path, trusted_keys=keys, check_current=not args.allow_stale)
@@ -166,6 +174,10 @@ def cmd_regenerate(args: argparse.Namespace) -> None:
     from studies.qualify import plan, regenerate, regenerate_estimate
 
     d = _records_dir(args)
+    from simlab.cli.study import check_folder
+    for flag, folder in (("--out", args.out), ("--checkpoint", args.checkpoint)):
+        if folder:  # refused now, not after the first records are regenerated
+            check_folder(folder, flag)
     only = set(args.only.split(",")) if args.only else None
     items = plan(d, only, args.policy)
     if not items:

@@ -8,6 +8,7 @@ from simlab.cli._args import (
     add_json,
     add_max_seconds,
     check_methods,
+    check_power,
     check_time,
     checked,
     finite_float,
@@ -38,6 +39,7 @@ def run_size(args: argparse.Namespace) -> None:
         raise UsageError(f"--looks applies to sequential methods; {entry.name!r} is fixed-sample", "--looks")
     if args.looks is None and entry.kind == "sequential":  # was refused after 7 s of power frames
         raise UsageError(f"method {entry.name!r} is sequential: give --looks (equally spaced looks)", "--looks")
+    check_power(args)
     if args.true_difference <= -args.margin:
         raise UsageError(f"--true-difference {args.true_difference:g} must exceed -margin ({-args.margin:g}): power "
                          "is only defined under the alternative", "--true-difference")
@@ -52,14 +54,22 @@ def run_size(args: argparse.Namespace) -> None:
         raise UsageError(f"--rho-max {args.rho_max:g} must be >= --rho {args.rho:g}: the certificate's nuisance "
                          "domain holds the design's own correlation", "--rho-max")
     if args.out:
-        from simlab.cli.study import check_writable
+        from simlab.cli.study import check_folder
 
-        check_writable(f"{args.out}/size.nc", "--out")
+        check_folder(args.out, "--out")
     from methods import get
     from simlab.cli._backend import executor_from_args
-    from studies.sizing import save_sizing, size, size_estimate
+    from studies.sizing import save_sizing, size, size_estimate, sizing_paths
 
     method = get(args.method)
+    if args.out:  # the files --out DIR will hold are named now: a user's file of that name is not replaced
+        from simlab.cli.study import check_plot_out, refuse_foreign_file
+
+        nc, png = sizing_paths(args.out, {"method": method.name, "margin": args.margin,
+                                          "difference": args.true_difference, "rho": args.rho, "seed": args.seed,
+                                          "trials_per_cluster": args.trials_per_cluster})
+        refuse_foreign_file(nc, "--out", args.force)
+        check_plot_out(png, "--out", args.force)
     say = log_to_stderr(args)
     estimate = size_estimate(method, margin=args.margin, difference=args.true_difference, power=args.power,
                              alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,
@@ -129,6 +139,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--max-reps", type=int_at_least(2000), default=1 << 20,
                    help="replication cap of the root search (at least its first round, 2000)")
     p.add_argument("--out", default="simlab-out/sizing", help="where the power curve (.nc, .png) goes; '' for none")
+    p.add_argument("--force", action="store_true",
+                   help="replace the power curve's files in --out even when they are not files simlab wrote")
     p.add_argument("--n-jobs", type=n_jobs, default=1,
                    help="worker processes for the false-pass certificate's simulation (default %(default)s)")
     add_backend_arguments(p)

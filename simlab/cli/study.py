@@ -30,6 +30,24 @@ def check_writable(path, flag: str) -> None:
         raise UsageError(f"{flag} {p}: {parent} is not writable", flag)
 
 
+def check_folder(path, flag: str) -> None:
+    """Refuse, before any work, an output folder that is a file (or lies under one) or cannot
+    be written: the refusal names the flag, not the first file the work would have written."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{flag} {p} is a file, not a directory; give the folder to write in", flag)
+    parent = p
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {p}: {parent} is a file, not a directory", flag)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {p}: {parent} is not writable", flag)
+
+
 def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
     if not rows:
         print("(no rows)")
@@ -79,13 +97,29 @@ def read_dataset(path: str, field: str):
     kind = file_kind(path)
     if kind != "netcdf":  # refused before the netCDF stack is imported (an input error answers at once)
         raise UsageError(f"{path} {NOT_A_DATASET[kind]}", field)
-    from studies import open_dataset
+    from studies import DamagedDataset, open_dataset
 
     try:
-        return open_dataset(path)
-    except OSError as exc:
-        raise UsageError(f"{path} is an HDF5 file that is not a readable netCDF dataset "
-                         f"({exc.strerror or exc.__class__.__name__})", field) from None
+        ds = open_dataset(path)
+    except DamagedDataset as exc:  # "FILE: damaged or not a simlab dataset (the reader's reason)"
+        raise UsageError(str(exc), field) from None
+    _check_counts(ds, path, field)
+    return ds
+
+
+def _check_counts(ds, path: str, field: str) -> None:
+    """Replication counts (the ``n_*`` variables) are whole numbers in [0, n_reps]: an edited or
+    damaged file that breaks that is refused, not summarised (it showed "reps -5" with rates)."""
+    import numpy as np
+
+    reps = ds.data_vars.get("n_reps")
+    for name, var in ds.data_vars.items():
+        if not name.startswith("n_") or var.dtype.kind not in "iu":
+            continue
+        bad = (var < 0) if reps is None or name == "n_reps" or reps.dims != var.dims else (var < 0) | (var > reps)
+        if bool(np.any(bad.values)):
+            where = "negative counts" if name == "n_reps" else "counts outside [0, n_reps]"
+            raise UsageError(f"{path}: damaged or not a simlab dataset ({name} holds {where})", field)
 
 
 def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None, spec_hash: str | None = None) -> None:
@@ -100,6 +134,11 @@ def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None,
     if force or not Path(path).is_file():
         return
     if not (report_by_simlab(path, report) if report else written_by_simlab(path)):
+        from studies import file_kind
+
+        if not report and file_kind(path) == "netcdf":  # HDF5 whose attrs cannot be read, or someone else's
+            raise UsageError(f"{flag} {path}: damaged or not a simlab dataset; refusing to overwrite it (choose "
+                             "another path, or add --force to replace it)", flag)
         what = f"a {report} report" if report else "a dataset"
         raise UsageError(f"{flag} {path} exists and is not {what} simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", flag)

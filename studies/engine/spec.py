@@ -33,12 +33,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import rfc8785
-from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import BeforeValidator, Field, Strict, ValidationError, field_validator, model_serializer, model_validator
 
 from simlab.hashing import bytes_hash
 from methods.method_ref import MethodRef, as_method_refs
@@ -47,6 +48,22 @@ from simlab.limits import MAX_REPLICATIONS
 from studies.engine.spec_file import read_spec_file
 from simlab.scenario import (ExplicitSizes, FixedSize, GeometricSize, JudgeCalibration, LabelNoise, Missingness,
                              PairedScenario, PoissonSize)
+
+
+def _not_text(v):
+    """A spec file's numbers are numbers: the string "2000" (or true for 1) is refused, not coerced."""
+    if isinstance(v, (str, bytes, bool)):
+        raise ValueError(f"give a number, not {'a boolean' if isinstance(v, bool) else 'the string'} {v!r}")
+    return v
+
+
+SInt = Annotated[int, BeforeValidator(_not_text)]
+SFloat = Annotated[float, BeforeValidator(_not_text)]
+# The seed is hashed with the spec (RFC 8785 canonical JSON), whose integers must be exact in a
+# JSON double: larger seeds failed deep in the hash with "exceeds safe integer domain".
+MAX_SEED = 2 ** 53 - 1
+# The name forms the default output path (simlab-out/NAME-HASH.nc): a plain file stem only.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
 # ---------------------------------------------------------------- scenario template
@@ -63,29 +80,29 @@ class ScenarioTemplate(FrozenModel):
     ``calibration_items`` per set (``calibration_shared``: one set for both arms), drawn per
     replication for the judge-corrected methods.  Loss: ``loss_rate`` and
     ``loss_rate_candidate_fail``."""
-    cells: tuple[float, float, float, float] | None = None
-    baseline: float | None = None
-    difference: float | None = None
-    discordance: float | None = None
-    candidate: float | None = None
-    cluster_cells: tuple[tuple[float, float, float, float], ...] | None = None
-    clusters: int | None = None
-    trials: int | None = None
-    mean_trials: float | None = None
+    cells: tuple[SFloat, SFloat, SFloat, SFloat] | None = None
+    baseline: SFloat | None = None
+    difference: SFloat | None = None
+    discordance: SFloat | None = None
+    candidate: SFloat | None = None
+    cluster_cells: tuple[tuple[SFloat, SFloat, SFloat, SFloat], ...] | None = None
+    clusters: SInt | None = None
+    trials: SInt | None = None
+    mean_trials: SFloat | None = None
     size_law: Literal["poisson", "geometric"] = "poisson"
-    min_trials: int = 1
-    sizes: tuple[int, ...] | None = None
-    rho: float = 0.0
-    sensitivity: float | None = None
-    specificity: float | None = None
-    baseline_sensitivity: float | None = None
-    baseline_specificity: float | None = None
-    candidate_sensitivity: float | None = None
-    candidate_specificity: float | None = None
-    loss_rate: float = 0.0
-    loss_rate_candidate_fail: float | None = None
-    calibration_items: int | None = None
-    calibration_shared: bool = False
+    min_trials: SInt = 1
+    sizes: tuple[SInt, ...] | None = None
+    rho: SFloat = 0.0
+    sensitivity: SFloat | None = None
+    specificity: SFloat | None = None
+    baseline_sensitivity: SFloat | None = None
+    baseline_specificity: SFloat | None = None
+    candidate_sensitivity: SFloat | None = None
+    candidate_specificity: SFloat | None = None
+    loss_rate: SFloat = 0.0
+    loss_rate_candidate_fail: SFloat | None = None
+    calibration_items: SInt | None = None
+    calibration_shared: Annotated[bool, Strict()] = False
 
     @model_serializer(mode="wrap")
     def _drop_no_calibration(self, handler):
@@ -181,7 +198,8 @@ def _short_validation(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err.get("loc", ()))
-        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+        msg = str(err.get("msg")).removeprefix("Value error, ")  # pydantic's prefix for a validator's own message
+        parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts)
 
 
@@ -219,11 +237,19 @@ class GridSpec(FrozenModel):
     description: str = ""
     scenario: ScenarioTemplate = ScenarioTemplate()
     grid: dict[str, tuple[Any, ...]] = Field(default_factory=dict)
-    margins: tuple[float, ...] = (0.03,)
-    seed: int = Field(default=20261129, ge=0)
-    chunk_size: int = Field(default=65_536, ge=1)
+    margins: tuple[SFloat, ...] = (0.03,)
+    seed: SInt = Field(default=20261129, ge=0, le=MAX_SEED)
+    chunk_size: SInt = Field(default=65_536, ge=1)
     sampler: Literal["auto", "composition", "trial"] = "auto"
-    mc_confidence: float = Field(default=0.95, gt=0, lt=1)
+    mc_confidence: SFloat = Field(default=0.95, gt=0, lt=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v):
+        if not _SAFE_NAME.fullmatch(v) or ".." in v:
+            raise ValueError(f"{v!r} is not a plain file name: it names the default output file, so use 1 to 100 "
+                             "letters, digits, '_', '.' or '-', not starting with '.' or '-' (no '/' or '..')")
+        return v
 
     @field_validator("methods", check_fields=False)
     @classmethod
@@ -287,7 +313,12 @@ class GridSpec(FrozenModel):
         """Hook for spec kinds that constrain grid points further."""
 
     def points(self) -> list[tuple[dict[str, Any], PairedScenario]]:
-        """Every grid point as ``(varied field values, PairedScenario)``, in C order."""
+        """Every grid point as ``(varied field values, PairedScenario)``, in C order (built once:
+        :func:`validate_spec` builds them to check the spec, the engine reuses them)."""
+        return [(dict(coords), scenario) for coords, scenario in self._points]
+
+    @cached_property
+    def _points(self) -> list[tuple[dict[str, Any], PairedScenario]]:
         base = self._base_scenario()
         fields = list(self.grid)
         out = []
@@ -297,7 +328,7 @@ class GridSpec(FrozenModel):
                 scenario = ScenarioTemplate.model_validate({**base, **coords}).build()
             except (ValidationError, ValueError) as exc:
                 msg = _short_validation(exc) if isinstance(exc, ValidationError) else str(exc)
-                raise ValueError(f"grid point {coords}: {msg}") from None
+                raise ValueError(f"grid point {coords}: {msg}" if coords else msg) from None
             self._check_point(coords, scenario)
             out.append((coords, scenario))
         if not out:
@@ -308,11 +339,11 @@ class GridSpec(FrozenModel):
 class StudySpec(GridSpec):
     """What to run.  See the module docstring for the file format."""
     methods: tuple[MethodRef, ...]
-    alphas: tuple[float, ...] = (0.025,)
-    replications: int | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
-    target_mcse: float | None = Field(default=None, gt=0, lt=0.5)
-    planning_rate: float = Field(default=0.5, gt=0, lt=1)
-    exact: bool = False
+    alphas: tuple[SFloat, ...] = (0.025,)
+    replications: SInt | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
+    target_mcse: SFloat | None = Field(default=None, gt=0, lt=0.5)
+    planning_rate: SFloat = Field(default=0.5, gt=0, lt=1)
+    exact: Annotated[bool, Strict()] = False
 
     @model_validator(mode="before")
     @classmethod
@@ -348,11 +379,33 @@ class StudySpec(GridSpec):
 
 
 def validate_spec(model: type[GridSpec], data: dict, source: str = "spec"):
-    """``model.model_validate(data)`` with a one-line error naming the source and fields."""
+    """``model.model_validate(data)`` with a one-line error naming the source and fields; the
+    scenario of every grid point is built too, so that a bad one is named with the file before
+    the engine loads (building them is cheap next to importing the kernels)."""
     try:
-        return model.model_validate(data)
+        spec = model.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"{source}: {_short_validation(exc)}") from None
+    try:
+        if math.prod(spec.shape) <= EAGER_POINTS:
+            spec.points()
+        else:  # a huge grid (the memory and time checks refuse it): each value on its own, the base elsewhere
+            base = spec._base_scenario()
+            for field, values in spec.grid.items():
+                for v in values:
+                    try:
+                        ScenarioTemplate.model_validate({**base, field: v}).build()
+                    except ValidationError as exc:
+                        raise ValueError(f"grid point {{{field!r}: {v!r}}}: {_short_validation(exc)}") from None
+                    except ValueError as exc:
+                        raise ValueError(f"grid point {{{field!r}: {v!r}}}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    return spec
+
+
+# Grids up to this many points are built when the spec is read (~0.1 ms a point)
+EAGER_POINTS = 20_000
 
 
 def load_spec(path: str | Path) -> StudySpec:

@@ -15,6 +15,9 @@ def read_spec_file(path: str | Path) -> dict:
         raw = p.read_bytes()
     except OSError as exc:
         raise ValueError(f"cannot read spec {p}: {exc.strerror}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):  # tomllib said "Invalid statement (at line 1, column 1)"; json took it silently
+        raise ValueError(f"spec {p}: the file starts with a UTF-8 byte-order mark (BOM), which a spec file may "
+                         "not hold; save it as UTF-8 without a BOM")
     try:
         if p.suffix.lower() == ".toml":
             return tomllib.loads(raw.decode())

@@ -247,6 +247,7 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     base = registry.get(method) if isinstance(method, str) else method
     base = replace(base, nominal_alpha=None)
     lfd = getattr(base, "calibration", None) == "least-favourable"
+    given_target = target is not None
     if target is None:
         target = (LFD_TARGET_FRACTION if lfd else 0.96) * alpha
     target = float(target)
@@ -291,6 +292,9 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
                 best, cert = lv, c
         worst = [max(p.rate for p in c.points) for c in certs]
         search = {"route": exact, "levels": levels, "worst": worst, "fine_levels": fine, "why": why}
+        if given_target:  # it was taken silently: the exact route has no Monte Carlo error to leave room for
+            search["target_not_used"] = (f"the target {target:g} is not used: on the exact route the level is the "
+                                         f"largest whose exact worst case is at most alpha {alpha:g}")
         return Calibration(base.calibrated(best), cert, best, alpha, search, time.perf_counter() - t0)
     # simulation: the certificate's grid, searched on its own stream
     free = is_baseline_free(base, design, alpha)

@@ -9,7 +9,7 @@ import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "size": ["SizingResult", "SizingStopped", "StepBudget", "size", "size_estimate"],
-    "curve": ["plot_curve", "save_sizing"],
+    "curve": ["plot_curve", "save_sizing", "sizing_paths"],
     "analytic": ["analytic_clusters", "design_effect"],
     "power_bound": ["PowerBound", "power_bound"],
 })

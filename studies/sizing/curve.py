@@ -50,6 +50,17 @@ def plot_curve(result, path) -> None:
     plt.close(fig)
 
 
+def sizing_paths(out_dir, inputs) -> tuple:
+    """The (netCDF, PNG) paths :func:`save_sizing` writes in ``out_dir``, named after the
+    inputs (``method``, ``margin``, ``difference``, ``trials_per_cluster``, ``rho``, ``seed``):
+    known before the search, so that a caller can refuse to replace a file it did not write."""
+    from pathlib import Path
+
+    stem = Path(out_dir) / (f"size-{inputs['method']}-m{inputs['margin']:g}-d{inputs['difference']:g}"
+                            f"-M{inputs['trials_per_cluster']}-rho{inputs['rho']:g}-seed{inputs['seed']}")
+    return Path(f"{stem}.nc"), Path(f"{stem}.png")
+
+
 def save_sizing(result, out_dir) -> dict[str, str]:
     """Write the power curve (netCDF) and its plot (PNG) into ``out_dir``, each atomically
     (a temporary file renamed into place), named after the inputs; sets and returns
@@ -59,12 +70,9 @@ def save_sizing(result, out_dir) -> dict[str, str]:
 
     from studies.datasets import check_output_dir, save_dataset
 
-    inp = result.inputs
     out = check_output_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / (f"size-{inp['method']}-m{inp['margin']:g}-d{inp['difference']:g}-M{inp['trials_per_cluster']}"
-                  f"-rho{inp['rho']:g}-seed{inp['seed']}")
-    nc, png = Path(f"{stem}.nc"), Path(f"{stem}.png")
+    nc, png = sizing_paths(out, result.inputs)
     save_dataset(result.curve, nc)
     tmp = png.with_name(f".{png.name}.{os.getpid()}.tmp.png")
     try:
@@ -76,4 +84,4 @@ def save_sizing(result, out_dir) -> dict[str, str]:
     return result.files
 
 
-__all__ = ["curve_dataset", "plot_curve", "save_sizing"]
+__all__ = ["curve_dataset", "plot_curve", "save_sizing", "sizing_paths"]

@@ -27,6 +27,9 @@ CASES = [
       "0.025"], "--power", "must exceed --alpha"),
     (["recommend", "--clusters", "100", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--top", "0"],
      "--top", ">= 1"),
+    # refused after the estimate, naming `target`
+    (["calibrate", "--method", "clustered_score", "--clusters", "30", "--margin", "0.05", "--target", "-1"],
+     "--target", "must lie in (0, --alpha]"),
 ]
 
 

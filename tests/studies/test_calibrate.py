@@ -26,6 +26,10 @@ def test_exact_route_is_the_largest_candidate_level_within_alpha():
     cert, search = cal.certificate, cal.search
     assert search["route"] == "exact-discordant" and cert.engine == "exact-discordant"
     assert cert.verdict == "qualified" and cert.worst_point.rate <= ALPHA and cert.proven_upper <= ALPHA
+    assert "target_not_used" not in search
+    # a target given for the exact route was taken silently (probe round 3): it is said to be unused
+    given = calibrate("clustered_score", 30, 1, 0.03, 0.0, target=0.01)
+    assert given.nominal_alpha == cal.nominal_alpha and "target 0.01 is not used" in given.search["target_not_used"]
     candidates = sorted(set(search["levels"]) | set(search["fine_levels"] or ()))
     assert cal.nominal_alpha in candidates
     # the coarse candidates above the chosen level exceed alpha exactly, and so does the next

@@ -105,11 +105,11 @@ def test_spec_errors_name_the_field(data, match):
 
 
 def test_grid_point_errors_name_the_point():
-    spec = parse_spec({"methods": ["paired_wald"], "replications": 10,
-                       "scenario": {"baseline": 0.9, "discordance": 0.1, "difference": 0.0},
-                       "grid": {"difference": [0.0, -0.2]}})
-    with pytest.raises(ValueError, match=r"grid point \{'difference': -0.2\}.*incompatible"):
-        spec.points()
+    # every grid point's scenario is built when the spec is read: a bad one names the source and the point
+    with pytest.raises(ValueError, match=r"^s.toml: grid point \{'difference': -0.2\}.*incompatible"):
+        parse_spec({"methods": ["paired_wald"], "replications": 10,
+                    "scenario": {"baseline": 0.9, "discordance": 0.1, "difference": 0.0},
+                    "grid": {"difference": [0.0, -0.2]}}, source="s.toml")
     with pytest.raises(ValueError, match="cells one way only"):
         ScenarioTemplate(cells=(0.9, 0.04, 0.03, 0.03), candidate=0.5, baseline=0.5).build()
     with pytest.raises(ValueError, match="cluster sizes one way only"):
@@ -135,3 +135,17 @@ def test_method_refs_resolve_with_options():
     assert ref.resolve().options["min_clusters"] == 2
     with pytest.raises(ValueError, match="no option"):
         MethodRef(name="clustered_normal", options={"nope": 1}).resolve()
+
+
+def test_a_huge_grid_is_checked_axis_by_axis_when_read():
+    # 10^6 points are not built when the spec is read (the memory check refuses such a grid);
+    # each value is checked on its own, so a bad one is still named with the source
+    grid = {"clusters": list(range(10, 110)), "rho": [0.0005 * i for i in range(100)],
+            "difference": [-0.05 + 0.0005 * i for i in range(99)] + [-0.5]}
+    data = {"methods": ["paired_wald"], "replications": 10,
+            "scenario": {"baseline": 0.9, "discordance": 0.1, "difference": 0.0}, "grid": grid}
+    with pytest.raises(ValueError, match=r"^s.toml: grid point \{'difference': -0.5\}.*incompatible"):
+        parse_spec(data, source="s.toml")
+    grid["difference"][-1] = 0.0005 * 99 - 0.05
+    spec = parse_spec(data, source="s.toml")
+    assert "_points" not in spec.__dict__ and spec.shape == (100, 100, 100)
