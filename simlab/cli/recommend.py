@@ -5,7 +5,7 @@ import argparse
 import math
 
 from simlab.cli._args import (DESIGN_CLUSTERS, DESIGN_TRIALS, add_json, check_power, checked, finite_float, n_jobs,
-                              nonnegative_int, one_sided_alpha, positive_float, positive_int)
+                              nonnegative_int, one_sided_alpha, positive_float)
 
 _open_unit = checked(float, lambda v: 0.0 < v < 1.0, "in (0, 1)")
 _unit_interval_open_top = checked(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
@@ -101,8 +101,9 @@ def register(subparsers, bench_subparsers) -> None:
                    help="baseline pass rate of the power scenario (default %(default)s)")
     p.add_argument("--discordance", type=_discordance, default=None,
                    help="P(outcomes differ) under the alternative (default max(2|difference|, margin, 0.1))")
-    p.add_argument("--top", type=positive_int, default=3,
-                   help="methods valid at every K that are sized for the target power (default %(default)s)")
+    p.add_argument("--top", type=nonnegative_int, default=3,
+                   help="methods valid at every K that are sized for the target power; 0 sizes none and only "
+                        "ranks validity (default %(default)s)")
     p.add_argument("--directory", default=None,
                    help="qualification records (default: $SIMLAB_RECORDS or the checkout's results/qualification)")
     p.add_argument("--certify-dir", default=None,

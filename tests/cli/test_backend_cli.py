@@ -31,4 +31,4 @@ def test_backend_and_output_errors_come_before_any_work(tmp_path, capsys):
     assert rc == 2 and "is not a directory" in p["error"]["message"]
     rc, p = _json(capsys, ["qualify", "--method", "paired_wald", "--policy", "reduced-small",
                            "--out", str(tmp_path / "file"), "--json"])
-    assert rc == 2 and "is not a directory" in p["error"]["message"]
+    assert rc == 2 and "is a file, not a directory" in p["error"]["message"] and p["error"]["field"] == "--out"

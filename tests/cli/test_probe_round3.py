@@ -1,6 +1,5 @@
 """Probe findings of issue 29.4, a third round (front door): an option that takes one value
-refuses a second, a power target at or below alpha is refused before any work, ``--top 0`` is
-refused, and an empty ``--table`` cluster is said to be left out.  Same contract as
+refuses a second, a power target at or below alpha is refused before any work, and an empty ``--table`` cluster is said to be left out.  Same contract as
 ``test_error_contract.py``: exit 2, one JSON object under --json naming the flag."""
 from __future__ import annotations
 
@@ -25,8 +24,6 @@ CASES = [
      "must exceed --alpha"),
     (["recommend", "--clusters", "100", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--power",
       "0.025"], "--power", "must exceed --alpha"),
-    (["recommend", "--clusters", "100", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--top", "0"],
-     "--top", ">= 1"),
     # refused after the estimate, naming `target`
     (["calibrate", "--method", "clustered_score", "--clusters", "30", "--margin", "0.05", "--target", "-1"],
      "--target", "must lie in (0, --alpha]"),

@@ -97,17 +97,21 @@ def test_an_interrupt_a_library_call_swallowed_still_stops_the_command(monkeypat
             pass  # lost, as in a ctypes callback
         return 0
 
-    monkeypatch.setattr(command, "run_methods", swallowing)
-    assert main(["methods"]) == 130
-    assert capsys.readouterr().err.startswith("interrupted")
-
     def reporting(args):
         swallowing(args)
         log_to_stderr(args)("next step")  # a long command's next progress line
         raise AssertionError("the progress line should have raised the interrupt")
 
-    monkeypatch.setattr(command, "run_methods", reporting)
-    assert main(["methods"]) == 130
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    monkeypatch.undo()
-    assert main(["methods", "--json"]) == 0  # the next command starts with no interrupt noted
+    # the console script's SIGINT handler is Python's default (a pytest-xdist worker ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(command, "run_methods", swallowing)
+        assert main(["methods"]) == 130
+        assert capsys.readouterr().err.startswith("interrupted")
+        monkeypatch.setattr(command, "run_methods", reporting)
+        assert main(["methods"]) == 130
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        monkeypatch.undo()
+        assert main(["methods", "--json"]) == 0  # the next command starts with no interrupt noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
