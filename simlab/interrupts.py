@@ -32,19 +32,12 @@ def clear() -> None:
     _received.clear()
 
 
-def pending() -> KeyboardInterrupt | None:
-    """The interrupt of the first signal noted since :func:`clear`, if any."""
-    if not _received:
-        return None
-    signum = _received[0]
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
-
-
 def raise_pending() -> None:
-    """Raise the interrupt of a signal noted earlier (one a library call may have swallowed)."""
-    exc = pending()
-    if exc is not None:
-        raise exc
+    """Raise the interrupt of the first signal noted since :func:`clear` (one a library call
+    may have swallowed), if any."""
+    if _received:
+        signum = _received[0]
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
-__all__ = ["Terminated", "clear", "note", "pending", "raise_pending"]
+__all__ = ["Terminated", "clear", "note", "raise_pending"]

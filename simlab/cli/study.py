@@ -12,6 +12,13 @@ from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 DEFAULT_WORK_DIR = "simlab-out/.runs"  # scratch: results/ holds only what ships
 
 
+def _existing_ancestor(path):
+    """``path`` or its nearest ancestor that exists: where the missing folders would be made."""
+    while not path.exists():
+        path = path.parent
+    return path
+
+
 def check_writable(path, flag: str) -> None:
     """Refuse an output path that cannot be written, before any work (its first existing
     ancestor must be a writable folder; an existing target must be a file)."""
@@ -21,9 +28,7 @@ def check_writable(path, flag: str) -> None:
     p = Path(path)
     if p.exists() and p.is_dir():
         raise UsageError(f"{flag} {p} is a directory; give a file path", flag)
-    parent = p.parent
-    while not parent.exists():
-        parent = parent.parent
+    parent = _existing_ancestor(p.parent)
     if not parent.is_dir():
         raise UsageError(f"{flag} {p}: {parent} is not a directory", flag)
     if not os.access(parent, os.W_OK):
@@ -39,9 +44,7 @@ def check_folder(path, flag: str) -> None:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise UsageError(f"{flag} {p} is a file, not a directory; give the folder to write in", flag)
-    parent = p
-    while not parent.exists():
-        parent = parent.parent
+    parent = _existing_ancestor(p)
     if not parent.is_dir():
         raise UsageError(f"{flag} {p}: {parent} is a file, not a directory", flag)
     if not os.access(parent, os.W_OK | os.X_OK):

@@ -303,7 +303,7 @@ def robustness_estimate(methods, clusters: int, trials: int, margin: float, *, a
     b R`` per kind, summed over the laws and divided by the workers.  A design of over
     ``PILOT_DIRECT_PAIRS`` pairs is piloted on copies of the law with fewer clusters
     (``studies.engine.cost.pilot_model``): at 10^6 x 100 a full-size pilot ran 32 s only to refuse."""
-    from studies.engine.cost import TimeEstimate, pilot_model
+    from studies.engine.cost import TimeEstimate, cut_design, pilot_model
 
     refs, _ = _methods(methods)
     laws = list(default_laws(clusters, trials, margin, rho_max, tuple(families), baseline) if laws is None else laws)
@@ -317,7 +317,7 @@ def robustness_estimate(methods, clusters: int, trials: int, margin: float, *, a
             def make(target, law=law):
                 # fewer clusters only (trials are at most 10^4, so 2 clusters are within the
                 # pilot's largest step); a law's cost grows with its clusters, linearly
-                small = law.model_copy(update={"clusters": min(clusters, max(2, int(target // trials)))})
+                small = law.model_copy(update={"clusters": cut_design(clusters, trials, target)[0]})
                 dumped = small.model_dump(mode="json")
                 return (lambda r: law_counts(dumped, refs, margin, alpha, seed, 0, r)), small.clusters * trials
 
