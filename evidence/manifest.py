@@ -109,6 +109,10 @@ class HoldoutRegistration(FrozenModel):
     max_uses: int = Field(ge=1, le=1_000_000)
 
 
+# A manifest's plan-before-data check trusts created_at: one dated in year 1 preceded every log and was
+# accepted.  No plan for an AI evaluation predates this.
+EARLIEST_CREATED = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+
 OPTIONAL_BLOCKS = ("arms", "dataset", "protected_slices", "judge", "holdout")
 
 
@@ -154,6 +158,9 @@ class Manifest(FrozenModel):
         known = [e.value for e in Estimand]
         if self.estimand not in known:
             raise ValueError(f"estimand must be one of {known}, got {self.estimand!r}")
+        if self.created_at < EARLIEST_CREATED:
+            raise ValueError(f"created_at {self.created_at.isoformat()} is before {EARLIEST_CREATED.date()}: not a date "
+                             "a plan for these logs was written (a placeholder, or a date edited to precede the data)")
         if self.valid_until <= self.created_at:
             raise ValueError("valid_until must be after created_at")
         pinned = bool(_REVISION.match(self.code_revision))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the comparison's modules are imported when the trials have 
     from .receipt import PrerequisiteReceipt, TestReceipt
 
 PACKET_KIND = "simlab.evidence.packet"
+PACKET_SCHEMA_VERSION = "1"  # what run writes and replay reads
 SIDE_ROLES = ("population", "judge_calibration")  # inputs beside the trials
 PAIRED_ROLES = {"inspect": ("inspect_baseline", "inspect_candidate"), "lm-eval": ("lmeval_baseline", "lmeval_candidate"),
                 "trials": ("trials_baseline", "trials_candidate")}
@@ -55,6 +56,16 @@ def inspect_artifacts(baseline: str | Path, candidate: str | Path) -> list[dict]
 
 def population_artifact(path: str | Path) -> dict:
     return {"role": "population", "format": Path(path).suffix.lstrip(".") or "jsonl", "path": str(path)}
+
+
+def artifact_format(role: str, path: str | Path) -> str | None:
+    """The ``format`` the writers above record for an input of ``role`` at ``path`` (None for a
+    role they do not write): what a packet's stated format must say."""
+    if role == "trials" or role in PAIRED_ROLES["trials"]:
+        return trial_format(path)
+    if role in SIDE_ROLES:
+        return Path(path).suffix.lstrip(".") or "jsonl"
+    return next((kind for kind, roles in PAIRED_ROLES.items() if role in roles), None)
 
 
 def calibration_artifact(path: str | Path) -> dict:
@@ -265,7 +276,8 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
                        exploratory=exploratory)
     for a in rel:
         a["sha256"] = receipt["components"]["raw_artifacts"][a["role"]]
-    packet = {"schema_version": "1", "kind": PACKET_KIND, "manifest": manifest.canonical(), "artifacts": rel,
+    packet = {"schema_version": PACKET_SCHEMA_VERSION, "kind": PACKET_KIND, "manifest": manifest.canonical(),
+              "artifacts": rel,
               "adapter": adapter, "registered_after_measurement": bool(registered_after),
               "exploratory": bool(exploratory),
               "tests": [t.model_dump(mode="json") for t in tests],

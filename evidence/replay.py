@@ -14,7 +14,7 @@ from typing import Any
 
 from simlab.hashing import self_hash_ok
 from .manifest import Manifest
-from .packet import PACKET_KIND, evaluate
+from .packet import PACKET_KIND, PACKET_SCHEMA_VERSION, artifact_format, evaluate
 from .receipt import PrerequisiteReceipt, TestReceipt, components_of
 
 _FIELD_REASONS = {
@@ -81,6 +81,9 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
     an anchor, not who produced it."""
     if not isinstance(packet, dict) or packet.get("kind") != PACKET_KIND:
         return _blocked(["not an evidence packet"])
+    if packet.get("schema_version") != PACKET_SCHEMA_VERSION:
+        return _blocked([f"packet schema_version {packet.get('schema_version')!r} is not one this simlab reads "
+                         f"({PACKET_SCHEMA_VERSION!r})"])
     stored = packet.get("receipt")
     if not isinstance(stored, dict):
         return _blocked(["packet has no receipt"])
@@ -104,6 +107,13 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
     for a in artifacts:
         if artifact_paths and a.get("role") in artifact_paths:
             a["path"] = str(Path(artifact_paths[a["role"]]).resolve())
+        try:
+            reads_as = artifact_format(str(a.get("role")), str(a.get("path")))
+        except ValueError:
+            reads_as = None  # an unreadable suffix is named when the file is read
+        if "format" in a and reads_as is not None and a["format"] != reads_as:
+            reasons.append(f"artifact {a.get('role')} states format {a['format']!r}, but {a.get('path')} is read as "
+                           f"{reads_as!r}")
     try:
         issued_at = dt.datetime.fromisoformat(str(stored.get("issued_at")).replace("Z", "+00:00"))
         if issued_at.tzinfo is None:

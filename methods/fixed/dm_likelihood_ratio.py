@@ -195,15 +195,19 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
         status[r] = decide(lo, margin)
 
 
+COMMON_LEVEL = 0.025  # the level a base method is costed at: the commands' default alpha
+
+
 def construction_stored(method, K: int, M: int) -> bool:
     """Is this method's mixture for ``K x M`` in a store (:func:`stored_alfd_weights`)?  A cost
     estimate knows the level only of a calibrated method and never the margin: it counts a
-    stored construction at that level for any margin (a base method's: never stored)."""
-    if method.nominal_alpha is None:
-        return False
+    stored construction at that level for any margin (a base method's at ``COMMON_LEVEL``, the
+    level it is most often run at: a stored mixture at 0.025 was counted as unbuilt, and a rerun
+    of a 4 s command refused as a 50 s one)."""
+    level = COMMON_LEVEL if method.nominal_alpha is None else method.nominal_alpha
     base = replace(method, nominal_alpha=None).identity.source_sha256
-    return any(a.get("identity") == base and a.get("K") == K and a.get("M") == M and a.get("level") ==
-               method.nominal_alpha for a in stored_arguments())
+    return any(a.get("identity") == base and a.get("K") == K and a.get("M") == M and a.get("level") == level
+               for a in stored_arguments())
 
 
 def analysis_cost(method, t, linear):

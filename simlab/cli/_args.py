@@ -157,6 +157,14 @@ DEFAULT_MAX_SECONDS = 600.0  # ten minutes: beyond it, a laptop run is more like
 SECONDS_ENV = "SIMLAB_MAX_SECONDS"
 
 
+def output_path(text: str) -> str:
+    """A path to write: an empty one (a shell variable that was not set) is refused rather than
+    read as "use the default" or "write nothing"."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name the file or folder to write (or leave the option out)")
+    return text
+
+
 def add_max_seconds(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=positive_float, default=None, metavar="S",
                    help=f"refuse work estimated to take longer (default ${SECONDS_ENV} or {DEFAULT_MAX_SECONDS:g})")

@@ -41,4 +41,11 @@ def schedule_of(args: argparse.Namespace, looks: str):
     from methods import LookSchedule
 
     parse_looks_text(looks)
-    return LookSchedule.parse(looks, unit=args.unit)
+    try:
+        return LookSchedule.parse(looks, unit=args.unit)
+    except ValueError as exc:  # the library's wording, under the flag that gave it
+        from pydantic import ValidationError
+
+        why = ("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+               if isinstance(exc, ValidationError) else str(exc))
+        raise UsageError(f"--looks {looks!r}: {why}", "--looks") from None

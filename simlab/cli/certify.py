@@ -61,10 +61,16 @@ def cmd_certify(args: argparse.Namespace) -> None:
                                        baseline=args.baseline, discordance=args.discordance, executor=ex,
                                        sign_key=key, progress=say, **judged, **stream_options(args))
         else:
+            from methods import get
+            from studies.engine import TimeEstimate, design_preparation
+
+            what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
+            for cost in design_preparation(get(args.method), args.clusters, args.trials):  # before any pilot pays it
+                check_time(args, cost.seconds, f"{what}: {cost.driver}")
+                say(f"{what}: {cost.driver}, estimated {TimeEstimate(cost.seconds, cost.seconds, 1).describe()}")
             estimate = certify_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                         args.looks, baseline=args.baseline, discordance=args.discordance,
                                         engine=args.engine, workers=ex.workers, **stream_options(args))
-            what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
             check_time(args, estimate.low, what)
             say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
             cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,

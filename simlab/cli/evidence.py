@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 from pathlib import Path
 
@@ -314,11 +315,7 @@ def run_sign_head(args) -> int:
     check_out(args.out, what="signed head")
     from evidence import ledger
     from evidence import write_json
-    from simlab import signing
-    try:
-        key = signing.load_private_key(args.key)
-    except (ValueError, OSError) as exc:
-        raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
+    key = _private_key(args.key)
     envelope = ledger.sign_head(args.ledger, key, now=parse_time(args.now, "--now"))
     try:
         write_json(args.out, envelope)
@@ -328,6 +325,17 @@ def run_sign_head(args) -> int:
           lambda p: print(f"signed head of {args.ledger}: entry {p['seq']} {p['entry_sha256']} by {p['signed_by']} "
                           f"-> {p['signed_head']} (keep it where the ledger's writers cannot)"))
     return 0
+
+
+def _private_key(path: str):
+    """``--key``: an unreadable file named as such, a readable one that is not a key as that."""
+    from simlab import signing
+    try:
+        return signing.load_private_key(path)
+    except OSError as exc:
+        raise UsageError(f"--key {path}: cannot read it ({exc.strerror or exc})", "--key") from None
+    except ValueError as exc:
+        raise UsageError(f"--key {path}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
 
 
 def run_keygen(args) -> int:
@@ -346,7 +354,10 @@ def run_keygen(args) -> int:
     try:
         private, public = signing.save_keypair(key, args.out, args.name)
     except FileExistsError as exc:
-        raise UsageError(str(exc), "--out") from None
+        there = Path(exc.filename or args.out)
+        link = f" (a link to {os.readlink(there)})" if there.is_symlink() else ""
+        raise UsageError(f"--out {args.out}: {there} already exists{link}; keys are never overwritten (choose another "
+                         "--out or --name)", "--out") from None
     _emit(args, {"key_id": signing.key_id(key), "private": str(private), "public": str(public)},
           lambda p: print(f"key {p['key_id']}: private {p['private']} (keep secret), public {p['public']} "
                           "(give to verifiers as --trusted)"))
@@ -355,12 +366,11 @@ def run_keygen(args) -> int:
 
 def run_sign(args) -> int:
     from evidence import is_signature_file, sign_file
-    from simlab import signing
-    try:
-        key = signing.load_private_key(args.key)
-    except (ValueError, OSError) as exc:
-        raise UsageError(f"--key {args.key}: not an Ed25519 private key ({exc})".splitlines()[0], "--key") from None
+    key = _private_key(args.key)
     target = Path(args.out or f"{args.file}.sig")
+    if target.exists() and Path(args.file).exists() and target.resolve() == Path(args.file).resolve():
+        raise UsageError(f"--out {target} is the file being signed; its signature would replace it (even with --force, "
+                         "choose another path)", "--out")
     if target.is_file() and not args.force and not is_signature_file(target):
         raise UsageError(f"--out {target} exists and is not a signature file simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", "--out")

@@ -44,11 +44,15 @@ def run_false_pass(args: argparse.Namespace) -> None:
         check_time(args, seconds, f"simulating {reps:,} replications of {ref.key}")
         say(f"simulating {reps:,} replications of {ref.key}: estimated {TimeEstimate(seconds, seconds, 1).describe()}")
 
+    def before_preparing(seconds: float, what: str) -> None:
+        check_time(args, seconds, f"the first replication of {ref.key} ({what})")
+        say(f"the first replication of {ref.key}: {what}, estimated {TimeEstimate(seconds, seconds, 1).describe()}")
+
     payload = false_pass(scenario, ref, args.margin, args.alpha, reps,
                          DEFAULT_SEED if args.seed is None else args.seed,
                          exact="never" if args.simulate else "auto",
                          max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds,
-                         before_simulating=before_simulating, progress=True)
+                         before_simulating=before_simulating, before_preparing=before_preparing, progress=True)
     unused = [f for f, v in (("--reps", args.reps), ("--seed", args.seed)) if v is not None]
     payload["notes"] = ([f"{' and '.join(unused)} not used: the exact engine applies (add --simulate to simulate)"]
                         if payload["exact"] and unused else [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import add_max_seconds, check_methods, check_time, finite_float, n_jobs, positive_int
+from simlab.cli._args import add_max_seconds, check_methods, check_time, finite_float, n_jobs, output_path, positive_int
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -95,12 +95,15 @@ def cmd_list(args: argparse.Namespace) -> None:
 def cmd_theorem(args: argparse.Namespace) -> None:
     from pathlib import Path
 
+    from simlab.cli.study import check_folder
     from methods import get, names
     from methods.qualification import build_theorem_record, records_dir
     from studies import save_json
     from studies.qualify import method_key
 
     out = Path(args.out) if args.out else records_dir(args.records)
+    if args.out:
+        check_folder(args.out, "--out")  # named as the flag, before any record is built
     chosen = [args.method] if args.method else [n for n in names() if get(n).theorem is not None]
     written = []
     for name in chosen:
@@ -249,7 +252,7 @@ def register(subparsers, bench_subparsers) -> None:
                                       "--method): it covers every design the theorem's assumptions hold for")
     _records_flag(s)
     s.add_argument("--method", default=None, help="only this method")
-    s.add_argument("--out", default=None, metavar="DIR", help="write here (default: the records directory)")
+    s.add_argument("--out", type=output_path, default=None, metavar="DIR", help="write here (default: the records directory)")
     _json_flag(s)
     s.set_defaults(func=cmd_theorem)
 
@@ -272,12 +275,12 @@ def register(subparsers, bench_subparsers) -> None:
     s = rs.add_parser("regenerate", help="re-run every record's method under its own policy (after a method or "
                                          "schema change)")
     _records_flag(s)
-    s.add_argument("--out", default=None, metavar="DIR", help="write here instead of in place")
+    s.add_argument("--out", type=output_path, default=None, metavar="DIR", help="write here instead of in place")
     s.add_argument("--only", default=None, help="comma-separated method names")
     s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
     s.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
-    s.add_argument("--checkpoint", default=None, metavar="DIR",
+    s.add_argument("--checkpoint", type=output_path, default=None, metavar="DIR",
                    help="keep finished tasks here; the same command resumes a stopped regeneration")
     add_max_seconds(s)
     _json_flag(s)

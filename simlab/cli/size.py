@@ -59,6 +59,7 @@ def run_size(args: argparse.Namespace) -> None:
         check_folder(args.out, "--out")
     from methods import get
     from simlab.cli._backend import executor_from_args
+    from studies.engine import TimeEstimate
     from studies.sizing import save_sizing, size, size_estimate, sizing_paths
 
     method = get(args.method)
@@ -71,9 +72,14 @@ def run_size(args: argparse.Namespace) -> None:
         refuse_foreign_file(nc, "--out", args.force)
         check_plot_out(png, "--out", args.force)
     say = log_to_stderr(args)
+    def before_preparing(seconds: float, what: str) -> None:
+        check_time(args, seconds, f"sizing {args.method}: preparing {what}")
+        say(f"sizing {args.method}: preparing {what}, estimated {TimeEstimate(seconds, seconds, 1).describe()}")
+
     estimate = size_estimate(method, margin=args.margin, difference=args.true_difference, power=args.power,
                              alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,
-                             discordance=args.discordance, rho=args.rho, looks=args.looks, seed=args.seed)
+                             discordance=args.discordance, rho=args.rho, looks=args.looks, seed=args.seed,
+                             before_preparing=before_preparing)
     if estimate is not None:
         what = f"sizing {args.method}"
         check_time(args, estimate.low, what + "'s first power frame")

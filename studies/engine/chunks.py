@@ -96,10 +96,18 @@ class ChunkedRun:
         if self.work_dir is None:
             return self
         self.run_dir = Path(self.work_dir) / self.key
+        meta = self.run_dir / "run.json"
+        # checked before any work: a file in the folder's place was a bare "File exists", and a folder
+        # named run.json stopped the run at its end, when the chunks were removed
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise ValueError(f"work dir {self.work_dir}: {self.run_dir} is a file, not this run's chunk folder; "
+                             "remove it or choose another work directory")
+        if meta.exists() and not meta.is_file():
+            raise ValueError(f"work dir {self.work_dir}: {meta} is not a file (this run's record of its spec); "
+                             "remove it or choose another work directory")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._stack.enter_context(exclusive(self.run_dir / ".lock", f"work directory {self.run_dir}"))
         self.info.work_dir = str(self.run_dir)
-        meta = self.run_dir / "run.json"
         if not meta.exists() and self.spec_json is not None:
             save_json({"run_key": self.key, "spec": json.loads(self.spec_json)}, meta)
         if self.resume:

@@ -348,6 +348,57 @@ def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
     return TimeEstimate(wall, wall, workers)
 
 
+PREPARE_NOTE_SECONDS = 1.0  # a method's first replication declared slower than this is said (and bounded) first
+
+
+def preparation(scenario, methods: Sequence, seed: int, sampler: str = "auto",
+                prefixes: Sequence[int] | None = None) -> list:
+    """The declared costs (``methods.analysis_cost``) over ``PREPARE_NOTE_SECONDS`` of each
+    method's first replication of ``scenario``: what a pilot pays in its untimed warm-up before it
+    can time anything -- ``dm_likelihood_ratio`` builds its least-favourable mixture for each new
+    design there (about 25 s at 59 x 3), so a caller can refuse or announce it before the pilot.
+    ``prefixes``: of that replication's first K clusters for each K given instead (a power
+    frame's designs)."""
+    from methods import analysis_cost, as_method_refs
+    from simlab.sampling import table_source
+
+    first = table_source(scenario, seed, sampler).tables(0, 1)
+    tables = [first] if prefixes is None else [first[:, :k] for k in sorted(set(prefixes))]
+    return _slow([analysis_cost(ref.resolve("fixed"), t) for ref in as_method_refs(methods) for t in tables])
+
+
+def design_preparation(method, clusters: int, trials: int) -> list:
+    """:func:`preparation` at a design rather than a scenario: ``method`` (fixed-sample) on one
+    table of ``clusters`` clusters of ``trials`` pairs each (what a method builds per design
+    depends on the design only)."""
+    import numpy as np
+
+    from methods import analysis_cost
+
+    if getattr(method, "sequential", False):
+        return []
+    table = np.zeros((1, int(clusters), 4))
+    table[..., 0] = trials
+    return _slow([analysis_cost(method, table)])
+
+
+def _slow(costs: list) -> list:
+    return [c for c in costs if c.seconds > PREPARE_NOTE_SECONDS]
+
+
+def study_preparation(spec) -> list:
+    """:func:`preparation` of each of ``spec``'s designs (scenarios of one cluster count and
+    cluster-size law share what a method builds per design): each is paid at least once, in the
+    pilot or in a worker."""
+    seen, costs = set(), []
+    for _, sc in spec.points():
+        key = (sc.clusters, sc.cluster_size.model_dump_json())
+        if key not in seen:
+            seen.add(key)
+            costs += preparation(sc, spec.methods, spec.seed, spec.sampler)
+    return costs
+
+
 def scenario_estimate(scenario, methods: Sequence, margins: Sequence[float], alphas: Sequence[float],
                       replications: int, seed: int, sampler: str = "auto") -> TimeEstimate:
     """Wall seconds of ``runner.evaluate_scenario`` over ``replications`` of one scenario in
@@ -393,7 +444,17 @@ def scaled_schedule(schedule, full, piloted):
     return type(schedule)(looks=tuple(looks), unit=schedule.unit)
 
 
-def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collection[tuple] = ()) -> TimeEstimate:
+def qualify_preparation(methods: Sequence, policy) -> list:
+    """:func:`design_preparation` of each method at each of the policy's designs (clusters, cluster
+    size, margin: ``dm_likelihood_ratio``'s mixture depends on all three), each paid at least once."""
+    sizes = policy.domain.cluster_sizes
+    designs = sorted({(k, s, m) for k, s, _, m, _ in policy.domain.cells()})
+    return [c for method in methods for k, s, _ in designs
+            for c in design_preparation(method, k, max(1, round(sizes[s].mean())))]
+
+
+def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collection[tuple] = (),
+                     before_preparing: Callable[[float, str], object] | None = None) -> TimeEstimate:
     """Wall seconds of ``qualify.qualify(methods, policy)``: ``low`` the first round over
     every grid scenario (always run), ``high`` every scenario escalated to the policy's
     largest replication count (refinement scenarios not counted: each adds at most one
@@ -403,14 +464,21 @@ def qualify_estimate(methods: Sequence, policy, workers: int, finished: Collecti
     per-scenario overhead the batched default shares across K: for closed-form methods,
     where that overhead dominates, the estimate is high; for costly kernels it is close.
     Methods whose estimands have different null boundaries run on separate grids, so
-    their estimates add."""
+    their estimates add.  What a method builds for each design (:func:`qualify_preparation`)
+    is added, and told first to ``before_preparing(seconds, what)``, which may raise to
+    refuse before the pilot pays for any of it."""
     from simlab.estimands import is_difference
     from studies.qualify.run import method_estimand
 
+    built = qualify_preparation(methods, policy)
+    prepare = sum(c.seconds for c in built)
+    if built and before_preparing is not None:
+        before_preparing(prepare / max(workers, 1), f"preparation at {len(built)} designs ({built[-1].method}, "
+                                                    f"the last: {built[-1].driver})")
     groups: dict[bool, list] = {}
     for m in methods:
         groups.setdefault(is_difference(method_estimand(m, policy)), []).append(m)
-    low = high = 0.0
+    low = high = prepare
     finished = set(finished)
     for group in groups.values():
         lo, hi = _qualify_seconds(group, policy, finished)

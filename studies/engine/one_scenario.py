@@ -22,11 +22,15 @@ from studies.engine.spec import MethodRef
 def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float = 0.03, alpha: float = 0.025,
                replications: int = 100_000, seed: int = 20261129, exact: str = "auto",
                max_exact_seconds: float = 60.0, mc_confidence: float = 0.95, device: str | None = None,
-               before_simulating: Callable[[float], object] | None = None, progress: bool = False) -> dict:
+               before_simulating: Callable[[float], object] | None = None, progress: bool = False,
+               before_preparing: Callable[[float, str], object] | None = None) -> dict:
     """``exact``: 'auto' (exact if possible), 'never' (simulate), 'only' (error if not exact).
     ``device``: where a simulation runs ('cpu' or 'gpu'; default: ``studies.engine.device``'s selection).
     ``before_simulating(seconds)``: told the simulation's estimated wall time before it starts
     (``studies.engine.cost.scenario_estimate``; it may raise to refuse the work).
+    ``before_preparing(seconds, what)``: told, before that estimate's pilot, of a method's declared
+    first-replication cost over a second (``studies.engine.cost.preparation``: a construction the
+    pilot would otherwise pay unannounced); it may raise to refuse the work.
     ``progress``: show progress of the simulation (it runs in chunks; the counts are the same)."""
     from studies.exact.fixed import exact_engine, exact_measures
 
@@ -59,8 +63,11 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
         if exact == "only":
             raise ValueError(f"no exact result for {ref.key!r} on this scenario: {why}")
     if before_simulating is not None:
-        from studies.engine.cost import scenario_estimate
+        from studies.engine.cost import preparation, scenario_estimate
 
+        if before_preparing is not None:
+            for cost in preparation(scenario, [ref], seed):
+                before_preparing(cost.seconds, cost.driver)
         before_simulating(scenario_estimate(scenario, [ref], [margin], [alpha], replications, seed).low)
     c = _simulate(scenario, ref, margin, alpha, replications, seed, device, progress)
     rate = rate_summary(c.count("n_pass", ref.key), c.count("n_reps", ref.key), mc_confidence)

@@ -55,6 +55,7 @@ STRETCH_ALL = 16          # every K in [K, K + 16] is verified ...
 STRETCH_FRACTION = 20     # ... and a grid up to K + K / 20
 MAX_RAISE = 16            # the false-pass limit may raise K up to 16x the power answer, then: refused
 MIN_SLICE = 20            # replications: the smallest slice of a budgeted step
+FRAME_POINTS = 24         # a new frame is evaluated at about this many K (a geometric grid)
 
 
 class SizingStopped(Exception):
@@ -319,7 +320,7 @@ class _Search:
         """A new frame of ``k_frame`` clusters (at most ``limit``), its grid evaluated from ``k_from``."""
         k_frame = min(k_frame, self.limit)
         f = self.new_frame(k_frame)
-        f.evaluate(_grid(k_from, k_frame, 24) + [min(max(self.k0, k_from), k_frame)], reps)
+        f.evaluate(_grid(k_from, k_frame, FRAME_POINTS) + [min(max(self.k0, k_from), k_frame)], reps)
         log.append({"stage": "frame", "k_frame": k_frame, "n_reps": reps})
         say(f"frame K={k_frame}: power at K_frame {f.power(k_frame):.4f} ({reps} reps)")
 
@@ -362,16 +363,20 @@ class _Search:
 def size_estimate(method, *, margin: float, difference: float, power: float = 0.8, alpha: float = 0.025,
                   trials: int = 1, baseline: float = 0.9, discordance: float | None = None, rho: float = 0.0,
                   looks: int | None = None, seed: int = 20261129, initial_reps: int = 2000,
-                  max_clusters: int = MAX_CLUSTERS, sampler: str = "auto"):
+                  max_clusters: int = MAX_CLUSTERS, sampler: str = "auto",
+                  before_preparing: Callable[[float, str], object] | None = None):
     """What :func:`size` certainly costs (``studies.engine.cost.TimeEstimate``; ``high`` is
     ``low`` too: how far the search escalates depends on what it finds): its first step,
     power on a frame of ``max(2 k0, k0 + 20, 30)`` clusters (``k0`` the analytic start) at
     ``initial_reps`` replications, piloted at the frame's end -- the certificate at the answer
     and any larger replication count come on top.  Fixed-sample methods (a sequential
-    method's frame decides every look: None)."""
+    method's frame decides every look: None).  A method that builds something for each design
+    (``studies.engine.cost.preparation``) builds it for each K the first frame evaluates: that is
+    added, and told first to ``before_preparing(seconds, what)``, which may raise to refuse
+    before the pilot."""
     from methods import MethodRef
     from methods.registry import reference
-    from studies.engine.cost import scenario_estimate
+    from studies.engine.cost import TimeEstimate, preparation, scenario_estimate
 
     if looks is not None or method.sequential:
         return None
@@ -379,8 +384,13 @@ def size_estimate(method, *, margin: float, difference: float, power: float = 0.
     k0 = max(analytic_start(method, margin, difference, discordance, alpha, power, trials, rho)["clusters"], 2)
     frame = min(max(2 * k0, k0 + 20, 30), FRAME_LIMIT * k0, max_clusters)
     ref = MethodRef(name=reference(method), options=dict(method.options))
-    return scenario_estimate(_scenario(baseline, difference, discordance, frame, trials, rho), [ref], [margin],
-                             [alpha], initial_reps, seed, sampler)
+    sc = _scenario(baseline, difference, discordance, frame, trials, rho)
+    built = preparation(sc, [ref], seed, sampler, prefixes=_grid(2, frame, FRAME_POINTS) + [min(k0, frame)])
+    prepare = sum(c.seconds for c in built)
+    if built and before_preparing is not None:
+        before_preparing(prepare, f"{len(built)} designs of the first frame, {built[-1].driver} at its largest")
+    est = scenario_estimate(sc, [ref], [margin], [alpha], initial_reps, seed, sampler)
+    return TimeEstimate(est.low + prepare, est.high + prepare, est.workers)
 
 
 def size(method, *, margin: float, difference: float, power: float = 0.8, alpha: float = 0.025,

@@ -72,3 +72,72 @@ def test_false_pass_simulation_logs_its_estimate_and_progress(capsys, monkeypatc
     scenario = PairedScenario(cells=(0.96, 0.04, 0.0, 0.0), clusters=30, cluster_size=FixedSize(trials=1), rho=0.0)
     whole = false_pass(scenario, "paired_wald", replications=3001, seed=20261129, exact="never")
     assert whole["value"] == chunked["value"] and whole["inconclusive_rate"] == chunked["inconclusive_rate"]
+
+
+def test_false_pass_bounds_and_announces_a_methods_construction_before_its_pilot(capsys):
+    """dm_likelihood_ratio builds its least-favourable mixture for each new design (about 25 s at
+    59 x 3) inside the cost pilot's warm-up; that was paid silently, and even a refusal came only
+    after it.  Its declared cost now bounds it first (issue 29.4)."""
+    assert main(["false-pass", "--method", "dm_likelihood_ratio", "--clusters", "63", "--trials", "3",
+                 "--max-seconds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "the first replication of dm_likelihood_ratio (the least-favourable mixture of 1 design(s)" in err
+    assert "over the limit of 2 s" in err
+
+
+def test_preparation_lists_only_first_replications_declared_slow():
+    from simlab.scenario import FixedSize, PairedScenario
+    from studies.engine.cost import PREPARE_NOTE_SECONDS, preparation
+
+    at = PairedScenario(cells=(0.9, 0.02, 0.06, 0.02), clusters=64, cluster_size=FixedSize(trials=3), rho=0.05)
+    assert preparation(at, ["cluster_t", "paired_wald"], seed=1) == []
+    [cost] = preparation(at, ["cluster_t", "dm_likelihood_ratio"], seed=1)
+    assert cost.method == "dm_likelihood_ratio" and cost.seconds > PREPARE_NOTE_SECONDS
+    assert "least-favourable mixture" in cost.driver
+
+
+def test_study_run_bounds_its_methods_constructions_before_its_pilot(tmp_path, capsys):
+    """The same for a study: one construction per design of the grid, refused before any is built."""
+    spec = tmp_path / "dm.toml"
+    spec.write_text('name = "dm"\nmethods = ["dm_likelihood_ratio"]\nreplications = 100\nseed = 2\n\n'
+                    '[scenario]\nclusters = 47\ntrials = 3\nbaseline = 0.9\ndiscordance = 0.1\ndifference = -0.03\n\n'
+                    '[grid]\nclusters = [47, 48]\ndifference = [-0.03, 0.0]\n')
+    assert main(["study", "run", str(spec), "--out", str(tmp_path / "o.nc"), "--max-seconds", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "study dm: preparing 2 method construction(s) (dm_likelihood_ratio: the least-favourable mixture" in err
+    assert not (tmp_path / "o.nc").exists()
+
+
+def test_size_bounds_a_methods_constructions_at_every_K_of_its_first_frame(capsys):
+    """Sizing dm_likelihood_ratio builds a mixture at each K its first frame evaluates (about 20 of
+    them at 100 x 3): priced and refused before the pilot builds any (it ran past --max-seconds 10
+    for minutes)."""
+    assert main(["size", "--method", "dm_likelihood_ratio", "--margin", "0.03", "--true-difference", "0",
+                 "--trials-per-cluster", "3", "--rho", "0.05", "--max-seconds", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "sizing dm_likelihood_ratio: preparing" in err and "designs of the first frame" in err
+
+
+def test_certify_bounds_a_methods_construction_at_the_design_before_its_estimate(capsys, tmp_path):
+    """certify's estimate pilots the method at the design (70 s at a new design for dm_likelihood_ratio,
+    with --max-seconds 10): the construction is priced from the method's declared cost first."""
+    assert main(["certify", "--method", "dm_likelihood_ratio", "--clusters", "67", "--trials", "3", "--margin", "0.03",
+                 "--rho-max", "0.1", "--max-seconds", "10", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "certifying dm_likelihood_ratio at K=67, M=3: the least-favourable mixture of 1 design(s)" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_qualify_prices_a_methods_constructions_at_every_design_before_its_pilot(capsys, tmp_path, monkeypatch):
+    """qualify of dm_likelihood_ratio over a policy builds a mixture per design (clusters, size,
+    margin); its estimate piloted two of them and counted none (47 s to 3 min said, tens of minutes
+    to run). Priced from the declared cost and refused before the pilot; an empty user store, so
+    no design counts as built."""
+    from simlab import stored_constructions
+
+    monkeypatch.setenv(stored_constructions.ENV_VAR, str(tmp_path / "store"))
+    assert main(["qualify", "--method", "dm_likelihood_ratio", "--policy", "standard-coarse", "--max-seconds", "10",
+                 "--out", str(tmp_path / "q")]) == 2
+    err = capsys.readouterr().err
+    assert "this qualification's preparation at 36 designs (dm_likelihood_ratio, the last: the least-favourable" in err
+    assert "over the limit of 10 s" in err and not (tmp_path / "q").exists()

@@ -265,3 +265,22 @@ def test_forged_canary_claim_is_rejected_with_the_recomputed_reason(world, tmp_p
     assert f"stored action 'canary_eligible' differs from the recomputed {honest!r}" in out["reasons"]
     recomputed = out["receipt"]["reasons"] + out["receipt"]["other_findings"]
     assert any(phrase in r for r in recomputed), recomputed
+
+
+@pytest.mark.parametrize("version", ["99", 1, None])
+def test_a_packet_of_another_schema_version_is_rejected(world, good, tmp_path, version):
+    """A packet of a schema this simlab does not write replayed as identical (probe round 3)."""
+    folder, packet = _copy(good, tmp_path)
+    packet["schema_version"] = version
+    out = _replay(world, folder, packet)
+    assert out["action"] == "block" and out["reasons"] == [
+        f"packet schema_version {version!r} is not one this simlab reads ('1')"]
+
+
+def test_an_artifact_whose_stated_format_is_not_how_it_is_read_is_rejected(world, good, tmp_path):
+    """A .jsonl file listed as format csv replayed as identical: the stated format went unchecked."""
+    folder, packet = _copy(good, tmp_path)
+    packet["artifacts"][0]["format"] = "csv"
+    out = _replay(world, folder, packet)
+    assert out["action"] == "block"
+    assert "artifact trials states format 'csv', but exp.jsonl is read as 'jsonl'" in out["reasons"]

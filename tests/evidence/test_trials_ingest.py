@@ -168,6 +168,7 @@ def test_manifest_hash_is_canonical_and_changes_with_any_field():
     ("code_revision", "main", "code_revision must be a 40-hex git revision"),
     ("valid_until", "2020-01-01T00:00:00Z", "valid_until must be after created_at"),
     ("created_at", "2026-11-30T12:00:00", "created_at: Input should have timezone info"),
+    ("created_at", "0001-01-01T00:00:00Z", "created_at 0001-01-01T00:00:00[+]00:00 is before 2000-01-01"),  # probe 3
     ("estimand", "median", "estimand must be one of"),
 ])
 def test_manifest_rejects(field, value, message):

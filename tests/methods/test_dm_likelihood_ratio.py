@@ -327,6 +327,25 @@ def test_a_stored_construction_decides_exactly_as_a_fresh_build(tmp_path, monkey
     assert (built.status == PASS).any() and (built.status == FAIL).any()
 
 
+def test_a_base_methods_cost_counts_its_mixture_stored_at_the_common_level_only(tmp_path, monkeypatch):
+    """A base method's estimate cannot see its level: it counts a mixture stored at
+    ``COMMON_LEVEL`` (the commands' default alpha) as built -- a rerun of a 4 s false-pass was
+    refused as a 50 s one -- and one stored only at another level as not."""
+    from methods.analysis_cost import analysis_cost
+    from methods.fixed.dm_likelihood_ratio import COMMON_LEVEL
+    from simlab import stored_constructions
+
+    monkeypatch.setenv(stored_constructions.ENV_VAR, str(tmp_path))
+    sc = PairedScenario.from_rates(0.9, -MARGIN, 0.1, clusters=19, cluster_size=FixedSize(trials=2), rho=0.1)
+    t = simulate_tables(sc, 11, 20)
+    lf.stored_alfd_weights.cache_clear()
+    FAST.batch(t, MARGIN, 0.02)
+    assert "least-favourable mixture of 1 design" in analysis_cost(FAST, t[:1]).driver
+    FAST.batch(t, MARGIN, COMMON_LEVEL)
+    assert "is stored" in analysis_cost(FAST, t[:1]).driver
+    lf.stored_alfd_weights.cache_clear()
+
+
 def test_shipped_constructions_are_current_and_one_equals_its_rebuild(monkeypatch):
     """Every shipped mixture (``methods/fixed/constructions``: the designs the shipped
     certificates cover) is keyed by the current code of the registered method, so it is the one

@@ -1,0 +1,95 @@
+"""Probe round 3's minor findings, closed in round 4: each with the reason asserted."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simlab.cli import main
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["study", "plot", "x.nc", "--out", ""], "--out"),              # wrote the default x.png
+    (["robustness", "--report", ""], "--report"),                   # wrote no report and said nothing
+    (["robustness", "--dataset", " "], "--dataset"),
+    (["qualify", "--method", "cluster_t", "--out", ""], "--out"),   # wrote into the shipped records folder
+    (["qualify", "--method", "cluster_t", "--checkpoint", ""], "--checkpoint"),
+    (["qualify", "show", "r.json", "--png", ""], "--png"),
+    (["records", "regenerate", "--out", ""], "--out"),
+    (["sequential", "plot", "x.nc", "--out", ""], "--out"),
+    (["demo", "--out", ""], "--out"),
+])
+def test_an_empty_output_path_is_refused_naming_its_flag(argv, flag, capsys):
+    assert main(argv + ["--json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert err["field"] == flag and "an empty path" in err["message"]
+
+
+def _error(argv, capsys) -> dict:
+    assert main(argv + ["--json"]) == 2
+    return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_keygen_names_a_dangling_link_in_the_keys_place(tmp_path, capsys):
+    (tmp_path / "simlab.key").symlink_to(tmp_path / "nowhere")
+    err = _error(["evidence", "keygen", "--out", str(tmp_path)], capsys)   # was "[Errno 17] File exists"
+    assert err["field"] == "--out" and "simlab.key already exists (a link to" in err["message"]
+    assert "never overwritten" in err["message"]
+
+
+def test_sign_refuses_to_write_the_signature_over_the_file_it_signs_and_names_a_missing_key(tmp_path, capsys):
+    assert main(["evidence", "keygen", "--out", str(tmp_path / "k"), "--json"]) == 0
+    capsys.readouterr()
+    doc = tmp_path / "doc.json"
+    doc.write_text('{"a": 1}\n')
+    err = _error(["evidence", "sign", "--key", str(tmp_path / "k" / "simlab.key"), "--force", "--out", str(doc),
+                  str(doc)], capsys)                                      # replaced the document by its signature
+    assert err["field"] == "--out" and "is the file being signed" in err["message"]
+    assert doc.read_text() == '{"a": 1}\n'
+    err = _error(["evidence", "sign", "--key", str(tmp_path / "no.key"), str(doc)], capsys)
+    assert err["field"] == "--key" and "cannot read it (No such file or directory)" in err["message"]
+
+
+def test_bench_gpu_without_a_gpu_names_itself_not_a_device_flag_it_lacks(capsys, monkeypatch):
+    from simlab import gpu
+
+    monkeypatch.setattr(gpu, "available", lambda: False)
+    err = _error(["bench", "gpu"], capsys)
+    assert err["message"].startswith("bench gpu needs a CUDA GPU") and "--device" not in err["message"]
+
+
+@pytest.mark.parametrize("looks, why", [("0:10:0", "looks must be comma-separated integers or start:stop:step"),
+                                        ("5,3", "looks must be strictly increasing")])
+def test_a_bad_look_schedule_names_the_looks_flag(looks, why, capsys):
+    err = _error(["sequential", "analyze", "--method", "alpha_spending", "--looks", looks, "--table", "1,0,0,1"],
+                 capsys)
+    assert err["field"] == "--looks" and err["message"].startswith(f"--looks {looks!r}: {why}")
+
+
+def test_records_theorem_names_out_when_it_is_a_file(tmp_path, capsys):
+    f = tmp_path / "F"
+    f.write_text("mine\n")
+    err = _error(["records", "theorem", "--out", str(f)], capsys)        # said "output F/...", field null
+    assert err["field"] == "--out" and "is a file, not a directory" in err["message"]
+    assert f.read_text() == "mine\n"
+
+
+def test_a_work_dir_whose_run_folder_or_record_is_the_wrong_kind_is_refused_before_the_run(tmp_path, capsys):
+    from studies.engine import load_spec
+    from studies.engine.runner import run_key
+
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('name = "w"\nmethods = ["paired_wald"]\nreplications = 200\nseed = 2\n\n[scenario]\n'
+                         'clusters = 10\ntrials = 2\nbaseline = 0.9\ndiscordance = 0.1\ndifference = -0.03\n')
+    spec = load_spec(spec_file)
+    run = tmp_path / "W" / run_key(spec, spec.chunk_size)
+    run.parent.mkdir()
+    run.write_text("")                                                    # was a bare "File exists"
+    argv = ["study", "run", str(spec_file), "--work-dir", str(tmp_path / "W"), "--out", str(tmp_path / "o.nc")]
+    err = _error(argv, capsys)
+    assert err["field"] == "--work-dir" and "is a file, not this run's chunk folder" in err["message"]
+    run.unlink()
+    (run / "run.json").mkdir(parents=True)                                # stopped the run at its end
+    err = _error(argv, capsys)
+    assert err["field"] == "--work-dir" and "run.json is not a file" in err["message"]
+    assert not (tmp_path / "o.nc").exists()
