@@ -38,6 +38,7 @@ import math
 
 import numba as nb
 
+from methods.conventions import OptionRange
 from methods.protocol import Estimand, FixedMethod
 from methods.fixed._cluster import ratio_kernel, t_consts
 
@@ -71,4 +72,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=t_consts,
     options={"min_clusters": 2.0},
+    ranges={"min_clusters": OptionRange(0.0, integer=True)},  # a count of clusters
 )

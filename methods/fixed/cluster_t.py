@@ -15,6 +15,7 @@ inconclusive.  The t quantile widens the interval for few clusters but does not 
 the seed's flaw: when every cluster has the same difference the SD is zero and the
 interval is a point (30 customers who all tie still pass).  Estimand: cluster-weighted.
 """
+from methods.conventions import OptionRange
 from methods.protocol import Estimand
 from methods.fixed._cluster import t_consts
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
@@ -29,5 +30,6 @@ METHOD = MomentMethod(
     kernel=cluster_mean_kernel,
     prepare=t_consts,
     options={"min_clusters": 2.0},
+    ranges={"min_clusters": OptionRange(0.0, integer=True)},  # a count of clusters
     moments_kernel=cluster_mean_moments_kernel,
 )

@@ -18,6 +18,7 @@ the interval is the textbook large-sample z interval for a mean of cluster summa
 """
 import numpy as np
 
+from methods.conventions import OptionRange
 from methods.protocol import Estimand, z_value
 from methods.fixed._cluster import check_min_clusters
 from methods.fixed._moments import MomentMethod, cluster_mean_kernel, cluster_mean_moments_kernel
@@ -39,5 +40,6 @@ METHOD = MomentMethod(
     kernel=cluster_mean_kernel,
     prepare=prepare,
     options={"min_clusters": 30.0},
+    ranges={"min_clusters": OptionRange(0.0, integer=True)},  # a count of clusters
     moments_kernel=cluster_mean_moments_kernel,
 )

@@ -85,6 +85,7 @@ from methods.fixed._cluster import check_min_clusters
 from methods.fixed._common import decide
 from methods.judged import (DEGENERATE_CALIBRATION, FEW_CLUSTERS, NO_TRIALS, NOT_IDENTIFIED, OK, SMALL_CALIBRATION,
                             JudgeFixedMethod)
+from methods.conventions import OptionRange
 from methods.protocol import INCONCLUSIVE, Estimand
 
 
@@ -239,4 +240,5 @@ METHOD = JudgeFixedMethod(
     kernel=kernel,
     prepare=judge_consts,
     options={"min_clusters": 2.0, "min_calibration": 50.0, "pseudo": 2.0},
+    ranges={"min_clusters": OptionRange(0.0, integer=True)},  # a count of clusters
 )

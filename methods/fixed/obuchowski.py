@@ -36,6 +36,7 @@ import math
 import numba as nb
 import numpy as np
 
+from methods.conventions import OptionRange
 from methods.protocol import Estimand, FixedMethod, z_value
 from methods.fixed._cluster import check_min_clusters, ratio_kernel
 
@@ -73,4 +74,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"min_clusters": 2.0},
+    ranges={"min_clusters": OptionRange(0.0, integer=True)},  # a count of clusters
 )

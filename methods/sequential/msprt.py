@@ -72,5 +72,5 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"tau": 0.0, "min_clusters": 2.0},
-    ranges={"min_clusters": OptionRange(0.0)},
+    ranges={"min_clusters": OptionRange(0.0, integer=True)},
 )

@@ -16,7 +16,7 @@ DEEP_TOML = "a = " + "[" * 50_000 + "]" * 50_000 + "\n"
 CASES = [
     # an option's range is checked where the method prepares: it was reported as --method
     (["interval", "--method", "cluster_t", "--table", "10,2,1,3", "--table", "8,1,2,4", "--option",
-      "min_clusters=-5"], "--option", "option min_clusters must be"),
+      "min_clusters=-5"], "--option", "option min_clusters of 'cluster_t' must be a whole number >= 0"),
     (["interval", "--method", "cluster_bootstrap", "--table", "10,2,1,3", "--option", "resamples=2.5"], "--option",
      "option 'resamples'"),
     (["interval", "--method", "cluster_t", "--table", "10,2,1,3", "--option", "min_clusters="], "--option",
@@ -26,9 +26,14 @@ CASES = [
     # options the method's own code took whatever their value (a third round): declared ranges,
     # checked from the catalogue before anything runs
     (["sequential", "analyze", "--method", "alpha_spending", "--option", "min_clusters=-1", "--table", "10,2,1,3"],
-     "--option", "option min_clusters of 'alpha_spending' must be a number >= 0"),
+     "--option", "option min_clusters of 'alpha_spending' must be a whole number >= 0"),
     (["sequential", "analyze", "--method", "msprt", "--option", "min_clusters=-1", "--table", "10,2,1,3"],
-     "--option", "option min_clusters of 'msprt' must be a number >= 0"),
+     "--option", "option min_clusters of 'msprt' must be a whole number >= 0"),
+    # a count of clusters is a whole number (2.5 acted as 3): declared for every method with the option
+    (["interval", "--method", "clustered_normal", "--table", "10,2,1,3", "--option", "min_clusters=2.5"], "--option",
+     "option min_clusters of 'clustered_normal' must be a whole number >= 0"),
+    (["interval", "--method", "obuchowski", "--table", "10,2,1,3", "--option", "min_clusters=1.5"], "--option",
+     "option min_clusters of 'obuchowski' must be a whole number >= 0"),
     (["sequential", "analyze", "--method", "alpha_spending", "--option", "spending=hsd", "--option", "gamma=-1000",
       "--table", "10,2,1,3"], "--option", "must be a number in [-40, 40]"),  # it said "math range error"
     (["sequential", "analyze", "--method", "betting_cs", "--option", "all_bounds=0.5", "--table", "10,2,1,3"],
