@@ -210,6 +210,15 @@ def construction_stored(method, K: int, M: int) -> bool:
                for a in stored_arguments())
 
 
+def _comb_at_most(cap: float, n: int, k: int) -> float:
+    """``min(cap, C(n, k))`` without building a huge ``C(n, k)`` (it has millions of digits at 10^6
+    clusters of 10^5 trials: 93 s to compute)."""
+    k = min(k, n - k)
+    if math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) > math.log(cap) + 1.0:
+        return cap
+    return min(cap, math.comb(n, k))
+
+
 def analysis_cost(method, t, linear):
     """Linear in the cells times the hypotheses, plus one ALFD per design in the batch that no
     store holds (:func:`construction_stored`; cached in the process once built):
@@ -218,11 +227,13 @@ def analysis_cost(method, t, linear):
     o = method.options
     G = o["n_q"] * o["n_rho"]
     designs = [d for d in designs_of(t).tolist() if not construction_stored(method, *d)]
+    if any(M > MAX_TRIALS for _, M in designs):  # prepare refuses these at once: nothing is built
+        return linear
     if not designs:
         return AnalysisCost(method.name, linear.bytes, linear.seconds * (G + 2), "the clusters (its least-favourable "
                             "mixture is stored)")
     draws = sum(K * G * o["draws"] for K, _ in designs)
-    rows = [min(G * o["draws"], math.comb(K + T - 1, T - 1)) for K, T in
+    rows = [_comb_at_most(G * o["draws"], K + T - 1, T - 1) for K, T in
             ((K, (M + 1) * (M + 2) // 2) for K, M in designs)]
     steps = sum(ITERATIONS) * G * sum(rows)
     what = f"the least-favourable mixture of {len(designs)} design(s) ({int(draws):,} simulated clusters)"

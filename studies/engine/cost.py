@@ -351,31 +351,31 @@ def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
 PREPARE_NOTE_SECONDS = 1.0  # a method's first replication declared slower than this is said (and bounded) first
 
 
-def preparation(scenario, methods: Sequence, seed: int, sampler: str = "auto",
-                prefixes: Sequence[int] | None = None) -> list:
+def preparation(scenario, methods: Sequence, prefixes: Sequence[int] | None = None) -> list:
     """The declared costs (``methods.analysis_cost``) over ``PREPARE_NOTE_SECONDS`` of each
-    method's first replication of ``scenario``: what a pilot pays in its untimed warm-up before it
-    can time anything -- ``dm_likelihood_ratio`` builds its least-favourable mixture for each new
-    design there (about 25 s at 59 x 3), so a caller can refuse or announce it before the pilot.
-    ``prefixes``: of that replication's first K clusters for each K given instead (a power
-    frame's designs)."""
-    from methods import analysis_cost, as_method_refs
-    from simlab.sampling import table_source
+    method's first replication of ``scenario``'s design: what a pilot pays in its untimed warm-up
+    before it can time anything -- ``dm_likelihood_ratio`` builds its least-favourable mixture
+    for each new design there (about 25 s at 59 x 3), so a caller can refuse or announce it
+    before the pilot.  ``prefixes``: at each of these cluster counts instead (a power frame's
+    designs).  Nothing is drawn (one replication of 10^6 clusters of 10^5 trials takes minutes):
+    the design is the scenario's clusters of its mean cluster size."""
+    from methods import as_method_refs
 
-    first = table_source(scenario, seed, sampler).tables(0, 1)
-    tables = [first] if prefixes is None else [first[:, :k] for k in sorted(set(prefixes))]
-    return _slow([analysis_cost(ref.resolve("fixed"), t) for ref in as_method_refs(methods) for t in tables])
+    trials = max(1, round(scenario.cluster_size.mean()))
+    ks = [scenario.clusters] if prefixes is None else sorted(set(prefixes))
+    return [c for ref in as_method_refs(methods) for k in ks
+            for c in design_preparation(ref.resolve("fixed"), k, trials)]
 
 
 def design_preparation(method, clusters: int, trials: int) -> list:
-    """:func:`preparation` at a design rather than a scenario: ``method`` (fixed-sample) on one
-    table of ``clusters`` clusters of ``trials`` pairs each (what a method builds per design
-    depends on the design only)."""
+    """:func:`preparation` at a design: ``method`` (fixed-sample, with a declared cost model; a
+    method linear in the cells has nothing to prepare) on one table of ``clusters`` clusters of
+    ``trials`` pairs each (what a method builds per design depends on the design only)."""
     import numpy as np
 
     from methods import analysis_cost
 
-    if getattr(method, "sequential", False):
+    if getattr(method, "sequential", False) or getattr(method, "cost", None) is None:
         return []
     table = np.zeros((1, int(clusters), 4))
     table[..., 0] = trials
@@ -390,12 +390,14 @@ def study_preparation(spec) -> list:
     """:func:`preparation` of each of ``spec``'s designs (scenarios of one cluster count and
     cluster-size law share what a method builds per design): each is paid at least once, in the
     pilot or in a worker."""
+    if all(getattr(ref.resolve("fixed"), "cost", None) is None for ref in spec.methods):
+        return []  # linear in the cells: nothing built per design (and a huge grid is not walked)
     seen, costs = set(), []
     for _, sc in spec.points():
         key = (sc.clusters, sc.cluster_size.model_dump_json())
         if key not in seen:
             seen.add(key)
-            costs += preparation(sc, spec.methods, spec.seed, spec.sampler)
+            costs += preparation(sc, spec.methods)
     return costs
 
 

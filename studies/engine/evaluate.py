@@ -66,7 +66,8 @@ class MethodError(ValueError):
     the point)."""
 
     def __init__(self, index: int, label: str, reason: str):
-        super().__init__(f"method {label!r}: {reason}")
+        # a reason that already names the method (most methods' own refusals do) is not prefixed twice
+        super().__init__(reason if reason.startswith(f"method {label!r}") else f"method {label!r}: {reason}")
         self.index, self.reason = index, reason
 
 

@@ -66,7 +66,7 @@ def false_pass(scenario: PairedScenario, method: str | MethodRef, margin: float 
         from studies.engine.cost import preparation, scenario_estimate
 
         if before_preparing is not None:
-            for cost in preparation(scenario, [ref], seed):
+            for cost in preparation(scenario, [ref]):
                 before_preparing(cost.seconds, cost.driver)
         before_simulating(scenario_estimate(scenario, [ref], [margin], [alpha], replications, seed).low)
     c = _simulate(scenario, ref, margin, alpha, replications, seed, device, progress)

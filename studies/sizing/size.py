@@ -385,7 +385,7 @@ def size_estimate(method, *, margin: float, difference: float, power: float = 0.
     frame = min(max(2 * k0, k0 + 20, 30), FRAME_LIMIT * k0, max_clusters)
     ref = MethodRef(name=reference(method), options=dict(method.options))
     sc = _scenario(baseline, difference, discordance, frame, trials, rho)
-    built = preparation(sc, [ref], seed, sampler, prefixes=_grid(2, frame, FRAME_POINTS) + [min(k0, frame)])
+    built = preparation(sc, [ref], prefixes=_grid(2, frame, FRAME_POINTS) + [min(k0, frame)])
     prepare = sum(c.seconds for c in built)
     if built and before_preparing is not None:
         before_preparing(prepare, f"{len(built)} designs of the first frame, {built[-1].driver} at its largest")
@@ -428,6 +428,8 @@ def size(method, *, margin: float, difference: float, power: float = 0.8, alpha:
         raise ValueError(f"rho_max must lie in [rho, 1) = [{rho}, 1), got {rho_max!r}")
     if initial_reps < 100 or max_reps < initial_reps:
         raise ValueError(f"need 100 <= initial_reps <= max_reps, got {initial_reps}, {max_reps}")
+    if not alpha < power < 1.0:  # a level-alpha test passes with about alpha's chance on no data: nothing to size
+        raise ValueError(f"power must lie in (alpha, 1) = ({alpha:g}, 1), got {power!r}")
     if looks is not None and not method.sequential:
         raise ValueError(f"looks applies to sequential methods; {method.name!r} is fixed-sample")
     _scenario(baseline, difference, discordance, 2, trials, rho)  # validates the alternative

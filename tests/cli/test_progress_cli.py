@@ -90,8 +90,8 @@ def test_preparation_lists_only_first_replications_declared_slow():
     from studies.engine.cost import PREPARE_NOTE_SECONDS, preparation
 
     at = PairedScenario(cells=(0.9, 0.02, 0.06, 0.02), clusters=64, cluster_size=FixedSize(trials=3), rho=0.05)
-    assert preparation(at, ["cluster_t", "paired_wald"], seed=1) == []
-    [cost] = preparation(at, ["cluster_t", "dm_likelihood_ratio"], seed=1)
+    assert preparation(at, ["cluster_t", "paired_wald"]) == []
+    [cost] = preparation(at, ["cluster_t", "dm_likelihood_ratio"])
     assert cost.method == "dm_likelihood_ratio" and cost.seconds > PREPARE_NOTE_SECONDS
     assert "least-favourable mixture" in cost.driver
 
@@ -141,3 +141,22 @@ def test_qualify_prices_a_methods_constructions_at_every_design_before_its_pilot
     err = capsys.readouterr().err
     assert "this qualification's preparation at 36 designs (dm_likelihood_ratio, the last: the least-favourable" in err
     assert "over the limit of 10 s" in err and not (tmp_path / "q").exists()
+
+
+def test_a_design_beyond_the_methods_cluster_limit_is_named_not_priced(capsys):
+    """At 10^6 clusters of 10^5 trials the declared cost computed a binomial coefficient of
+    millions of digits (93 s) to price a construction that prepare refuses at once."""
+    assert main(["false-pass", "--method", "dm_likelihood_ratio", "--clusters", "1000000", "--trials", "100000",
+                 "--max-seconds", "10", "--json"]) == 2
+    message = json.loads(capsys.readouterr().out)["error"]["message"]
+    assert message.startswith("method 'dm_likelihood_ratio' models clusters of at most 20 pairs")
+
+
+def test_comb_at_most_agrees_with_the_exact_count_below_its_cap():
+    import math
+
+    from methods.fixed.dm_likelihood_ratio import _comb_at_most
+
+    for cap, n, k in [(1e6, 10, 3), (1e6, 100, 50), (840_000, 1008, 9), (840_000, 104, 5), (5, 4, 2), (10, 7, 0)]:
+        assert _comb_at_most(cap, n, k) == min(cap, math.comb(n, k))
+    assert _comb_at_most(840_000, 5_000_000_000 + 999_999, 5_000_000_000) == 840_000

@@ -70,6 +70,10 @@ def test_analytic_input_errors():
         analytic_pairs(0.05, 0.2, 0.1, 0.025, 0.8)
     with pytest.raises(ValueError, match="looks"):
         size(registry.get("paired_wald"), margin=0.1, difference=0.0, discordance=0.2, looks=3)
+    # the CLI refused such a target; the library searched past its time limit (power 1e-320)
+    for power in (1e-320, 0.025, 1.0):
+        with pytest.raises(ValueError, match=r"power must lie in \(alpha, 1\)"):
+            size(registry.get("paired_wald"), margin=0.1, difference=0.0, discordance=0.2, power=power)
 
 
 def _slope(a: dict, margin: float, difference: float) -> float:
