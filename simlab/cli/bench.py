@@ -7,8 +7,10 @@ import argparse
 from simlab.cli._args import (
     add_json,
     add_max_memory,
+    add_max_seconds,
     check_memory,
     check_methods,
+    check_time,
     n_jobs,
     nonnegative_int,
     positive_float,
@@ -95,11 +97,16 @@ def run_bench_methods(args: argparse.Namespace) -> None:
 def run_bench_study(args: argparse.Namespace) -> None:
     from pathlib import Path
 
-    from studies.bench import bench_study
+    from studies.bench import bench_study, bench_study_estimate
 
     if args.limit_kernel is not None and not Path(args.limit_kernel).is_file():
         raise UsageError(f"--limit-kernel: no such file {args.limit_kernel}", "--limit-kernel")
     say = log_to_stderr(args)
+    say("estimating (pilots of the numpy and runner rows) ...")
+    estimate = bench_study_estimate(reps=args.reps, numpy_reps=args.numpy_reps, n_jobs=args.n_jobs, seed=args.seed,
+                                    repeat=args.repeat, fused=args.limit_kernel is not None)
+    check_time(args, estimate.low, f"bench study ({args.reps:,} replications a row, best of {args.repeat})")
+    say(f"bench study: estimated {estimate.describe()}")
     payload = bench_study(reps=args.reps, numpy_reps=args.numpy_reps, limit_kernel=args.limit_kernel,
                           n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat, progress=lambda s: say(s + " ..."))
 
@@ -121,9 +128,13 @@ def run_bench_study(args: argparse.Namespace) -> None:
 
 
 def run_bench_sequential(args: argparse.Namespace) -> None:
-    from studies.bench import bench_sequential
+    from studies.bench import bench_sequential, bench_sequential_estimate
 
     say = log_to_stderr(args)
+    say("estimating (the exact part once, a pilot of the simulated part) ...")
+    estimate = bench_sequential_estimate(reps=args.reps, repeats=args.repeats)
+    check_time(args, estimate.low, f"bench sequential ({args.reps:,} replications, {args.repeats} repeats)")
+    say(f"bench sequential: estimated {estimate.describe()}")
     payload = bench_sequential(reps=args.reps, repeats=args.repeats, progress=lambda s: say(s + " ..."))
 
     def render(p: dict) -> None:
@@ -242,6 +253,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--repeat", type=positive_int, default=3,
                    help="time each row this often, keep the fastest (%(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_bench_study)
 
@@ -250,6 +262,7 @@ def register(sub, bench_sub) -> None:
                    help="replications of the simulated sequential rows (default %(default)s)")
     p.add_argument("--repeats", type=positive_int, default=5,
                    help="time each row this often, keep the fastest (default %(default)s)")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_bench_sequential)
 

@@ -19,8 +19,8 @@ Each module is imported only when its benchmark is asked for (each pulls in its 
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
-    "methods": ["bench_methods"], "sequential": ["bench_sequential"],
-    "simulate": ["bench_simulate", "standard_scenario"], "study": ["bench_study"], "summary": ["bench_all"],
+    "methods": ["bench_methods"], "sequential": ["bench_sequential", "bench_sequential_estimate"],
+    "simulate": ["bench_simulate", "standard_scenario"], "study": ["bench_study", "bench_study_estimate"], "summary": ["bench_all"],
     "gpu": ["bench_gpu"], "qualify": ["bench_qualify"], "power": ["bench_power", "render_power"],
     "latency": ["bench_latency"],
 })

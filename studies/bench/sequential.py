@@ -117,6 +117,21 @@ def bench_simulated(reps: int = 200_000, clusters: int = 200, trials: int = 4, r
             "threads": 1, "cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0]}
 
 
+def bench_sequential_estimate(reps: int = 200_000, repeats: int = 5):
+    """Wall seconds of :func:`bench_sequential` (``studies.engine.cost.TimeEstimate``): one run of
+    the exact part timed here (its kernels warmed first) times its ``repeats + 2`` runs, plus the
+    simulated part's ``t(R) = a + b R`` from ``studies.engine.cost``'s two-count pilot of it."""
+    from studies.engine.cost import TimeEstimate, pilot_model
+
+    bench_exact(1)  # loads the kernels
+    t0 = time.perf_counter()
+    bench_exact(1)  # the design three times: first, the repeat, then once per method
+    exact = (time.perf_counter() - t0) / 3.0 * (repeats + 2)
+    model = pilot_model(lambda pairs: (lambda r: bench_simulated(max(r, 1)), pairs), 800.0)
+    wall = exact + model.seconds(800.0, reps)
+    return TimeEstimate(wall, wall, 1)
+
+
 def bench_sequential(reps: int = 200_000, repeats: int = 5, progress: Callable[[str], object] | None = None) -> dict:
     """``progress(label)`` is told each part as it starts."""
     import numba

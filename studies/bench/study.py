@@ -113,6 +113,41 @@ def same_measures(a, b) -> bool:
     return True
 
 
+def _pilot_line(run: Callable[[int], object]):
+    """``(a, b)`` of ``t(R) = a + b R`` for ``run(R)`` (``studies.engine.cost``'s two-count pilot,
+    which warms the kernels first)."""
+    from studies.engine.cost import pilot_model
+
+    run(256)  # kernels of every batch size loaded (a compile inside a timing read as a per-replication cost)
+    model = pilot_model(lambda pairs: (run, pairs), float(K * M))
+    return model.seconds(K * M, 0), model.seconds(K * M, 1) - model.seconds(K * M, 0)
+
+
+def bench_study_estimate(reps: int = 32_000_000, numpy_reps: int = 400_000, n_jobs: int | None = None,
+                         seed: int = 1, repeat: int = 3, fused: bool = False):
+    """Wall seconds of :func:`bench_study` (``studies.engine.cost.TimeEstimate``) from pilots of
+    its rows: the numpy reference and the runner's moment and table paths on one job, each
+    ``repeat`` times; the fused kernel's rows at the table path's rate (the fused kernel is that
+    workload's speed limit), the all-cores rows at the one-job rates over the cores."""
+    from studies.engine.cost import TimeEstimate
+    from studies.engine.runner import run_study
+
+    cores = n_jobs or physical_cores()
+
+    def runner(moments: bool) -> Callable[[int], object]:
+        return lambda r: run_study(bench_spec(max(r, 1), seed), n_jobs=1, chunk_size=max(1, r // 8),
+                                   progress=False, moments=moments)
+
+    np_a, np_b = _pilot_line(lambda r: numpy_reference(seed, max(r, 1)))
+    m_a, m_b = _pilot_line(runner(True))
+    t_a, t_b = _pilot_line(runner(False))
+    one = (np_a + np_b * numpy_reps) + (m_a + m_b * reps) + (t_a + t_b * reps) + (t_b * reps if fused else 0.0)
+    if cores > 1:
+        one += m_a + m_b * reps / cores + (t_b * reps / cores if fused else 0.0)
+    wall = repeat * one + (m_a + m_b * 2000)  # plus the warm-up run
+    return TimeEstimate(wall, wall, 1)
+
+
 def bench_study(reps: int = 32_000_000, numpy_reps: int = 400_000, limit_kernel: str | Path | None = None,
                 n_jobs: int | None = None, seed: int = 1, repeat: int = 3,
                 progress: Callable[[str], object] | None = None) -> dict:

@@ -102,3 +102,7 @@ def test_bench_sequential_json(capsys):
     assert [r["method"] for r in p["simulated"]["rows"]] == methods * 2
     assert {r["sampler"] for r in p["simulated"]["rows"]} == {"composition", "trial"}
     assert all(r["replication_looks_per_s"] > 0 for r in p["simulated"]["rows"])
+    # --reps took any value (10^9: days): piloted and refused first (issue 29.4)
+    rc, p = run(capsys, "bench", "sequential", "--json", "--reps", "1000000000", "--max-seconds", "5")
+    assert rc == 2 and p["error"]["field"] == "--max-seconds"
+    assert p["error"]["message"].startswith("bench sequential (1,000,000,000 replications, 5 repeats) would take")

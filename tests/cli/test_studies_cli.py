@@ -206,6 +206,11 @@ def test_bench_study_smoke(tmp_path, capsys):
     rc, err = run_json(capsys, ["bench", "study", "--limit-kernel", str(tmp_path / "missing.py"), "--json",
                                 "--reps", "1000", "--numpy-reps", "1000", "--n-jobs", "1"])
     assert rc == 2 and "no such file" in err["error"]["message"]
+    # --reps took any value and ran for hours: piloted and refused before any row is timed (issue 29.4)
+    rc, err = run_json(capsys, ["bench", "study", "--reps", "10000000000", "--n-jobs", "1", "--max-seconds", "5",
+                                "--json"])
+    assert rc == 2 and err["error"]["field"] == "--max-seconds"
+    assert err["error"]["message"].startswith("bench study (10,000,000,000 replications a row, best of 3) would take")
 
 
 def test_study_run_keeps_another_studys_dataset_unless_forced(tmp_path, capsys):
