@@ -34,7 +34,7 @@ from simlab.exact.moments import DEFAULT_MAX_BYTES, difference_law, moment_distr
 from simlab.exact.pooled import DEFAULT_MAX_STATES, pooled_distribution, unit_cluster_tables
 from simlab.scenario import PairedScenario
 
-from studies.exact.probes import probe
+from studies.exact.probes import PROBE_REPS, probe, probe_tables
 
 EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lower_miss_rate", "bias",
                   "empirical_se", "mean_width", "p_interval")
@@ -79,6 +79,21 @@ def _moments_surely_over_limit(laws) -> bool:
     return 16 * (n * (n + 1) // 2 + n) > DEFAULT_MAX_BYTES
 
 
+PROBE_MAX_SECONDS = 2.0  # the probes of one method at one design; beyond it the exact engines are not tried
+
+
+def probe_seconds(method, sizes: np.ndarray) -> float:
+    """What the probes of :func:`exact_engine` cost at clusters of ``sizes`` (``methods.analysis_cost``
+    of the probe tables, three batches: the tables and two transforms).  A bootstrap or
+    posterior grid at 5000 x 11 probed silently for minutes before any estimate."""
+    from methods import analysis_cost
+
+    # the tables the probes run where the cost depends on the counts; a linear cost needs only their shape
+    tables = probe_tables(sizes, False) if getattr(method, "cost", None) is not None else \
+        np.zeros((PROBE_REPS, len(sizes), 4))
+    return 3.0 * analysis_cost(method, tables).seconds
+
+
 def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tuple[str | None, str]:
     """``(engine, reason)``: the engine that is exact for this scenario and method, or
     ``(None, why not)``."""
@@ -102,6 +117,10 @@ def exact_engine(scenario: PairedScenario, method, alpha: float = 0.025) -> tupl
     except ExactUnsupported as exc:
         return None, str(exc)
     loss = any(law_has_loss(law) for law in laws)
+    probing = probe_seconds(method, sizes)
+    if probing > PROBE_MAX_SECONDS:  # a probe is a batch of the method, unbounded and deaf to Ctrl-C
+        return None, (f"not probed: running the method on the probes' {PROBE_REPS} tables of this design would "
+                      f"take an estimated {probing:.3g} s (its declared cost)")
     why = []
     if sizes.max() <= 1:
         if probe("order", method, alpha, sizes, loss):

@@ -1,8 +1,9 @@
-"""Probe round 3's minor findings, closed in round 4: each with the reason asserted."""
+"""Probe rounds 3 and 4: findings closed this round, each with the reason asserted."""
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from simlab.cli import main
@@ -93,3 +94,36 @@ def test_a_work_dir_whose_run_folder_or_record_is_the_wrong_kind_is_refused_befo
     err = _error(argv, capsys)
     assert err["field"] == "--work-dir" and "run.json is not a file" in err["message"]
     assert not (tmp_path / "o.nc").exists()
+
+
+def test_the_exact_engines_probes_are_priced_before_they_run():
+    """false-pass --method bayes_hierarchical at 5003 x 11 --max-seconds 5 probed for minutes
+    (deaf to Ctrl-C) before any estimate; the probes are now priced from the method's declared
+    cost on the very tables they run, and not run beyond PROBE_MAX_SECONDS."""
+    from methods import get
+    from simlab.scenario import FixedSize, PairedScenario
+    from studies.exact.fixed import PROBE_MAX_SECONDS, exact_engine, probe_seconds
+
+    big = PairedScenario(cells=(0.96, 0.04, 0, 0), clusters=503, cluster_size=FixedSize(trials=5), rho=0.0)
+    method = get("bayes_hierarchical")
+    assert probe_seconds(method, np.full(503, 5)) > PROBE_MAX_SECONDS
+    engine, why = exact_engine(big, method)
+    assert engine is None and why.startswith("not probed: running the method on the probes' 32 tables")
+    small = PairedScenario(cells=(0.96, 0.04, 0, 0), clusters=30, cluster_size=FixedSize(trials=1), rho=0.0)
+    assert exact_engine(small, get("paired_wald"))[0] == "unit"   # cheap probes still run
+
+
+def test_trial_bootstrap_declares_its_cost():
+    """Its resamples x trial pairs were priced as a linear method's cells: its probes ran 46-78 s."""
+    from methods import analysis_cost, get
+
+    t = np.zeros((1, 5003, 4))
+    t[..., 0] = 11
+    cost = analysis_cost(get("trial_bootstrap"), t)
+    assert cost.driver.startswith("resamples x trial pairs") and cost.seconds > 0.1
+
+
+def test_false_pass_of_a_slow_method_at_a_big_design_is_refused_in_seconds(capsys):
+    err = _error(["false-pass", "--method", "bayes_hierarchical", "--clusters", "503", "--trials", "5",
+                  "--max-seconds", "5"], capsys)
+    assert err["field"] == "--max-seconds" and err["message"].startswith("simulating 200,000 replications")
