@@ -34,9 +34,49 @@ def _blocked(reasons: list[str], recomputed: dict | None = None) -> dict:
 
 def _parse_components(packet: dict) -> tuple[Manifest, tuple, tuple]:
     manifest = Manifest.parse(packet["manifest"], source="packet manifest")
-    tests = tuple(TestReceipt.model_validate_json(_dumps(t)) for t in packet.get("tests", []))
-    pres = tuple(PrerequisiteReceipt.model_validate_json(_dumps(p)) for p in packet.get("prerequisites", []))
+    tests = tuple(_receipt(TestReceipt, t, f"tests[{i}]") for i, t in enumerate(packet.get("tests", [])))
+    pres = tuple(_receipt(PrerequisiteReceipt, p, f"prerequisites[{i}]")
+                 for i, p in enumerate(packet.get("prerequisites", [])))
     return manifest, tests, pres
+
+
+def _receipt(model, value: Any, where: str):
+    """A component receipt, its errors one line naming ``where`` and the field (a pydantic dump
+    with its class name and documentation links was the reason a replay gave)."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate_json(_dumps(value))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in first.get("loc", ()))
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ValueError(f"{where}{'.' + field if field else ''}: {first.get('msg', 'invalid')}{more}") from None
+
+
+ARTIFACT_KEYS = {"role", "format", "path", "sha256"}  # what run writes for each input
+PACKET_KEYS = {"schema_version", "kind", "manifest", "artifacts", "adapter", "registered_after_measurement",
+               "exploratory", "tests", "prerequisites", "receipt", "holdout_use"}
+
+
+def _structure_reasons(packet: dict, artifacts: list[dict]) -> list[str]:
+    """Fields a packet cannot have been written with: unknown keys, an artifact without its
+    format or path, a role listed twice (each went unnoticed by a replay that passed)."""
+    reasons = []
+    extra = sorted(set(packet) - PACKET_KEYS)
+    if extra:
+        reasons.append(f"packet has fields simlab does not write: {', '.join(extra)}")
+    roles = [a.get("role") for a in artifacts]
+    for i, a in enumerate(artifacts):
+        extra = sorted(set(a) - ARTIFACT_KEYS)
+        if extra:
+            reasons.append(f"artifacts[{i}] has fields simlab does not write: {', '.join(extra)}")
+        for key in ("role", "format", "path", "sha256"):
+            if not isinstance(a.get(key), str):
+                reasons.append(f"artifacts[{i}].{key} must be a string, got {a.get(key)!r}")
+        if roles.count(a.get("role")) > 1 and roles.index(a.get("role")) == i:
+            reasons.append(f"artifact role {a.get('role')!r} is listed {roles.count(a.get('role'))} times")
+    return reasons
 
 
 def _dumps(value: Any) -> str:
@@ -104,6 +144,9 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
     if not isinstance(listed, list) or not all(isinstance(a, dict) for a in listed):
         return _blocked(reasons + ["packet artifacts invalid: expected a list of objects (role, path, sha256)"])
     artifacts = [dict(a) for a in listed]
+    malformed = _structure_reasons(packet, artifacts)
+    if malformed:
+        return _blocked(reasons + malformed)
     for a in artifacts:
         if artifact_paths and a.get("role") in artifact_paths:
             a["path"] = str(Path(artifact_paths[a["role"]]).resolve())
@@ -111,7 +154,7 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
             reads_as = artifact_format(str(a.get("role")), str(a.get("path")))
         except ValueError:
             reads_as = None  # an unreadable suffix is named when the file is read
-        if "format" in a and reads_as is not None and a["format"] != reads_as:
+        if reads_as is not None and a["format"] != reads_as:
             reasons.append(f"artifact {a.get('role')} states format {a['format']!r}, but {a.get('path')} is read as "
                            f"{reads_as!r}")
     try:

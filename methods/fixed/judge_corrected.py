@@ -240,5 +240,6 @@ METHOD = JudgeFixedMethod(
     kernel=kernel,
     prepare=judge_consts,
     options={"min_clusters": 2.0, "min_calibration": 50.0, "pseudo": 2.0},
-    ranges={"min_clusters": OptionRange(0.0, integer=True)},  # a count of clusters
+    ranges={"min_clusters": OptionRange(0.0, integer=True),  # counts: of clusters, of calibration items
+            "min_calibration": OptionRange(0.0, integer=True)},
 )

@@ -157,11 +157,12 @@ DEFAULT_MAX_SECONDS = 600.0  # ten minutes: beyond it, a laptop run is more like
 SECONDS_ENV = "SIMLAB_MAX_SECONDS"
 
 
-def output_path(text: str) -> str:
-    """A path to write: an empty one (a shell variable that was not set) is refused rather than
-    read as "use the default" or "write nothing"."""
+def nonempty_path(text: str) -> str:
+    """A path to read or write: an empty one (a shell variable that was not set) is refused rather
+    than read as "use the default", "write nothing" or the current folder (``--trusted ""`` trusted
+    every key there)."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path; name the file or folder to write (or leave the option out)")
+        raise argparse.ArgumentTypeError("an empty path; name the file or folder (or leave the option out)")
     return text
 
 
@@ -170,8 +171,8 @@ def add_max_seconds(p: argparse.ArgumentParser) -> None:
                    help=f"refuse work estimated to take longer (default ${SECONDS_ENV} or {DEFAULT_MAX_SECONDS:g})")
 
 
-def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None:
-    """Refuse (exit 2) before ``what`` when its estimated time exceeds ``--max-seconds``."""
+def time_limit(args: argparse.Namespace) -> float:
+    """``--max-seconds``, else ``$SIMLAB_MAX_SECONDS``, else the default."""
     limit = getattr(args, "max_seconds", None)
     if limit is None:
         text = os.environ.get(SECONDS_ENV)
@@ -179,6 +180,12 @@ def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None
             limit = float(text) if text else DEFAULT_MAX_SECONDS
         except ValueError:
             raise UsageError(f"environment {SECONDS_ENV} must be a number of seconds, got {text!r}", SECONDS_ENV) from None
+    return limit
+
+
+def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None:
+    """Refuse (exit 2) before ``what`` when its estimated time exceeds ``--max-seconds``."""
+    limit = time_limit(args)
     if need_seconds > limit:
         raise UsageError(f"{what} would take an estimated {need_seconds:.3g} s, over the limit of {limit:g} s; reduce "
                          f"the work or raise --max-seconds (or ${SECONDS_ENV})", "--max-seconds")

@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+from simlab.cli._args import nonempty_path
 from simlab.cli._output import UsageError
 
 
@@ -41,7 +42,10 @@ def trusted_keys(paths: list[str] | None) -> dict | None:
         p = Path(path)
         if not p.exists():
             raise UsageError(f"--trusted {path}: no file or directory there", "--trusted")
-        for f in sorted(p.glob("*.pub")) if p.is_dir() else [p]:
+        found = sorted(p.glob("*.pub")) if p.is_dir() else [p]
+        if not found:  # a trust set with no key in it verifies nothing: bad input, not a verdict
+            raise UsageError(f"--trusted {path}: a directory with no *.pub public key in it", "--trusted")
+        for f in found:
             try:
                 keys.update(signing.trusted_keys([f]))
             except (OSError, ValueError) as exc:
@@ -260,8 +264,10 @@ def add_run_options(p) -> None:
                    help="declare the run exploratory: marked in the receipt (and its holdout access, which does not "
                         "count towards the holdout's maximum of confirmatory accesses), lab_only at most")
     p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
-    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
-    p.add_argument("--trusted", action="append", help="trusted public key file or directory (repeatable)")
+    p.add_argument("--qualification-dir", type=nonempty_path,
+                   help="where the pinned qualification record lives (default: shipped)")
+    p.add_argument("--trusted", type=nonempty_path, action="append",
+                   help="trusted public key file or directory (repeatable)")
     p.add_argument("--judge-calibration", help="the judge's calibration file of paired labels (JSONL/CSV of item_id, "
                                                "set, human_passed, judge_passed) the manifest's judge block pins")
     p.add_argument("--ledger", help="append the receipt to this SQLite ledger (a run against a registered sealed "

@@ -8,6 +8,7 @@ from simlab.cli._args import check_methods, parse_looks_text
 from simlab.cli._output import UsageError
 
 DEFAULT_LOOKS = "50:500:50"
+MAX_LOOK = 10 ** 11  # the largest design a scenario can have, in trials
 DEFAULT_MARGIN = 0.03
 DEFAULT_ALPHA = 0.05
 DEFAULT_METHODS = "repeated_fixed,likelihood_ratio,bonferroni,fixed_final"
@@ -42,10 +43,14 @@ def schedule_of(args: argparse.Namespace, looks: str):
 
     parse_looks_text(looks)
     try:
-        return LookSchedule.parse(looks, unit=args.unit)
-    except ValueError as exc:  # the library's wording, under the flag that gave it
+        schedule = LookSchedule.parse(looks, unit=args.unit)
+    except (ValueError, OverflowError) as exc:  # the library's wording, under the flag that gave it
         from pydantic import ValidationError
 
         why = ("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
                if isinstance(exc, ValidationError) else str(exc))
         raise UsageError(f"--looks {looks!r}: {why}", "--looks") from None
+    if schedule.looks and schedule.looks[-1] > MAX_LOOK:  # 10^20 reached the kernels as a raw overflow
+        raise UsageError(f"--looks {looks!r}: a look at {schedule.looks[-1]:,} {args.unit} is beyond any design "
+                         f"(at most {MAX_LOOK:,}: 10^6 clusters of 10^5 trials)", "--looks")
+    return schedule

@@ -38,7 +38,7 @@ def cmd_bench_gpu(args: argparse.Namespace) -> None:
 
 
 def register(sub, bench_sub) -> None:
-    from simlab.cli._args import add_json, n_jobs, nonnegative_int, output_path, positive_int
+    from simlab.cli._args import add_json, n_jobs, nonnegative_int, nonempty_path, positive_int
 
     p = bench_sub.add_parser("gpu", help="study runner on a GPU vs the CPU path and a CUDA C kernel")
     p.add_argument("--reps", type=positive_int, default=1 << 31, help="GPU replications per timed run (%(default)s)")
@@ -49,6 +49,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--n-jobs", type=n_jobs, help="CPU cores for the all-cores row (default: all available)")
     p.add_argument("--repeat", type=positive_int, default=3, help="time each row this often, keep the fastest (%(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
-    p.add_argument("--out", type=output_path, help="also write the JSON payload to this file (e.g. results/bench/gpu-h200.json)")
+    p.add_argument("--out", type=nonempty_path, help="also write the JSON payload to this file (e.g. results/bench/gpu-h200.json)")
     add_json(p)
     p.set_defaults(func=cmd_bench_gpu)

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from simlab.cli._args import add_json as _add_json
-from simlab.cli._args import positive_int
+from simlab.cli._args import nonempty_path, positive_int
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
 from simlab.cli._output import emit as _emit
 from simlab.cli._evidence_run import (add_run_options, adapter_of, check_out, check_paths, common_artifacts,
@@ -368,9 +368,15 @@ def run_sign(args) -> int:
     from evidence import is_signature_file, sign_file
     key = _private_key(args.key)
     target = Path(args.out or f"{args.file}.sig")
-    if target.exists() and Path(args.file).exists() and target.resolve() == Path(args.file).resolve():
-        raise UsageError(f"--out {target} is the file being signed; its signature would replace it (even with --force, "
-                         "choose another path)", "--out")
+    for flag, given in (("FILE", args.file), ("--key", args.key)):  # inputs of this command, whatever --force says
+        if target.exists() and Path(given).exists() and target.resolve() == Path(given).resolve():
+            what = "the file being signed" if flag == "FILE" else "the private key (--key)"
+            raise UsageError(f"--out {target} is {what}; the signature would replace it (even with --force, "
+                             "choose another path)", "--out")
+    pub = Path(args.key).with_suffix(".pub")
+    if target.exists() and pub.exists() and target.resolve() == pub.resolve():
+        raise UsageError(f"--out {target} is the public key beside --key; the signature would replace it (choose "
+                         "another path)", "--out")
     if target.is_file() and not args.force and not is_signature_file(target):
         raise UsageError(f"--out {target} exists and is not a signature file simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", "--out")
@@ -450,9 +456,11 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
     p.add_argument("--ledger", help="a sealed holdout's use the packet states must be in this ledger (no new use)")
-    p.add_argument("--qualification-dir", help="where the pinned qualification record lives (default: shipped)")
-    p.add_argument("--trusted", action="append", help="trusted public key file or directory the qualification "
-                                                      "record is checked with (repeatable)")
+    p.add_argument("--qualification-dir", type=nonempty_path,
+                   help="where the pinned qualification record lives (default: shipped)")
+    p.add_argument("--trusted", type=nonempty_path, action="append",
+                   help="trusted public key file or directory the qualification "
+                        "record is checked with (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_replay)
 
@@ -461,11 +469,13 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--as-of", help="ISO 8601 time with zone (default: now)")
     p.add_argument("--current", action="append", help="NAME=sha256:... current component hash (repeatable)")
     p.add_argument("--current-file", action="append", help="NAME=PATH: hash this file as the current NAME")
-    p.add_argument("--trusted", action="append", help="require RECEIPT.sig by one of these keys (repeatable); with "
-                                                      "--replay: the keys the qualification record is checked with")
+    p.add_argument("--trusted", type=nonempty_path, action="append",
+                   help="require RECEIPT.sig by one of these keys (repeatable); with "
+                        "--replay: the keys the qualification record is checked with")
     p.add_argument("--replay", action="store_true", help="recompute the packet from its raw artifacts first (without "
                                                          "it or a trusted signature: lab_only at most)")
-    p.add_argument("--qualification-dir", help="with --replay: where the pinned qualification record lives")
+    p.add_argument("--qualification-dir", type=nonempty_path,
+                   help="with --replay: where the pinned qualification record lives")
     p.add_argument("--anchor", help="with --replay: receipt sha256 retained out of band")
     _add_json(p)
     p.set_defaults(func=run_resolve)
@@ -474,13 +484,14 @@ def register(sub, bench_sub) -> None:
     p.add_argument("ledger", help="the SQLite ledger file")
     p.add_argument("--head", help="entry sha256 of the head retained elsewhere: it must still be in the chain")
     p.add_argument("--signed-head", help="a head signed with `sign-head` (needs --trusted)")
-    p.add_argument("--trusted", action="append", help="keys a signed head must be signed by (repeatable)")
+    p.add_argument("--trusted", type=nonempty_path, action="append",
+                   help="keys a signed head must be signed by (repeatable)")
     _add_json(p)
     p.set_defaults(func=run_verify_ledger)
 
     p = es.add_parser("sign-head", help="sign the ledger's current head (keep the file outside the writers' reach)")
     p.add_argument("ledger", help="the SQLite ledger file")
-    p.add_argument("--key", required=True, help="private key (PEM)")
+    p.add_argument("--key", type=nonempty_path, required=True, help="private key (PEM)")
     p.add_argument("--out", required=True, help="signed head JSON (never overwritten)")
     p.add_argument("--now", help="signing time (ISO 8601 with zone; default: now)")
     _add_json(p)
@@ -494,23 +505,25 @@ def register(sub, bench_sub) -> None:
 
     p = es.add_parser("sign", help="sign a receipt, packet or qualification record (writes FILE.sig)")
     p.add_argument("file", help="the JSON file to sign")
-    p.add_argument("--key", required=True, help="private key (PEM)")
-    p.add_argument("--out", help="signature path (default FILE.sig); an existing file that is not a signature is "
-                                 "refused unless --force")
+    p.add_argument("--key", type=nonempty_path, required=True, help="private key (PEM)")
+    p.add_argument("--out", type=nonempty_path,
+                   help="signature path (default FILE.sig); an existing file that is not a signature is "
+                        "refused unless --force")
     p.add_argument("--force", action="store_true", help="replace --out even when it is not a signature file")
     _add_json(p)
     p.set_defaults(func=run_sign)
 
     p = es.add_parser("verify", help="verify FILE.sig against trusted keys (exit 1 when not verified)")
     p.add_argument("file", help="the signed JSON file")
-    p.add_argument("--trusted", action="append", required=True, help="trusted public key file or directory "
-                                                                     "(repeatable)")
-    p.add_argument("--signature", help="signature path (default FILE.sig)")
+    p.add_argument("--trusted", type=nonempty_path, action="append", required=True,
+                   help="trusted public key file or directory "
+                        "(repeatable)")
+    p.add_argument("--signature", type=nonempty_path, help="signature path (default FILE.sig)")
     _add_json(p)
     p.set_defaults(func=run_verify)
 
     p = es.add_parser("demo", help="the whole path on a built-in synthetic experiment")
-    p.add_argument("--out", help="folder for the demo's files (default: a temporary folder)")
+    p.add_argument("--out", type=nonempty_path, help="folder for the demo's files (default: a temporary folder)")
     _add_json(p)
     p.set_defaults(func=cmd_evidence_demo)
 

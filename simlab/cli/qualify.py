@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, n_jobs, output_path
+from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, n_jobs, nonempty_path
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
-from simlab.cli.study import check_folder, check_writable
+from simlab.cli.study import check_folder, check_plot_out
 
 BUILT_IN_POLICIES = ("standard (default), standard-coarse, reduced, reduced-small, sequential, sequential-standard, "
                      "sequential-standard-lr")
@@ -100,7 +100,7 @@ def run_show(args: argparse.Namespace) -> None:
     from methods.qualification import StaleRecordError, load_record
 
     png = Path(args.png) if args.png else Path(args.record).with_suffix(".png")
-    check_writable(png, "--png")
+    check_plot_out(png, "--png", args.force)  # a .png, and not a user's other file (replaced a text file)
     stale = None
     try:
         record = load_record(args.record)
@@ -143,8 +143,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes (default %(default)s)")
     add_backend_arguments(p)
     add_max_seconds(p)
-    p.add_argument("--out", type=output_path, default=None, help="output directory (default: the project's results/qualification)")
-    p.add_argument("--checkpoint", type=output_path, metavar="DIR", default=None,
+    p.add_argument("--out", type=nonempty_path, default=None, help="output directory (default: the project's results/qualification)")
+    p.add_argument("--checkpoint", type=nonempty_path, metavar="DIR", default=None,
                    help="keep finished work in DIR; run the same command again to resume a stopped "
                         "qualification (the records are identical to an uninterrupted run's)")
     add_json(p)
@@ -152,7 +152,8 @@ def register(sub, bench_sub) -> None:
     qsub = p.add_subparsers(dest="qualify_command")
     s = qsub.add_parser("show", help="table and heat map of a qualification record")
     s.add_argument("record", help="record JSON file")
-    s.add_argument("--png", type=output_path, help="heat-map path (default: beside the record)")
+    s.add_argument("--png", type=nonempty_path, help="heat-map path (default: beside the record)")
     s.add_argument("--allow-stale", action="store_true", help="show a record whose method has changed")
+    s.add_argument("--force", action="store_true", help="replace a --png file that is not a plot simlab drew")
     add_json(s)
     s.set_defaults(func=run_show)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import add_max_seconds, check_methods, check_time, finite_float, n_jobs, output_path, positive_int
+from simlab.cli._args import add_max_seconds, check_methods, check_time, finite_float, n_jobs, nonempty_path, positive_int
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -92,27 +92,46 @@ def cmd_list(args: argparse.Namespace) -> None:
     emit(args, payload, render)
 
 
+def _theorem_record_file(path) -> bool:
+    """Is ``path`` a theorem record (of any method or identity, stale or not)?"""
+    from methods.qualification import load_theorem_record
+
+    try:
+        load_theorem_record(path, check_current=False)
+    except Exception:  # not JSON, not this schema, a broken hash: not a record simlab wrote
+        return False
+    return True
+
+
 def cmd_theorem(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from simlab.cli.study import check_folder
     from methods import get, names
-    from methods.qualification import build_theorem_record, records_dir
+    from methods.qualification import build_theorem_record
     from studies import save_json
     from studies.qualify import method_key
 
-    out = Path(args.out) if args.out else records_dir(args.records)
+    records = _records_dir(args)  # a --records that is not a folder is refused, --out given or not
+    out = Path(args.out) if args.out else records
     if args.out:
         check_folder(args.out, "--out")  # named as the flag, before any record is built
     chosen = [args.method] if args.method else [n for n in names() if get(n).theorem is not None]
-    written = []
+    built = []
     for name in chosen:
         m = get(name)
         if m.theorem is None:
             raise UsageError(f"method {name!r} declares no theorem: its guarantee must be measured (simlab "
                              "qualify / certify)", "--method")
         rec = build_theorem_record(m, method_key(m))
-        path = save_json(rec.to_json(), out / rec.file_name())
+        target = out / rec.file_name()
+        if target.exists() and not args.force and not _theorem_record_file(target):
+            raise UsageError(f"--out {target} exists and is not a theorem record simlab wrote; refusing to overwrite "
+                             "it (choose another folder, or add --force to replace it)", "--out")
+        built.append((m, rec, target))
+    written = []
+    for m, rec, target in built:  # every file checked before any is written
+        path = save_json(rec.to_json(), target)
         written.append({"method": m.label, "file": str(path), "theorem_sha256": rec.theorem_sha256})
     emit(args, {"directory": str(out), "written": written},
          lambda p: print("\n".join(f"{w['method']}: {w['file']} ({w['theorem_sha256'][:19]})" for w in p["written"])))
@@ -252,7 +271,10 @@ def register(subparsers, bench_subparsers) -> None:
                                       "--method): it covers every design the theorem's assumptions hold for")
     _records_flag(s)
     s.add_argument("--method", default=None, help="only this method")
-    s.add_argument("--out", type=output_path, default=None, metavar="DIR", help="write here (default: the records directory)")
+    s.add_argument("--out", type=nonempty_path, default=None, metavar="DIR",
+                   help="write here (default: the records directory)")
+    s.add_argument("--force", action="store_true", help="replace files of the records' names that are not theorem "
+                                                        "records simlab wrote")
     _json_flag(s)
     s.set_defaults(func=cmd_theorem)
 
@@ -275,12 +297,12 @@ def register(subparsers, bench_subparsers) -> None:
     s = rs.add_parser("regenerate", help="re-run every record's method under its own policy (after a method or "
                                          "schema change)")
     _records_flag(s)
-    s.add_argument("--out", type=output_path, default=None, metavar="DIR", help="write here instead of in place")
+    s.add_argument("--out", type=nonempty_path, default=None, metavar="DIR", help="write here instead of in place")
     s.add_argument("--only", default=None, help="comma-separated method names")
     s.add_argument("--policy", default=None, help="only records of this policy (built-in name or sha256 prefix)")
     s.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
     s.add_argument("--dry-run", action="store_true", help="print the plan (policies and methods) only")
-    s.add_argument("--checkpoint", type=output_path, default=None, metavar="DIR",
+    s.add_argument("--checkpoint", type=nonempty_path, default=None, metavar="DIR",
                    help="keep finished tasks here; the same command resumes a stopped regeneration")
     add_max_seconds(s)
     _json_flag(s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import (SCENARIO_CLUSTERS, add_json, int_between, add_max_seconds, check_methods, check_time,
-                             checked, n_jobs, nonnegative_int, output_path, positive_int)
+                             checked, n_jobs, nonnegative_int, nonempty_path, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr, print_table
 
@@ -94,8 +94,8 @@ def register(subparsers, bench_subparsers) -> None:
                    help="replications per law (default %(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=None,
                    help="seed of the laws' counter-based streams (default: the library's fixed seed)")
-    p.add_argument("--report", type=output_path, default=None, metavar="FILE", help="also write the JSON report here")
-    p.add_argument("--dataset", type=output_path, default=None, metavar="FILE", help="also write the netCDF dataset here")
+    p.add_argument("--report", type=nonempty_path, default=None, metavar="FILE", help="also write the JSON report here")
+    p.add_argument("--dataset", type=nonempty_path, default=None, metavar="FILE", help="also write the netCDF dataset here")
     p.add_argument("--force", action="store_true",
                    help="replace --report / --dataset even when the file is not one simlab wrote")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="local worker processes, -1 = all cores (default 1)")

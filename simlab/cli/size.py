@@ -11,6 +11,7 @@ from simlab.cli._args import (
     check_power,
     check_time,
     checked,
+    time_limit,
     finite_float,
     int_at_least,
     int_between,
@@ -85,11 +86,20 @@ def run_size(args: argparse.Namespace) -> None:
         check_time(args, estimate.low, what + "'s first power frame")
         say(f"{what}: the first power frame estimated {estimate.describe()}; the certificate at the answer and any "
             "larger replication count come on top")
+    from studies.sizing import SizingStopped, StepBudget
+
+    limit = time_limit(args)
     with executor_from_args(args, args.n_jobs) as ex:
-        res = size(method, margin=args.margin, difference=args.true_difference, power=args.power, alpha=args.alpha,
-                   trials=args.trials_per_cluster, baseline=args.baseline, discordance=args.discordance,
-                   rho=args.rho, rho_max=args.rho_max, looks=args.looks, seed=args.seed, max_reps=args.max_reps,
-                   progress=say, executor=ex)
+        try:  # the whole power search within --max-seconds (its first frame was the only step checked)
+            res = size(method, margin=args.margin, difference=args.true_difference, power=args.power,
+                       alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,
+                       discordance=args.discordance, rho=args.rho, rho_max=args.rho_max, looks=args.looks,
+                       seed=args.seed, max_reps=args.max_reps, progress=say, executor=ex, budget=StepBudget(limit))
+        except SizingStopped as stop:
+            found = "; ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in stop.bracket.items())
+            raise UsageError(f"sizing {args.method} stopped within --max-seconds {limit:g}: {stop.why}"
+                             + (f" (found so far: {found})" if found else "") + "; raise --max-seconds to finish it",
+                             "--max-seconds") from None
     if args.out:
         save_sizing(res, args.out)
     payload = res.payload()

@@ -5,7 +5,7 @@ import argparse
 import math
 
 from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_max_seconds, check_memory, check_time,
-                             finite_float, n_jobs, on_selected_device, output_path, positive_int)
+                             finite_float, n_jobs, on_selected_device, nonempty_path, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
@@ -279,14 +279,14 @@ def register(sub, bench_sub) -> None:
     ssub = p.add_subparsers(dest="study_command", required=True)
     q = ssub.add_parser("run", help="run a study spec (.toml / .json) and save its dataset")
     q.add_argument("spec", help="study spec file")
-    q.add_argument("--out", type=output_path, help="netCDF output (default simlab-out/NAME-HASH.nc); an existing file that simlab "
+    q.add_argument("--out", type=nonempty_path, help="netCDF output (default simlab-out/NAME-HASH.nc); an existing file that simlab "
                                  "did not write is refused unless --force")
     q.add_argument("--force", action="store_true",
                    help="replace --out even when it is not a dataset simlab wrote, or holds another study's results")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
     add_backend_arguments(q)
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
-    q.add_argument("--work-dir", type=output_path, default=None, help=f"finished chunks of running studies (default {DEFAULT_WORK_DIR})")
+    q.add_argument("--work-dir", type=nonempty_path, default=None, help=f"finished chunks of running studies (default {DEFAULT_WORK_DIR})")
     q.add_argument("--no-checkpoint", action="store_true", help="keep no chunks on disk")
     q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
     q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
@@ -303,7 +303,7 @@ def register(sub, bench_sub) -> None:
     q.set_defaults(func=run_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
     q.add_argument("file", help="study or sequential dataset (.nc)")
-    q.add_argument("--out", type=output_path, help="PNG path (default: the dataset path with .png); an existing file that is not a "
+    q.add_argument("--out", type=nonempty_path, help="PNG path (default: the dataset path with .png); an existing file that is not a "
                                  "plot simlab drew is refused unless --force")
     q.add_argument("--force", action="store_true", help="replace --out even when it is not a plot simlab drew")
     q.add_argument("--margin", type=finite_float, help="margin to plot (default: the dataset's first)")

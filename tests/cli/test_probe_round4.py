@@ -127,3 +127,84 @@ def test_false_pass_of_a_slow_method_at_a_big_design_is_refused_in_seconds(capsy
     err = _error(["false-pass", "--method", "bayes_hierarchical", "--clusters", "503", "--trials", "5",
                   "--max-seconds", "5"], capsys)
     assert err["field"] == "--max-seconds" and err["message"].startswith("simulating 200,000 replications")
+
+
+def test_size_keeps_the_whole_search_within_max_seconds(capsys):
+    """Only the first frame was checked: --max-seconds 20 ran past 110 s.  The search now runs on a
+    StepBudget of --max-seconds, and stops with what it found (or is refused by its estimate)."""
+    err = _error(["size", "--method", "bayes_hierarchical", "--margin", "0.05", "--true-difference", "0",
+                  "--trials-per-cluster", "3", "--max-seconds", "20", "--out", ""], capsys)
+    assert err["field"] == "--max-seconds"
+    assert err["message"].startswith("sizing bayes_hierarchical stopped within --max-seconds 20: ") or \
+        "would take an estimated" in err["message"]
+
+
+def _keys(tmp_path, capsys):
+    assert main(["evidence", "keygen", "--out", str(tmp_path / "k"), "--json"]) == 0
+    capsys.readouterr()
+    doc = tmp_path / "doc.json"
+    doc.write_text('{"a": 1}\n')
+    return tmp_path / "k" / "simlab.key", doc
+
+
+def test_sign_never_writes_over_its_own_key_files(tmp_path, capsys):
+    """--out KEY --force replaced the private key with the signature: the key was gone for good."""
+    key, doc = _keys(tmp_path, capsys)
+    before = key.read_bytes(), key.with_suffix(".pub").read_bytes()
+    for target, what in ((key, "is the private key (--key)"), (key.with_suffix(".pub"), "is the public key beside")):
+        err = _error(["evidence", "sign", "--key", str(key), "--force", "--out", str(target), str(doc)], capsys)
+        assert err["field"] == "--out" and what in err["message"]
+    assert (key.read_bytes(), key.with_suffix(".pub").read_bytes()) == before
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["evidence", "verify", "--trusted", "", "doc.json"], "--trusted"),     # trusted every .pub in the cwd
+    (["evidence", "verify", "--trusted", "k", "--signature", "", "doc.json"], "--signature"),
+    (["evidence", "sign", "--key", "k.key", "--out", "", "doc.json"], "--out"),
+    (["evidence", "replay", "p.json", "--qualification-dir", ""], "--qualification-dir"),
+])
+def test_an_empty_path_to_read_is_refused_too(argv, flag, capsys):
+    err = _error(argv, capsys)
+    assert err["field"] == flag and "an empty path" in err["message"]
+
+
+def test_a_trusted_folder_without_keys_is_bad_input_not_a_verdict(tmp_path, capsys):
+    key, doc = _keys(tmp_path, capsys)
+    (tmp_path / "empty").mkdir()
+    err = _error(["evidence", "verify", "--trusted", str(tmp_path / "empty"), str(doc)], capsys)  # was exit 1
+    assert err["field"] == "--trusted" and "no *.pub public key" in err["message"]
+
+
+def test_records_theorem_keeps_a_users_file_and_checks_records(tmp_path, capsys):
+    (tmp_path / "betting_cs.theorem.json").write_text("my notes\n")
+    err = _error(["records", "theorem", "--out", str(tmp_path)], capsys)     # replaced it without a word
+    assert err["field"] == "--out" and "is not a theorem record simlab wrote" in err["message"]
+    assert (tmp_path / "betting_cs.theorem.json").read_text() == "my notes\n"
+    assert list(tmp_path.iterdir()) == [tmp_path / "betting_cs.theorem.json"]  # nothing written before the check
+    err = _error(["records", "theorem", "--records", str(tmp_path / "none"), "--out", str(tmp_path)], capsys)
+    assert err["field"] == "--records"
+
+
+def test_qualify_show_keeps_a_users_file_in_the_pngs_place(tmp_path, capsys):
+    from methods.qualification import records_dir
+
+    record = str(next(records_dir().glob("cluster_t.*.json")))
+    mine = tmp_path / "heat.png"
+    mine.write_text("precious\n")
+    err = _error(["qualify", "show", record, "--png", str(mine)], capsys)    # the text file became a PNG
+    assert err["field"] == "--png" and "is not a plot simlab drew" in err["message"]
+    err = _error(["qualify", "show", record, "--png", str(tmp_path / "heat.txt")], capsys)  # matplotlib's words
+    assert err["field"] == "--png" and "give a path ending in .png" in err["message"]
+    assert mine.read_text() == "precious\n"
+
+
+def test_a_look_beyond_any_design_is_named(capsys):
+    err = _error(["sequential", "analyze", "--method", "bonferroni", "--table", "1,1,1,1", "--looks",
+                  "99999999999999999999"], capsys)                          # "Python int too large", field null
+    assert err["field"] == "--looks" and "is beyond any design" in err["message"]
+
+
+def test_judge_corrected_min_calibration_is_a_count(capsys):
+    err = _error(["interval", "--method", "judge_corrected", "--table", "10,2,1,3", "--calibration", "40,5,5,50",
+                  "--option", "min_calibration=2.5"], capsys)
+    assert err["field"] == "--option" and "must be a whole number >= 0" in err["message"]

@@ -284,3 +284,28 @@ def test_an_artifact_whose_stated_format_is_not_how_it_is_read_is_rejected(world
     out = _replay(world, folder, packet)
     assert out["action"] == "block"
     assert "artifact trials states format 'csv', but exp.jsonl is read as 'jsonl'" in out["reasons"]
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (lambda p: p["artifacts"][0].pop("format"), "artifacts[0].format must be a string, got None"),
+    (lambda p: p["artifacts"][0].update(path=None), "artifacts[0].path must be a string, got None"),
+    (lambda p: p["artifacts"][0].update(note="x"), "artifacts[0] has fields simlab does not write: note"),
+    (lambda p: p.update(extra_field=1), "packet has fields simlab does not write: extra_field"),
+    (lambda p: p["artifacts"].append(dict(p["artifacts"][0])), "artifact role 'trials' is listed 2 times"),
+])
+def test_a_packet_simlab_could_not_have_written_is_rejected(world, good, tmp_path, edit, reason):
+    """Each of these replayed as identical (probe round 4): deleting the format evaded its check,
+    a null path gave Python's TypeError text, extra fields and a repeated artifact went unnoticed."""
+    folder, packet = _copy(good, tmp_path)
+    edit(packet)
+    out = _replay(world, folder, packet)
+    assert out["action"] == "block" and reason in out["reasons"]
+
+
+def test_a_malformed_test_receipt_is_named_in_one_line(world, good, tmp_path):
+    folder, packet = _copy(good, tmp_path)
+    packet["tests"] = [{"name": "t", "passed": True}]
+    out = _replay(world, folder, packet)
+    assert out["action"] == "block"
+    assert any(r.startswith("packet components invalid: tests[0].") and "\n" not in r and "pydantic" not in r
+               for r in out["reasons"])
