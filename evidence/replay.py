@@ -177,6 +177,9 @@ def replay_packet(packet: dict, *, base: str | Path, qualification_dir: str | Pa
         why = check_use(ledger, packet.get("holdout_use") or {}, manifest.holdout.id)
         if why:
             reasons.append(f"holdout use not confirmed by the ledger: {why}")
+    elif manifest.holdout is not None:  # the packet's own count of uses is a claim: it replayed as a canary pass
+        reasons.append(f"holdout use not confirmed: the manifest registers sealed holdout {manifest.holdout.id!r}; "
+                       "give the ledger its uses are recorded in (--ledger)")
     for a in artifacts:
         recorded = a.get("sha256")
         if recorded != fresh["components"]["raw_artifacts"].get(a.get("role")):

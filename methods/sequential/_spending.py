@@ -157,6 +157,12 @@ def _bounds_cached(kind: str, alpha: float, t: tuple[float, ...], gamma: float, 
     return tuple(float(x) for x in b)
 
 
+# the recursion's grid and Simpson nodes for methods.sequential.boundaries (aliases: the kernels'
+# own functions stay as they are, their source being part of alpha_spending's identity)
+integration_grid = _grid
+simpson_nodes = _simpson_nodes
+
+
 def upper_bounds(kind: str, alpha: float, t, gamma: float = 0.0, r: int = 32) -> np.ndarray:
     """Efficacy boundaries (Z scale) of a one-sided design spending ``alpha`` at fractions ``t``
     (strictly increasing, in (0, 1])."""

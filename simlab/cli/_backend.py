@@ -14,8 +14,22 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the work on this dask.distributed scheduler (e.g. tcp://host:8786); results are "
                         "bitwise identical to a local run")
-    g.add_argument("--dask-workers", type=positive_int, metavar="N",
-                   help="run the work on a local dask cluster of N worker processes (one thread each)")
+    g.add_argument("--dask-workers", type=local_workers, metavar="N",
+                   help="run the work on a local dask cluster of N worker processes (one thread each; at most "
+                        "4 per core)")
+
+
+def local_workers(text: str) -> int:
+    """``--dask-workers``: a local cluster of at most 4 processes per core (1000 on 2 cores started
+    hundreds of failing worker processes, no refusal, until killed)."""
+    import os
+
+    n = positive_int(text)
+    most = 4 * (os.cpu_count() or 1)
+    if n > most:
+        raise argparse.ArgumentTypeError(f"at most {most} local workers on this machine's {os.cpu_count()} cores, "
+                                         f"got {n}")
+    return n
 
 
 def executor_from_args(args: argparse.Namespace, n_jobs: int | None):

@@ -58,9 +58,16 @@ def run_robustness(args: argparse.Namespace) -> None:
     kw = dict(alpha=args.alpha, rho_max=args.rho_max, baseline=args.baseline, replications=args.reps)
     kw.update({k: v for k, v in (("families", args.laws), ("seed", args.seed)) if v is not None})
     say = log_to_stderr(args)
+    what = f"robustness of {', '.join(args.method)} at K={args.clusters}, M={args.trials}"
+    from methods import get
+    from studies.engine import TimeEstimate, design_preparation
+
+    for name in args.method:  # what a method builds per design, before the pilot pays it unannounced
+        for cost in design_preparation(get(name), args.clusters, args.trials):
+            check_time(args, cost.seconds, f"{what}: {cost.driver}")
+            say(f"{what}: {cost.driver}, estimated {TimeEstimate(cost.seconds, cost.seconds, 1).describe()}")
     with executor_from_args(args, args.n_jobs) as ex:
         estimate = robustness_estimate(args.method, args.clusters, args.trials, args.margin, workers=ex.workers, **kw)
-        what = f"robustness of {', '.join(args.method)} at K={args.clusters}, M={args.trials}"
         check_time(args, estimate.low, what)
         say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
         report = robustness(args.method, args.clusters, args.trials, args.margin, executor=ex, progress=say, **kw)

@@ -36,7 +36,7 @@ from simlab.cli._sequential import (
     method_refs,
     schedule_of,
 )
-from simlab.cli.study import check_plot_out, check_writable, read_dataset, refuse_foreign_file
+from simlab.cli.study import check_plot_out, check_writable, read_dataset, refuse_foreign_file, refuse_spec_as_out
 
 
 def run_exact(args: argparse.Namespace) -> None:
@@ -170,6 +170,7 @@ def run_run(args: argparse.Namespace) -> None:
         raise UsageError(" ".join(str(exc).split()), "spec") from None
     if args.out:
         check_writable(args.out, "--out")
+        refuse_spec_as_out(args.out, args.spec)
         refuse_foreign_file(args.out, "--out", args.force, spec_hash=spec.hash)
     points = math.prod(spec.shape) if spec.shape else 1
     workers = (os.cpu_count() or 1) if args.jobs == -1 else args.jobs

@@ -183,7 +183,9 @@ def run_study_run(args: argparse.Namespace) -> None:
         raise UsageError(" ".join(str(exc).split()), "spec") from None
     out = Path(args.out) if args.out else Path("simlab-out") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
+    refuse_spec_as_out(out, args.spec)
     refuse_foreign_file(out, "--out", args.force, spec_hash=spec.hash)
+    check_work_dir(args, out)
 
     import numpy as np
 
@@ -192,6 +194,7 @@ def run_study_run(args: argparse.Namespace) -> None:
                                 study_summary_rows)
     chunk = args.chunk_size or spec.chunk_size
     workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs
+    workers = getattr(args, "dask_workers", None) or workers  # local dask workers hold their chunks too
     check_memory(args, study_memory(spec, chunk, workers),
                  f"study {spec.name} ({math.prod(spec.shape) if spec.shape else 1:,} grid points x "
                  f"{spec.n_replications:,} replications)")
@@ -247,6 +250,30 @@ def _plot_png(path) -> bool:
     with open(path, "rb") as f:
         head = f.read(4096)
     return head.startswith(b"\x89PNG\r\n\x1a\n") and b"Matplotlib" in head
+
+
+def refuse_spec_as_out(out, spec) -> None:
+    """``--out`` naming the spec being run: with --force its dataset replaced the spec."""
+    from pathlib import Path
+
+    if Path(out).exists() and Path(out).resolve() == Path(spec).resolve():
+        raise UsageError(f"--out {out} is the spec file being run; the dataset would replace it (even with --force, "
+                         "choose another path)", "--out")
+
+
+def check_work_dir(args: argparse.Namespace, out) -> None:
+    """``--work-dir`` before any work: a folder that can be written (a file there was found after
+    the estimate, as a raw errno), and apart from ``--out`` (at or under it, the chunks made a
+    folder of the dataset's name and the run was refused at its end)."""
+    from pathlib import Path
+
+    if args.work_dir is None or args.no_checkpoint:
+        return
+    check_folder(args.work_dir, "--work-dir")
+    work, target = Path(args.work_dir).resolve(), Path(out).resolve()
+    if work == target or target in work.parents or work in target.parents:
+        raise UsageError(f"--work-dir {args.work_dir} and --out {out} overlap; the chunks need a folder apart from "
+                         "the dataset", "--work-dir")
 
 
 def check_plot_out(path, flag: str, force: bool) -> None:

@@ -87,3 +87,19 @@ def test_hsd_gamma_at_the_ends_of_its_range_gives_finite_boundaries():
     for g in (-40.0, 40.0):
         z = efficacy_boundaries("hsd", 0.025, [0.5, 1.0], g)["z"]
         assert np.all(np.isfinite(z) | (z == np.inf))
+
+
+def test_many_looks_still_spend_exactly_their_increments():
+    """The boundaries carry the recursion's sub-density from look to look (it was recomputed from
+    the first look for every root-finding step: 40 looks did not finish in 30 s); the independent
+    whole-path crossing computation still reproduces the spending at 60 looks."""
+    t = np.arange(1, 61) / 60.0
+    for family, par in [("obf", None), ("hsd", -4.0), ("power", 2.0)]:
+        d = efficacy_boundaries(family, 0.025, t, par)
+        cross = crossing_upper(np.array(d["z"]), t)
+        np.testing.assert_allclose(np.cumsum(cross), d["cumulative_alpha"], rtol=1e-8, atol=1e-13)
+
+
+def test_looks_beyond_the_grid_are_refused_by_name():
+    with pytest.raises(ValueError, match=r"information: the numerical integration breaks down after look \d+ of 1000"):
+        efficacy_boundaries("obf", 0.025, np.arange(1, 1001) / 1000.0)
