@@ -105,12 +105,15 @@ def resolve_receipt(receipt: dict, as_of: dt.datetime, current: dict[str, str] |
 
 
 def resolve_packet(packet: dict, as_of: dt.datetime, current: dict[str, str] | None = None, *, base,
-                   qualification_dir=None, trusted: dict | None = None, anchor: str | None = None) -> dict:
-    """Replay ``packet`` (recompute its receipt from the raw artifacts), then resolve the
-    recomputed receipt; a packet that does not replay resolves to block with the reasons."""
+                   qualification_dir=None, trusted: dict | None = None, anchor: str | None = None,
+                   ledger=None) -> dict:
+    """Replay ``packet`` (recompute its receipt from the raw artifacts; ``ledger``: where a sealed
+    holdout's uses are recorded), then resolve the recomputed receipt; a packet that does not
+    replay resolves to block with the reasons."""
     from .replay import replay_packet
 
-    replayed = replay_packet(packet, base=base, qualification_dir=qualification_dir, trusted=trusted, anchor=anchor)
+    replayed = replay_packet(packet, base=base, qualification_dir=qualification_dir, trusted=trusted, anchor=anchor,
+                             ledger=ledger)
     if not replayed["ok"]:
         stored = packet.get("receipt") if isinstance(packet, dict) else None
         return {"experiment_id": (stored or {}).get("experiment_id"),

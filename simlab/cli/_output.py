@@ -199,6 +199,7 @@ def report_error(message: str, field: str | None, json_mode: bool) -> int:
     message = re.sub(r"\s*(See|For further information visit|Visit)?\s*https?://\S+( for more details)?\.?", "", message)
     if json_mode:
         sys.stdout.write(json.dumps({"error": {"message": message, "field": field}}) + "\n")
-    else:
-        print(f"error: {message}", file=sys.stderr)
+    else:  # the field JSON carries, named in the one line too (a library's "alpha must lie..." named no flag)
+        named = field is None or not field.startswith("-") or field in message
+        print(f"error: {message if named else f'{field}: {message}'}", file=sys.stderr)
     return EXIT_USAGE

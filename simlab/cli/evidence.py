@@ -251,6 +251,8 @@ def run_resolve(args) -> int:
     as_of = parse_time(args.as_of, "--as-of") or dt.datetime.now(dt.timezone.utc)
     if args.anchor is not None and not args.replay:  # resolving a bare receipt has no use for it
         raise UsageError("--anchor is checked when the packet is replayed: add --replay", "--anchor")
+    if args.ledger is not None and not args.replay:
+        raise UsageError("--ledger is read when the packet is replayed: add --replay", "--ledger")
     data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
     if not isinstance(receipt, dict) or "receipt_sha256" not in receipt:
@@ -262,7 +264,8 @@ def run_resolve(args) -> int:
                              "--replay")
         result = resolve_packet(data, as_of, current, base=Path(args.receipt).parent,
                                 qualification_dir=args.qualification_dir, trusted=trusted_keys(args.trusted),
-                                anchor=None if args.anchor is None else sha256_arg(args.anchor, "--anchor"))
+                                anchor=None if args.anchor is None else sha256_arg(args.anchor, "--anchor"),
+                                ledger=args.ledger)
     else:
         signature = None
         if args.trusted:
@@ -476,6 +479,8 @@ def register(sub, bench_sub) -> None:
                                                          "it or a trusted signature: lab_only at most)")
     p.add_argument("--qualification-dir", type=nonempty_path,
                    help="with --replay: where the pinned qualification record lives")
+    p.add_argument("--ledger", type=nonempty_path,
+                   help="with --replay: the ledger a sealed holdout's uses are recorded in (needed for such a packet)")
     p.add_argument("--anchor", help="with --replay: receipt sha256 retained out of band")
     _add_json(p)
     p.set_defaults(func=run_resolve)

@@ -208,3 +208,45 @@ def test_judge_corrected_min_calibration_is_a_count(capsys):
     err = _error(["interval", "--method", "judge_corrected", "--table", "10,2,1,3", "--calibration", "40,5,5,50",
                   "--option", "min_calibration=2.5"], capsys)
     assert err["field"] == "--option" and "must be a whole number >= 0" in err["message"]
+
+
+def _small_spec(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "w"\nmethods = ["paired_wald"]\nreplications = 200\nseed = 2\n\n[scenario]\n'
+                    'clusters = 10\ntrials = 2\nbaseline = 0.9\ndiscordance = 0.1\ndifference = -0.03\n')
+    return spec
+
+
+def test_study_run_never_writes_its_dataset_over_its_own_spec(tmp_path, capsys):
+    spec = _small_spec(tmp_path)
+    text = spec.read_text()
+    err = _error(["study", "run", str(spec), "--out", str(spec), "--force"], capsys)   # the spec became HDF5
+    assert err["field"] == "--out" and "is the spec file being run" in err["message"]
+    assert spec.read_text() == text
+
+
+@pytest.mark.parametrize("work, out, why", [
+    ("afile", "o.nc", "is a file, not a directory"),                 # a raw errno, after the estimate
+    ("same.nc", "same.nc", "overlap"),                               # refused at the run's end, chunks left
+    ("o2.nc/sub", "o2.nc", "overlap"),
+])
+def test_study_run_checks_its_work_dir_before_any_work(tmp_path, capsys, work, out, why):
+    spec = _small_spec(tmp_path)
+    (tmp_path / "afile").write_text("")
+    err = _error(["study", "run", str(spec), "--work-dir", str(tmp_path / work), "--out", str(tmp_path / out)],
+                 capsys)
+    assert err["field"] == "--work-dir" and why in err["message"]
+    assert not (tmp_path / out).exists()
+
+
+def test_dask_workers_are_bounded_by_the_cores(tmp_path, capsys):
+    err = _error(["study", "run", str(_small_spec(tmp_path)), "--dask-workers", "100000"], capsys)
+    assert err["field"] == "--dask-workers" and "local workers on this machine's" in err["message"]
+
+
+def test_the_text_error_names_the_field_json_gives(capsys):
+    """The one line said "alpha (the one-sided level) must lie in (0, 0.25]" with no flag; --json
+    named --alpha.  The text line now names it too."""
+    assert main(["interval", "--method", "clustered_normal", "--table", "10,2,1,7", "--table", "8,1,2,9",
+                 "--alpha", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: --alpha: alpha (the one-sided level) must lie in (0, 0.25]")

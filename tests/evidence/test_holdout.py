@@ -214,3 +214,24 @@ def test_a_refused_calibration_takes_no_holdout_use(tmp_path):
     with pytest.raises(EvidenceError, match=r"judge\.calibration_sha256: labels.jsonl hashes to"):
         run_experiment(manifest=m, artifacts=artifacts, out=tmp_path / "p.json", now=NOW, ledger=book)
     assert not book.exists()  # the refusal came before the ledger was opened: no use taken
+
+
+def test_a_holdout_packet_does_not_replay_to_a_pass_without_its_ledger(tmp_path):
+    """Its count of uses is the packet's own claim: without the ledger it replayed as a canary pass."""
+    book, m = tmp_path / "ledger.sqlite", manifest()
+    packet = run(tmp_path, m, "p", book)
+    assert replay_packet(packet, base=tmp_path, ledger=book)["ok"]
+    out = replay_packet(packet, base=tmp_path)
+    assert not out["ok"] and any(r.startswith("holdout use not confirmed: the manifest registers sealed holdout")
+                                 for r in out["reasons"])
+
+
+def test_resolve_replays_a_holdout_packet_against_its_ledger(tmp_path):
+    from evidence.resolve import resolve_packet
+
+    book, m = tmp_path / "ledger.sqlite", manifest()
+    packet = run(tmp_path, m, "p", book)
+    with_ledger = resolve_packet(packet, NOW, base=tmp_path, ledger=book)
+    without = resolve_packet(packet, NOW, base=tmp_path)
+    assert not any("holdout use not confirmed" in r for r in with_ledger["reasons"])
+    assert without["action"] == "block" and any("holdout use not confirmed" in r for r in without["reasons"])
