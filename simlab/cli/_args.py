@@ -183,6 +183,14 @@ def time_limit(args: argparse.Namespace) -> float:
     return limit
 
 
+def check_and_say_time(args: argparse.Namespace, seconds: float, what: str, say, on: str = "") -> None:
+    """:func:`check_time`, then ``say`` the estimate: ``what: estimated ... [on ...]``."""
+    from studies.engine import TimeEstimate
+
+    check_time(args, seconds, what)
+    say(f"{what}: estimated {TimeEstimate(seconds, seconds, 1).describe()}{f' on {on}' if on else ''}")
+
+
 def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None:
     """Refuse (exit 2) before ``what`` when its estimated time exceeds ``--max-seconds``."""
     limit = time_limit(args)

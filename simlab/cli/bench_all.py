@@ -40,8 +40,8 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--limit-kernel", help="limit_bench.py to time as the fused reference "
                                           "(default: ../shared/bench/limit_bench.py when present)")
     p.add_argument("--n-jobs", type=n_jobs, help="cores for the all-cores study rows (default: all available)")
-    p.add_argument("--out", type=nonempty_path, default="results/bench", help="folder of the JSON table, one file per machine "
-                                                          "(default %(default)s)")
+    p.add_argument("--out", type=nonempty_path, default="results/bench",
+                   help="folder of the JSON table, one file per machine (default %(default)s)")
     p.add_argument("--no-save", action="store_true", help="print only; write no file")
     add_json(p)
     p.set_defaults(func=cmd_bench_all)

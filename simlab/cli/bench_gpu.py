@@ -49,6 +49,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--n-jobs", type=n_jobs, help="CPU cores for the all-cores row (default: all available)")
     p.add_argument("--repeat", type=positive_int, default=3, help="time each row this often, keep the fastest (%(default)s)")
     p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
-    p.add_argument("--out", type=nonempty_path, help="also write the JSON payload to this file (e.g. results/bench/gpu-h200.json)")
+    p.add_argument("--out", type=nonempty_path,
+                   help="also write the JSON payload to this file (e.g. results/bench/gpu-h200.json)")
     add_json(p)
     p.set_defaults(func=cmd_bench_gpu)

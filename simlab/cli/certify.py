@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time, finite_float, positive_int
+from simlab.cli._args import (add_design_arguments, add_json, check_and_say_time, check_methods, check_time,
+                             finite_float, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
@@ -62,12 +63,11 @@ def cmd_certify(args: argparse.Namespace) -> None:
                                        sign_key=key, progress=say, **judged, **stream_options(args))
         else:
             from methods import get
-            from studies.engine import TimeEstimate, design_preparation
+            from studies.engine import design_preparation
 
             what = f"certifying {args.method} at K={args.clusters}, M={args.trials}"
             for cost in design_preparation(get(args.method), args.clusters, args.trials):  # before any pilot pays it
-                check_time(args, cost.seconds, f"{what}: {cost.driver}")
-                say(f"{what}: {cost.driver}, estimated {TimeEstimate(cost.seconds, cost.seconds, 1).describe()}")
+                check_and_say_time(args, cost.seconds, f"{what}: {cost.driver}", say)
             estimate = certify_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                         args.looks, baseline=args.baseline, discordance=args.discordance,
                                         engine=args.engine, workers=ex.workers, **stream_options(args))

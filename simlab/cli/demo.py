@@ -129,7 +129,8 @@ def run_demo_command(args: argparse.Namespace) -> None:
 def register(sub, bench_sub) -> None:
     p = sub.add_parser("demo", help="the seed's findings, exactly and by simulation; the methods compared; what a "
                                     "gate can do at 30 x 1 and 100 x 3")
-    p.add_argument("--out", type=nonempty_path, default="simlab-out/demo", help="folder for the dataset and plot (default %(default)s)")
+    p.add_argument("--out", type=nonempty_path, default="simlab-out/demo",
+                   help="folder for the dataset and plot (default %(default)s)")
     p.add_argument("--reps", type=DEMO_REPS, default=10_000,
                    help="replications per scenario of the method comparison and per design of the gate comparison "
                         "(default %(default)s, at most 1,000,000: the demo shows, `study run` measures at any scale; "

@@ -371,15 +371,12 @@ def run_sign(args) -> int:
     from evidence import is_signature_file, sign_file
     key = _private_key(args.key)
     target = Path(args.out or f"{args.file}.sig")
-    for flag, given in (("FILE", args.file), ("--key", args.key)):  # inputs of this command, whatever --force says
+    inputs = {"the file being signed": args.file, "the private key (--key)": args.key,
+              "the public key beside --key": Path(args.key).with_suffix(".pub")}
+    for what, given in inputs.items():  # this command's inputs, whatever --force says
         if target.exists() and Path(given).exists() and target.resolve() == Path(given).resolve():
-            what = "the file being signed" if flag == "FILE" else "the private key (--key)"
             raise UsageError(f"--out {target} is {what}; the signature would replace it (even with --force, "
                              "choose another path)", "--out")
-    pub = Path(args.key).with_suffix(".pub")
-    if target.exists() and pub.exists() and target.resolve() == pub.resolve():
-        raise UsageError(f"--out {target} is the public key beside --key; the signature would replace it (choose "
-                         "another path)", "--out")
     if target.is_file() and not args.force and not is_signature_file(target):
         raise UsageError(f"--out {target} exists and is not a signature file simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", "--out")

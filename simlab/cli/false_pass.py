@@ -5,6 +5,7 @@ import argparse
 
 from simlab.cli._args import (
     add_max_seconds,
+    check_and_say_time,
     check_time,
     add_device_option,
     on_selected_device,
@@ -34,19 +35,17 @@ def run_false_pass(args: argparse.Namespace) -> None:
     scenario = scenario_from_args(args)
 
     from methods import MethodRef
-    from studies.engine import TimeEstimate, false_pass
+    from studies.engine import false_pass
 
     ref = MethodRef(name=args.method, options=options)
     reps = args.reps or DEFAULT_REPS
     say = log_to_stderr(args)
 
     def before_simulating(seconds: float) -> None:
-        check_time(args, seconds, f"simulating {reps:,} replications of {ref.key}")
-        say(f"simulating {reps:,} replications of {ref.key}: estimated {TimeEstimate(seconds, seconds, 1).describe()}")
+        check_and_say_time(args, seconds, f"simulating {reps:,} replications of {ref.key}", say)
 
     def before_preparing(seconds: float, what: str) -> None:
-        check_time(args, seconds, f"the first replication of {ref.key} ({what})")
-        say(f"the first replication of {ref.key}: {what}, estimated {TimeEstimate(seconds, seconds, 1).describe()}")
+        check_and_say_time(args, seconds, f"the first replication of {ref.key} ({what})", say)
 
     payload = false_pass(scenario, ref, args.margin, args.alpha, reps,
                          DEFAULT_SEED if args.seed is None else args.seed,

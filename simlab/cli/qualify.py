@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simlab.cli._args import add_json, add_max_seconds, check_methods, check_time, n_jobs, nonempty_path
+from simlab.cli._args import (add_json, add_max_seconds, check_and_say_time, check_methods, check_time, n_jobs,
+                             nonempty_path)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 from simlab.cli.study import check_folder, check_plot_out
@@ -47,7 +48,7 @@ def run_qualify(args: argparse.Namespace) -> None:
         check_folder(args.checkpoint, "--checkpoint")
 
     from simlab.cli._backend import executor_from_args
-    from studies.engine import TimeEstimate, qualify_estimate
+    from studies.engine import qualify_estimate
     from studies.qualify import qualify, summary_payload
 
     methods = methods_arg(args.method, kind)
@@ -59,8 +60,7 @@ def run_qualify(args: argparse.Namespace) -> None:
         finished = finished_ranges(args.checkpoint, policy, methods)
     with executor_from_args(args, args.n_jobs) as ex:
         def before_preparing(seconds: float, what: str) -> None:
-            check_time(args, seconds, f"this qualification's {what}")
-            say(f"{what}: estimated {TimeEstimate(seconds, seconds, 1).describe()} on {ex.describe()}")
+            check_and_say_time(args, seconds, f"this qualification's {what}", say, on=ex.describe())
 
         estimate = qualify_estimate(methods, policy, ex.workers, finished, before_preparing)
         check_time(args, estimate.low, f"this qualification's first round (the whole run: {estimate.describe()})")
@@ -143,7 +143,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes (default %(default)s)")
     add_backend_arguments(p)
     add_max_seconds(p)
-    p.add_argument("--out", type=nonempty_path, default=None, help="output directory (default: the project's results/qualification)")
+    p.add_argument("--out", type=nonempty_path, default=None,
+                   help="output directory (default: the project's results/qualification)")
     p.add_argument("--checkpoint", type=nonempty_path, metavar="DIR", default=None,
                    help="keep finished work in DIR; run the same command again to resume a stopped "
                         "qualification (the records are identical to an uninterrupted run's)")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import add_max_seconds, check_methods, check_time, finite_float, n_jobs, nonempty_path, positive_int
+from simlab.cli._args import (add_max_seconds, check_methods, check_time, finite_float, n_jobs, nonempty_path,
+                             positive_int)
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 

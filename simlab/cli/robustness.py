@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (SCENARIO_CLUSTERS, add_json, int_between, add_max_seconds, check_methods, check_time,
-                             checked, n_jobs, nonnegative_int, nonempty_path, positive_int)
+from simlab.cli._args import (SCENARIO_CLUSTERS, add_json, add_max_seconds, check_and_say_time, check_methods,
+                             check_time, checked, int_between, n_jobs, nonnegative_int, nonempty_path, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import emit, log_to_stderr, print_table
 
@@ -60,12 +60,11 @@ def run_robustness(args: argparse.Namespace) -> None:
     say = log_to_stderr(args)
     what = f"robustness of {', '.join(args.method)} at K={args.clusters}, M={args.trials}"
     from methods import get
-    from studies.engine import TimeEstimate, design_preparation
+    from studies.engine import design_preparation
 
     for name in args.method:  # what a method builds per design, before the pilot pays it unannounced
         for cost in design_preparation(get(name), args.clusters, args.trials):
-            check_time(args, cost.seconds, f"{what}: {cost.driver}")
-            say(f"{what}: {cost.driver}, estimated {TimeEstimate(cost.seconds, cost.seconds, 1).describe()}")
+            check_and_say_time(args, cost.seconds, f"{what}: {cost.driver}", say)
     with executor_from_args(args, args.n_jobs) as ex:
         estimate = robustness_estimate(args.method, args.clusters, args.trials, args.margin, workers=ex.workers, **kw)
         check_time(args, estimate.low, what)
@@ -102,7 +101,8 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=None,
                    help="seed of the laws' counter-based streams (default: the library's fixed seed)")
     p.add_argument("--report", type=nonempty_path, default=None, metavar="FILE", help="also write the JSON report here")
-    p.add_argument("--dataset", type=nonempty_path, default=None, metavar="FILE", help="also write the netCDF dataset here")
+    p.add_argument("--dataset", type=nonempty_path, default=None, metavar="FILE",
+                   help="also write the netCDF dataset here")
     p.add_argument("--force", action="store_true",
                    help="replace --report / --dataset even when the file is not one simlab wrote")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="local worker processes, -1 = all cores (default 1)")

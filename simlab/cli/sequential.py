@@ -308,8 +308,9 @@ def register(sub, bench_sub) -> None:
 
     p = ssub.add_parser("run", help="run a sequential study spec (TOML/JSON) and save it as netCDF")
     p.add_argument("spec", help="sequential study spec file (.toml / .json)")
-    p.add_argument("--out", type=nonempty_path, default=None, help="netCDF path (e.g. simlab-out/peeking.nc); without it nothing is saved; "
-                                               "an existing file that simlab did not write is refused unless --force")
+    p.add_argument("--out", type=nonempty_path, default=None,
+                   help="netCDF path (e.g. simlab-out/peeking.nc); without it nothing is saved; "
+                        "an existing file that simlab did not write is refused unless --force")
     p.add_argument("--force", action="store_true",
                    help="replace --out even when it is not a dataset simlab wrote, or holds another study's results")
     p.add_argument("--jobs", type=n_jobs, default=1, help="worker processes, -1 = all cores (default %(default)s)")
@@ -327,8 +328,9 @@ def register(sub, bench_sub) -> None:
 
     p = ssub.add_parser("plot", help="cumulative promotion probability across looks, per method (PNG)")
     p.add_argument("path", help="sequential dataset (.nc) written by simlab sequential run --out")
-    p.add_argument("--out", type=nonempty_path, required=True, help="PNG path; an existing file that is not a plot simlab drew is "
-                                                "refused unless --force")
+    p.add_argument("--out", type=nonempty_path, required=True,
+                   help="PNG path; an existing file that is not a plot simlab drew is "
+                        "refused unless --force")
     p.add_argument("--force", action="store_true", help="replace --out even when it is not a plot simlab drew")
     p.add_argument("--margin", type=finite_float, default=None, help="margin to plot (default: the dataset's first)")
     add_json(p)

@@ -9,6 +9,7 @@ from simlab.cli._args import (
     add_max_seconds,
     check_methods,
     check_power,
+    check_and_say_time,
     check_time,
     checked,
     time_limit,
@@ -60,7 +61,6 @@ def run_size(args: argparse.Namespace) -> None:
         check_folder(args.out, "--out")
     from methods import get
     from simlab.cli._backend import executor_from_args
-    from studies.engine import TimeEstimate
     from studies.sizing import save_sizing, size, size_estimate, sizing_paths
 
     method = get(args.method)
@@ -74,8 +74,7 @@ def run_size(args: argparse.Namespace) -> None:
         check_plot_out(png, "--out", args.force)
     say = log_to_stderr(args)
     def before_preparing(seconds: float, what: str) -> None:
-        check_time(args, seconds, f"sizing {args.method}: preparing {what}")
-        say(f"sizing {args.method}: preparing {what}, estimated {TimeEstimate(seconds, seconds, 1).describe()}")
+        check_and_say_time(args, seconds, f"sizing {args.method}: preparing {what}", say)
 
     estimate = size_estimate(method, margin=args.margin, difference=args.true_difference, power=args.power,
                              alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,

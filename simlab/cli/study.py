@@ -4,8 +4,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_max_seconds, check_memory, check_time,
-                             finite_float, n_jobs, on_selected_device, nonempty_path, positive_int)
+from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_max_seconds, check_and_say_time,
+                             check_memory, check_time, finite_float, n_jobs, nonempty_path, on_selected_device,
+                             positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
@@ -190,8 +191,7 @@ def run_study_run(args: argparse.Namespace) -> None:
     import numpy as np
 
     from simlab.cli._backend import executor_from_args
-    from studies.engine import (TimeEstimate, run_study, study_estimate, study_memory, study_preparation,
-                                study_summary_rows)
+    from studies.engine import run_study, study_estimate, study_memory, study_preparation, study_summary_rows
     chunk = args.chunk_size or spec.chunk_size
     workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs
     workers = getattr(args, "dask_workers", None) or workers  # local dask workers hold their chunks too
@@ -204,8 +204,7 @@ def run_study_run(args: argparse.Namespace) -> None:
         prepare = sum(c.seconds for c in built) / max(ex.workers, 1)
         if built:
             what = f"{len(built)} method construction(s) ({built[0].method}: {built[0].driver})"
-            check_time(args, prepare, f"study {spec.name}: preparing {what}")
-            say(f"study {spec.name}: preparing {what}, estimated {TimeEstimate(prepare, prepare, 1).describe()}")
+            check_and_say_time(args, prepare, f"study {spec.name}: preparing {what}", say)
         estimate = study_estimate(spec, ex.workers, chunk)
         check_time(args, prepare + estimate.low, f"study {spec.name}")
         exact = args.exact or spec.exact
@@ -306,14 +305,16 @@ def register(sub, bench_sub) -> None:
     ssub = p.add_subparsers(dest="study_command", required=True)
     q = ssub.add_parser("run", help="run a study spec (.toml / .json) and save its dataset")
     q.add_argument("spec", help="study spec file")
-    q.add_argument("--out", type=nonempty_path, help="netCDF output (default simlab-out/NAME-HASH.nc); an existing file that simlab "
-                                 "did not write is refused unless --force")
+    q.add_argument("--out", type=nonempty_path,
+                   help="netCDF output (default simlab-out/NAME-HASH.nc); an existing file that simlab "
+                        "did not write is refused unless --force")
     q.add_argument("--force", action="store_true",
                    help="replace --out even when it is not a dataset simlab wrote, or holds another study's results")
     q.add_argument("--n-jobs", type=n_jobs, default=1, help="joblib workers, -1 = all cores (default %(default)s)")
     add_backend_arguments(q)
     q.add_argument("--chunk-size", type=positive_int, help="replications per task (default: the spec's)")
-    q.add_argument("--work-dir", type=nonempty_path, default=None, help=f"finished chunks of running studies (default {DEFAULT_WORK_DIR})")
+    q.add_argument("--work-dir", type=nonempty_path, default=None,
+                   help=f"finished chunks of running studies (default {DEFAULT_WORK_DIR})")
     q.add_argument("--no-checkpoint", action="store_true", help="keep no chunks on disk")
     q.add_argument("--restart", action="store_true", help="ignore chunks of an interrupted earlier run")
     q.add_argument("--exact", action="store_true", help="add exact results where an engine applies")
@@ -330,8 +331,9 @@ def register(sub, bench_sub) -> None:
     q.set_defaults(func=run_study_show)
     q = ssub.add_parser("plot", help="pass rate vs true difference per method, to PNG")
     q.add_argument("file", help="study or sequential dataset (.nc)")
-    q.add_argument("--out", type=nonempty_path, help="PNG path (default: the dataset path with .png); an existing file that is not a "
-                                 "plot simlab drew is refused unless --force")
+    q.add_argument("--out", type=nonempty_path,
+                   help="PNG path (default: the dataset path with .png); an existing file that is not a "
+                        "plot simlab drew is refused unless --force")
     q.add_argument("--force", action="store_true", help="replace --out even when it is not a plot simlab drew")
     q.add_argument("--margin", type=finite_float, help="margin to plot (default: the dataset's first)")
     q.add_argument("--alpha", type=finite_float, help="one-sided level (default: the dataset's first)")
