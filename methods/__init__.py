@@ -38,7 +38,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualificatio
     "method_ref": ["MethodRef", "UnknownMethodError", "as_method_refs"],
     "adapters": ["numpy_method"],
     "checks": ["check_method"],
-    "analysis_cost": ["AnalysisCost", "AnalysisTooCostly", "analysis_cost", "check_analysis_cost"],
+    "analysis_cost": ["AnalysisCost", "AnalysisTooCostly", "analysis_cost", "check_analysis_cost", "first_use_compiles"],
     "sequential.boundaries": ["efficacy_boundaries"],
     "explain": ["explain"],
     "bench_speedups": ["bench_speedups"],

@@ -102,3 +102,15 @@ def check_analysis_cost(method, tables, *, max_bytes: float | None = None,
                 f"raise {arg} (or ${env}) to run it anyway, or choose a method whose cost does not grow with the "
                 "counts", cost, resource, limit)
     return cost
+
+
+def first_use_compiles(method) -> list[str]:
+    """Names of ``method``'s jitted kernels that compile before they first run here (no machine
+    code in this process or in the on-disk cache of the current sources): seconds for most
+    methods, minutes for the largest (``bayes_hierarchical``: 150 s on 2 busy cores).  Not part of
+    :func:`analysis_cost` (the analysis itself); the commands announce it before it starts."""
+    from simlab.numba_cache import is_compiled
+
+    kernels = [getattr(method, "kernel", None)]
+    return [f"{method.name}.{getattr(k, '__name__', 'kernel')}" for k in kernels
+            if k is not None and not is_compiled(k)]

@@ -119,4 +119,18 @@ def configure() -> str | None:
         config.CACHE_DIR = directory
     return directory
 
-__all__ = ["cache_closure", "configure", "source_digest"]
+def is_compiled(dispatcher) -> bool:
+    """Whether a jitted function runs without compiling first: it has machine code in this
+    process, or (``cache=True``) an index in the on-disk cache of the current sources.  A first
+    use after an install or an edit compiles (seconds for most kernels, minutes for the largest),
+    and the commands say so before it starts rather than sit silent."""
+    if getattr(dispatcher, "overloads", None):
+        return True
+    cache = getattr(dispatcher, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if index is None:     # not cached on disk (or not a numba dispatcher): it compiles whenever it is loaded
+        return not hasattr(dispatcher, "py_func")
+    return os.path.isfile(index)
+
+
+__all__ = ["cache_closure", "configure", "is_compiled", "source_digest"]

@@ -42,6 +42,7 @@ from studies.exact.fixed import exact_engine, exact_grid, exact_measures
 from studies.engine.chunks import RunInfo, timestamp
 from studies.engine.runner import ScenarioCounts, evaluate_scenario
 from studies.engine.spec import MethodRef, StudySpec
+from studies.demo_designs import DRAW_SLICE
 
 SEED_CELLS = (0.96, 0.04, 0.0, 0.0)
 SEED_CLUSTERS = 30
@@ -132,7 +133,8 @@ def _grouped_counts(scenario, refs, plan, seed) -> ScenarioCounts:
     groups: dict[int, list] = {}
     for ref in refs:
         groups.setdefault(plan[ref.key], []).append(ref)
-    parts = [evaluate_scenario(scenario, grp, [MARGIN], [ALPHA], n, seed) for n, grp in sorted(groups.items())]
+    parts = [evaluate_scenario(scenario, grp, [MARGIN], [ALPHA], n, seed, chunks=-(-n // DRAW_SLICE))
+             for n, grp in sorted(groups.items())]
     c = ScenarioCounts.concat(parts)
     order = [c.methods.index(r.key) for r in refs]
     return ScenarioCounts(tuple(c.methods[i] for i in order), c.margins, c.alphas, c.theta[order],
@@ -143,10 +145,14 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
                headline_replications: int = 400_000,
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
-               progress: Callable[[str], None] | None = None, background=None) -> dict:
+               progress: Callable[[str], None] | None = None, background=None,
+               before_designs: Callable[[float], None] | None = None) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
     ``full``: every registered fixed-sample method, and certificates / calibrations made on
     demand in the recommendation.  ``progress(message)`` is told as each of its stages starts.
+    ``before_designs(seconds)`` is told the designs' section's estimated time (the one part that
+    grows with ``design_replications``) once the kernels are loaded, before anything else that
+    grows with the replications runs; it may raise to stop the demo there.
 
     ``background``: a process pool with one worker (``multiprocessing`` ``Pool(1)``, spawned).
     Its worker compiles the kernels of :func:`background_kernels` into numba's on-disk cache
@@ -179,7 +185,8 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
     s0 = seed_scenario()
     cn = registry.get("clustered_normal")
     ex = exact_measures(s0, cn, MARGIN, ALPHA)
-    sim = evaluate_scenario(s0, ["clustered_normal"], [MARGIN], [ALPHA], headline_replications, seed)
+    sim = evaluate_scenario(s0, ["clustered_normal"], [MARGIN], [ALPHA], headline_replications, seed,
+                            chunks=-(-headline_replications // DRAW_SLICE))
     sm = sim.measures()
     p_sim, se_sim = float(sm["pass_rate"].ravel()[0]), float(sm["pass_rate_mcse"].ravel()[0])
     headline = {"scenario": "30 customers x 1 trial, cells (p11, p10, p01, p00) = (0.96, 0.04, 0, 0), "
@@ -190,9 +197,13 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
                 "true_difference": s0.true_difference_trial()}
 
     # 2. unequal clusters ---------------------------------------------------------
+    certificates: dict = {}  # each certificate is verified once in this run
     if background is not None:  # compile ours, then load the worker's from the cache
         warm_kernels([n for n in names if n not in background_kernels(full)], seed)
         warmed.get()
+    if before_designs is not None:    # priced on loaded kernels, before the parts that grow with the replications
+        from .demo_designs import designs_seconds
+        before_designs(designs_seconds(design_replications, seed + 1, cache=certificates))
     say(f"2/5 unequal clusters: {len(methods)} methods on one deterministic table")
     su = unequal_scenario()
     table = scenario_tables(su, seed, 0, 1)
@@ -262,7 +273,6 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
     from .demo_designs import compare_designs, power_against_k
     say(f"4/5 designs 30 x 1 and 100 x 3 ({design_replications:,} tables each); power against K "
         f"({curve_replications:,} tables per K)")
-    certificates: dict = {}  # each certificate is verified once in this run
     designs = compare_designs(design_replications, seed + 1, cache=certificates)
     curve = power_against_k(curve_replications, seed + 2, cache=certificates)
     power_png = plot_power_k(curve, designs["distribution_free_limit"]["clusters"], out / "power_k.png")

@@ -59,12 +59,12 @@ EXACT_SECONDS = 2.0
 BUILD_SECONDS = 30.0     # over it: a minute-long construction (dm_likelihood_ratio off its stored designs)
 
 
-def too_costly(method, alpha: float, tables: np.ndarray) -> str | None:
-    """Why ``method`` at ``alpha`` is not run on ``tables`` in the demo (its estimated cost on one
-    table: a one-off construction), or None."""
+def too_costly(method, alpha: float, draws) -> str | None:
+    """Why ``method`` at ``alpha`` is not run on ``draws`` (:class:`Draws`) in the demo (its
+    estimated cost on one table: a one-off construction), or None."""
     from methods.analysis_cost import analysis_cost
 
-    cost = analysis_cost(method.calibrated(alpha) if method.nominal_alpha is None else method, tables[:1])
+    cost = analysis_cost(method.calibrated(alpha) if method.nominal_alpha is None else method, draws.first())
     if cost.seconds <= BUILD_SECONDS:
         return None
     return f"not run in the demo: {cost.driver} takes an estimated {cost.seconds:.0f} s"
@@ -147,9 +147,34 @@ def worst_corner(clusters: int, trials: int) -> PairedScenario:
                                      cluster_size=FixedSize(trials=trials), rho=RHO_MAX)
 
 
-def _rate(method, tables: np.ndarray, alpha: float) -> dict:
-    p = float(np.mean(method.batch(tables, MARGIN, alpha).status == PASS))
-    return {"value": p, "mc_se": math.sqrt(p * (1.0 - p) / tables.shape[0]), "replications": int(tables.shape[0])}
+# a scenario's tables are decided in slices of at most this many: the demo with --reps 1,000,000
+# held 3.2 GB of 100 x 3 tables at once and ran out of memory under a 4 GB limit
+DRAW_SLICE = 50_000
+
+
+class Draws:
+    """Replications ``0 .. n-1`` of one scenario's tables (the study sampler), held whole when
+    they fit one slice and drawn slice by slice otherwise: the same tables either way."""
+
+    def __init__(self, scenario: PairedScenario, seed: int, n: int):
+        self.scenario, self.seed, self.n = scenario, seed, n
+        self._whole = scenario_tables(scenario, seed, 0, n) if n <= DRAW_SLICE else None
+
+    def first(self) -> np.ndarray:
+        return self._whole[:1] if self._whole is not None else scenario_tables(self.scenario, self.seed, 0, 1)
+
+    def slices(self):
+        if self._whole is not None:
+            yield self._whole
+            return
+        for start in range(0, self.n, DRAW_SLICE):
+            yield scenario_tables(self.scenario, self.seed, start, min(start + DRAW_SLICE, self.n))
+
+
+def _rate(method, draws: Draws, alpha: float) -> dict:
+    passes = sum(int(np.count_nonzero(method.batch(t, MARGIN, alpha).status == PASS)) for t in draws.slices())
+    p = passes / draws.n
+    return {"value": p, "mc_se": math.sqrt(p * (1.0 - p) / draws.n), "replications": int(draws.n)}
 
 
 def _exact(method, scenario: PairedScenario, alpha: float) -> tuple[float | None, str]:
@@ -167,8 +192,8 @@ def _exact(method, scenario: PairedScenario, alpha: float) -> tuple[float | None
         return None, str(exc)
 
 
-def _simulated_and_exact(method, tables: np.ndarray, scenario: PairedScenario, alpha: float) -> dict:
-    rate = _rate(method, tables, alpha)
+def _simulated_and_exact(method, draws: Draws, scenario: PairedScenario, alpha: float) -> dict:
+    rate = _rate(method, draws, alpha)
     rate["exact"], rate["exact_engine" if rate["exact"] is not None else "why_not_exact"] = _exact(method, scenario,
                                                                                                    alpha)
     return rate
@@ -208,8 +233,8 @@ def compare_designs(replications: int = 20_000, seed: int = 20261202, directory:
     out = []
     for i, (K, M, label) in enumerate(DESIGNS):
         alt, corner = _alternative(K, M), worst_corner(K, M)
-        power_tables = scenario_tables(alt, seed + 2 * i, 0, replications)
-        null_tables = scenario_tables(corner, seed + 2 * i + 1, 0, replications)
+        power_tables = Draws(alt, seed + 2 * i, replications)
+        null_tables = Draws(corner, seed + 2 * i + 1, replications)
         rows = []
         for r in _candidates(K, M, directory, cache):
             m = r.pop("_m")
@@ -235,6 +260,38 @@ def compare_designs(replications: int = 20_000, seed: int = 20261202, directory:
             "replications": replications, "seed": seed, "designs": out}
 
 
+PILOT_TABLES = (100, 400)   # tables per design, method and scenario that price the designs' section
+
+
+def designs_seconds(replications: int, seed: int = 20261202, directory: str | Path | None = None,
+                    cache: dict | None = None) -> float:
+    """Estimated seconds of :func:`compare_designs` on ``replications`` tables: each row's kernels
+    timed on :data:`PILOT_TABLES` of each of its two scenarios after a one-table warm-up (the
+    demo prices it once its kernels are loaded), fitted as a cost per call (a method's
+    constants, built per batch) plus a cost per table, and scaled to the slices the section runs."""
+    import time
+
+    small, large = PILOT_TABLES
+    total = 0.0
+    for i, (K, M, _) in enumerate(DESIGNS):
+        draws = [(_alternative(K, M), seed + 2 * i), (worst_corner(K, M), seed + 2 * i + 1)]
+        for r in _candidates(K, M, directory, cache):
+            m = r["_m"]
+            if too_costly(m, r["level"], Draws(*draws[0], 1)):
+                continue
+            for sc, sd in draws:
+                took = []
+                for n in (1, small, large):
+                    d = Draws(sc, sd, n)
+                    t0 = time.perf_counter()
+                    _rate(m, d, r["level"])
+                    took.append(time.perf_counter() - t0)
+                per_table = max(took[2] - took[1], 0.0) / (large - small)
+                per_call = max(took[1] - small * per_table, 0.0)
+                total += per_call * -(-replications // DRAW_SLICE) + per_table * replications
+    return total
+
+
 def power_against_k(replications: int = 3000, seed: int = 20261203, directory: str | Path | None = None,
                     cache: dict | None = None) -> dict:
     """Power at M = 3 for K in ``CURVE_CLUSTERS`` (the same tables for every method at each K).
@@ -256,7 +313,7 @@ def power_against_k(replications: int = 3000, seed: int = 20261203, directory: s
     fixed = {n: registry.get(n) for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD, *CALIBRATED_METHODS)}
     not_run = []
     for K in CURVE_CLUSTERS:
-        tables = scenario_tables(_alternative(K, CURVE_TRIALS), seed + K, 0, replications)
+        tables = Draws(_alternative(K, CURVE_TRIALS), seed + K, replications)
         for n in (*THEOREM_METHODS, UNCERTIFIED_METHOD):
             add(n, n + (" (theorem)" if n in THEOREM_METHODS else " (uncertified)"),
                 "theorem" if n in THEOREM_METHODS else "uncertified", K, _rate(fixed[n], tables, ALPHA))
@@ -282,4 +339,4 @@ def power_against_k(replications: int = 3000, seed: int = 20261203, directory: s
             "series": list(series.values()), "not_run": not_run}
 
 
-__all__ = ["compare_designs", "power_against_k", "certified_calibration", "theorem_status", "too_costly", "worst_corner"]
+__all__ = ["compare_designs", "designs_seconds", "power_against_k", "certified_calibration", "theorem_status", "too_costly", "worst_corner"]

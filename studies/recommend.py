@@ -90,27 +90,48 @@ def _source_worst(coverage) -> dict[str, Any] | None:
             "verdict": worst.verdict, "threshold": rec.threshold, "record": Path(src).name}
 
 
-PILOT_REPS = (16, 80)    # a reference power's pilot: replications 0-15 load the kernel, 16-79 are timed
+# a power's pilot: replication 0 loads the kernel; then 4, 16, 64 ... replications are timed until
+# one step takes PILOT_SECONDS or PILOT_REPS are done (a table of 5003 x 11 clusters takes 75 ms
+# for betting_ci, so a fixed pilot of 80 tables took 6 s of a 5 s budget)
+PILOT_REPS, PILOT_SECONDS = 80, 0.25
+
+
+def _pilot(f: PowerFrame, clusters: int) -> tuple[int, float]:
+    """Run ``f``'s first replications, timed: ``(replications done, seconds per replication)``."""
+    f.evaluate([clusters], 1)
+    done, per_rep = 1, 0.0
+    while done < PILOT_REPS:
+        step = min(4 * done, PILOT_REPS)
+        t0 = time.perf_counter()
+        f.evaluate([clusters], step)
+        took = time.perf_counter() - t0
+        per_rep, done = took / (step - done), step
+        if took >= PILOT_SECONDS:
+            break
+    return done, per_rep
 
 
 def _power(method, scenario: PairedScenario, margin: float, alpha: float, reps: int, seed: int,
-           does_not_fit: Callable[[float, str], str | None] | None = None) -> dict[str, Any]:
+           does_not_fit: Callable[[float, str], str | None] | None = None,
+           room: Callable[[], float] | None = None) -> dict[str, Any]:
     """Exact where an engine applies, else simulated on ``reps`` tables.  With ``does_not_fit``
-    the simulation is priced first from a timed pilot (the frame keeps the pilot's replications,
-    so the figure is the same as without one) and ``{"not_run": why}`` is returned when the rest
-    does not fit."""
+    or ``room`` the simulation is priced first from a timed pilot (the frame keeps the pilot's
+    replications, so the figure is the same as without one).  ``does_not_fit``: ``{"not_run":
+    why}`` is returned when the rest does not fit.  ``room``: the seconds it may take; the
+    replications are cut to what fits (never below the pilot's), and the figure says how many it
+    used (its Monte Carlo standard error grows accordingly)."""
     e = exact_pass_rate(method, scenario, margin, alpha)
     if e is not None:
         return {"value": e, "exact": True, "mc_se": 0.0, "n_reps": 0}
     f = PowerFrame(method, scenario, seed, margin, alpha)
-    if does_not_fit is not None and reps > PILOT_REPS[1]:
-        f.evaluate([scenario.clusters], PILOT_REPS[0])
-        t0 = time.perf_counter()
-        f.evaluate([scenario.clusters], PILOT_REPS[1])
-        rest = (time.perf_counter() - t0) * (reps - PILOT_REPS[1]) / (PILOT_REPS[1] - PILOT_REPS[0])
-        why = does_not_fit(rest, f"its power on {reps:,} tables takes an estimated {rest:.0f} s more")
+    if (does_not_fit is not None or room is not None) and reps > PILOT_REPS:
+        done, per_rep = _pilot(f, scenario.clusters)
+        rest = per_rep * (reps - done)
+        why = does_not_fit and does_not_fit(rest, f"its power on {reps:,} tables takes an estimated {rest:.0f} s more")
         if why:
             return {"not_run": why}
+        if room is not None and rest > room():
+            reps = done + max(0, int(room() / per_rep))
     f.evaluate([scenario.clusters], reps)
     p = f.power(scenario.clusters)
     return {"value": p, "exact": False, "mc_se": math.sqrt(p * (1 - p) / reps), "n_reps": reps}
@@ -349,9 +370,14 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                 covered.remove(r)
                 rows.remove(r)
                 continue
+        # a ranked method's power is always given: within the budget left, shared by the methods still to
+        # price, on fewer tables when the full count does not fit (its standard error says so)
+        share = (lambda n=len(covered) - covered.index(r): max(left() - reserve, 0.0) / n)
         r["power"] = _power(calibrated.get(r["method"]) or registry.get(_reference(r)), alt, margin, alpha,
-                            power_reps, seed)
-        say(f"{r['method']}: {r['guarantee']}; power {r['power']['value']:.4f}")
+                            power_reps, seed, room=share)
+        pw = r["power"]
+        cut = f" on {pw['n_reps']:,} tables (the budget; {power_reps:,} asked)" if 0 < pw["n_reps"] < power_reps else ""
+        say(f"{r['method']}: {r['guarantee']}; power {pw['value']:.4f}{cut}")
     covered.sort(key=lambda r: (-r["power"]["value"], (r["false_pass"] or {}).get("upper", 0.0)))
     for rank, r in enumerate(covered, 1):
         r["rank"] = rank
@@ -419,7 +445,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             "ranked": covered, "reference": reference[:REFERENCE_ROWS],
             "not_covered": [r for r in rows if not r["covered"]], "skipped": skipped, "top": top,
             "directory": str(directory), "certify_dir": str(certify_dir), "max_seconds": max_seconds,
-            "seconds": time.perf_counter() - t0}
+            "power_reps": power_reps, "seconds": time.perf_counter() - t0}
 
 
 def _earlier_certificate(method, clusters: int, trials: int, margin: float, rho_max: float, alpha: float,

@@ -35,6 +35,31 @@ def records_dir(directory: str | Path | None = None) -> Path:
     return INSTALLED_RECORDS
 
 
+# what each JSON file says of itself, read once per process while its stat is unchanged: a
+# recommendation looks through the directory three times per method (records, theorem records,
+# certificates), and parsing every file each time cost seconds per method
+_HEADS: dict[Path, tuple[tuple[int, ...], tuple[frozenset, object] | None]] = {}
+
+
+def _head(p: Path) -> tuple[frozenset, object] | None:
+    """``(hash fields present, method name)`` of a JSON file, or None when it is not a JSON object."""
+    try:
+        st = p.stat()
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        hit = _HEADS.get(p)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        head = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):  # unreadable_files names them
+        return None
+    info = None
+    if isinstance(head, dict):
+        method = head.get("method")
+        info = (frozenset(k for k in HASH_FIELDS if k in head), method.get("name") if isinstance(method, dict) else None)
+    _HEADS[p] = (key, info)
+    return info
+
+
 def json_files(pattern: str, hash_field: str, name: str | None = None,
                directory: str | Path | None = None) -> list[Path]:
     """JSON files matching ``pattern`` in the records directory that carry ``hash_field``
@@ -44,12 +69,8 @@ def json_files(pattern: str, hash_field: str, name: str | None = None,
         return []
     out = []
     for p in sorted(directory.glob(pattern)):
-        try:
-            head = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):  # unreadable_files names them
-            continue
-        if isinstance(head, dict) and hash_field in head and (
-                name is None or head.get("method", {}).get("name") == name):
+        info = _head(p)
+        if info is not None and hash_field in info[0] and (name is None or info[1] == name):
             out.append(p)
     return out
 

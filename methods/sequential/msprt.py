@@ -72,5 +72,7 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"tau": 0.0, "min_clusters": 2.0},
-    ranges={"min_clusters": OptionRange(0.0, integer=True)},
+    # tau is a scale on differences in [-1, 1]: beyond 100 its mixture lies far outside them, and
+    # near 1e154 tau^2 overflows and the bound is NaN
+    ranges={"min_clusters": OptionRange(0.0, integer=True), "tau": OptionRange(0.0, 100.0)},
 )

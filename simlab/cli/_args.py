@@ -3,6 +3,7 @@ the error contract), checked number types, scenario/table/option parsing, the me
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -189,6 +190,45 @@ def check_and_say_time(args: argparse.Namespace, seconds: float, what: str, say,
 
     check_time(args, seconds, what)
     say(f"{what}: estimated {TimeEstimate(seconds, seconds, 1).describe()}{f' on {on}' if on else ''}")
+
+
+# a kernel that compiles on first use is announced once the command has waited this long for it:
+# a quick compile says nothing, and nothing is said for work refused before any kernel ran
+COMPILE_NOTICE_AFTER = 1.0
+
+
+@contextlib.contextmanager
+def first_use_compiles(methods, say):
+    """Inside the block, announce (after :data:`COMPILE_NOTICE_AFTER` s) the kernels of
+    ``methods`` that compile before they first run here -- a first use after an install or
+    upgrade: seconds, a few minutes for the largest -- which no estimate of the work counts;
+    yields their names."""
+    import threading
+
+    from methods import first_use_compiles as cold_kernels
+
+    cold = [k for m in methods for k in cold_kernels(m)]
+    timer = None
+    if cold:
+        def announce() -> None:
+            still = [k for m in methods for k in cold_kernels(m)]   # those compiled by now are not named
+            if not still:
+                return
+            try:
+                say(f"compiling {len(still)} kernel{'s' * (len(still) != 1)} first ({', '.join(still)}): a first "
+                    "use after an install or upgrade, cached for later runs; seconds each, a few minutes for "
+                    "bayes_hierarchical's; not counted in --max-seconds")
+            except BaseException:   # an interrupt pending for the main thread is the main thread's to raise
+                pass
+
+        timer = threading.Timer(COMPILE_NOTICE_AFTER, announce)
+        timer.daemon = True
+        timer.start()
+    try:
+        yield cold
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import add_json, checked, nonnegative_int, nonempty_path
+from simlab.cli._args import add_json, add_max_seconds, check_and_say_time, checked, nonnegative_int, nonempty_path
 
 # the demo shows and has no time estimate; `study run` measures at any scale, priced before it starts
 DEMO_REPS = checked(int, lambda v: 1 <= v <= 1_000_000, "an integer >= 1 and at most 1,000,000 (the demo shows; "
@@ -119,8 +119,15 @@ def run_demo_command(args: argparse.Namespace) -> None:
     spawn = multiprocessing.get_context("spawn")
     with spawn.Pool(1) as evidence_worker, spawn.Pool(1) as worker:
         evidence = evidence_worker.apply_async(evidence_demo)
+        say = log_to_stderr(args)
+
+        def before_designs(seconds: float) -> None:
+            check_and_say_time(args, seconds, f"the designs' comparison ({args.reps:,} tables per design, scenario "
+                                              "and method)", say)
+
         payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
-                             seed=args.seed, full=args.full, progress=log_to_stderr(args), background=worker)
+                             seed=args.seed, full=args.full, progress=say, background=worker,
+                             before_designs=before_designs)
         payload["evidence"] = evidence.get()
     emit(args, payload, lambda p: (_render(p), print("\n6. The evidence path on built-in synthetic experiments:"),
                                    render_demo(p["evidence"])))
@@ -140,5 +147,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--full", action="store_true",
                    help="compare every registered method (not only the ones the story needs) and certify / calibrate "
                         "on demand in the recommendation (slow: minutes, most of it compiling kernels)")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_demo_command)

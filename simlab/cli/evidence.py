@@ -382,8 +382,9 @@ def run_sign(args) -> int:
                          "(choose another path, or add --force to replace it)", "--out")
     try:
         out = sign_file(args.file, key, args.out)
-    except ValueError as exc:  # the document: not JSON, not UTF-8, nested too deeply...
-        raise UsageError(str(exc), "file") from None
+    except ValueError as exc:  # the document: not JSON, not UTF-8, nested too deeply, a NaN ...
+        text = str(exc)
+        raise UsageError(text if str(args.file) in text else f"{args.file}: {text}", "file") from None
     _emit(args, {"file": args.file, "signature": str(out)}, lambda p: print(f"signed {p['file']} -> {p['signature']}"))
     return 0
 

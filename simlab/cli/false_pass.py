@@ -6,6 +6,7 @@ import argparse
 from simlab.cli._args import (
     add_max_seconds,
     check_and_say_time,
+    first_use_compiles,
     check_time,
     add_device_option,
     on_selected_device,
@@ -47,12 +48,15 @@ def run_false_pass(args: argparse.Namespace) -> None:
     def before_preparing(seconds: float, what: str) -> None:
         check_and_say_time(args, seconds, f"the first replication of {ref.key} ({what})", say)
 
-    payload = false_pass(scenario, ref, args.margin, args.alpha, reps,
-                         DEFAULT_SEED if args.seed is None else args.seed,
-                         exact="never" if args.simulate else "auto",
-                         max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds,
-                         before_simulating=before_simulating, before_preparing=before_preparing, progress=True)
+    with first_use_compiles([ref.resolve()], say):
+        payload = false_pass(scenario, ref, args.margin, args.alpha, reps,
+                             DEFAULT_SEED if args.seed is None else args.seed,
+                             exact="never" if args.simulate else "auto",
+                             max_exact_seconds=DEFAULT_EXACT_SECONDS if args.exact_seconds is None else args.exact_seconds,
+                             before_simulating=before_simulating, before_preparing=before_preparing, progress=True)
     unused = [f for f, v in (("--reps", args.reps), ("--seed", args.seed)) if v is not None]
+    if getattr(args, "device", "cpu") == "gpu":   # the exact engines run on the CPU
+        unused.append("--device gpu")
     payload["notes"] = ([f"{' and '.join(unused)} not used: the exact engine applies (add --simulate to simulate)"]
                         if payload["exact"] and unused else [])
 

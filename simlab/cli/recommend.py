@@ -31,6 +31,8 @@ def render_recommendation(p: dict) -> None:
     for r in p["ranked"]:
         fp, pw, sz = r["false_pass"] or {}, r["power"], r.get("size") or {}
         power = _num(pw["value"]) + (" (exact)" if pw["exact"] else f"±{pw['mc_se']:.4f}")
+        if not pw["exact"] and pw["n_reps"] < p.get("power_reps", 0):   # cut to the budget
+            power += f" (n={pw['n_reps']:,})"
         where = f"b={fp['baseline']:g} q={fp['discordance']:.3g} rho={fp['rho']:g}" if "baseline" in fp else "-"
         k = sz.get("clusters")
         k_txt = "-" if not k else f"{k} ({_num(sz['power_at_k'])})"
@@ -113,8 +115,9 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--no-calibrate", action="store_true",
                    help="do not calibrate the score tests at this design (stored calibrations are still used)")
     p.add_argument("--max-seconds", type=positive_float, default=60.0,
-                   help="time budget for certificates, calibrations and sizing made on demand; work beyond it is "
-                        "listed as skipped (default %(default)s)")
+                   help="time budget for certificates, calibrations, powers and sizing made on demand: work beyond "
+                        "it is listed as skipped, and the ranked methods' powers use fewer tables (their standard "
+                        "errors say so); the check of the stored files comes first (default %(default)s)")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes for on-demand certification (default 1)")
     p.add_argument("--seed", type=nonnegative_int, default=20261129,
                    help="random seed: the same seed gives the same replications (default %(default)s)")

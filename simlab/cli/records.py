@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import add_json as _json_flag
-from simlab.cli._args import (add_max_seconds, check_methods, check_time, finite_float, n_jobs, nonempty_path,
-                             positive_int)
+from simlab.cli._args import (add_max_seconds, check_and_say_time, check_methods, check_time, finite_float, n_jobs,
+                             nonempty_path, positive_int)
 from simlab.cli._output import UsageError, emit, log_to_stderr
 
 
@@ -227,7 +227,12 @@ def cmd_restamp(args: argparse.Namespace) -> int:
 
     d = _records_dir(args)
     only = set(args.only.split(",")) if args.only else None
-    done = restamp(d, only=only, sample=args.sample, dry_run=args.dry_run, progress=log_to_stderr(args))
+    say = log_to_stderr(args)
+
+    def before(seconds: float, files: int) -> None:
+        check_and_say_time(args, seconds, f"re-checking {files} file(s) whose method identity changed", say)
+
+    done = restamp(d, only=only, sample=args.sample, dry_run=args.dry_run, progress=say, before=before)
     if not done:
         raise ValueError(f"no records in {d}" + (f" for {sorted(only)}" if only else ""))
 
@@ -318,5 +323,6 @@ def register(subparsers, bench_subparsers) -> None:
     s.add_argument("--sample", type=positive_int, default=24, help="scenarios re-simulated per record (default "
                                                                    "%(default)s)")
     s.add_argument("--dry-run", action="store_true", help="check, but write nothing")
+    add_max_seconds(s)
     _json_flag(s)
     s.set_defaults(func=cmd_restamp)

@@ -7,6 +7,7 @@ from simlab.cli._args import (
     DESIGN_TRIALS,
     add_json,
     add_max_seconds,
+    first_use_compiles,
     check_methods,
     check_power,
     check_and_say_time,
@@ -73,13 +74,15 @@ def run_size(args: argparse.Namespace) -> None:
         refuse_foreign_file(nc, "--out", args.force)
         check_plot_out(png, "--out", args.force)
     say = log_to_stderr(args)
+
     def before_preparing(seconds: float, what: str) -> None:
         check_and_say_time(args, seconds, f"sizing {args.method}: preparing {what}", say)
 
-    estimate = size_estimate(method, margin=args.margin, difference=args.true_difference, power=args.power,
-                             alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,
-                             discordance=args.discordance, rho=args.rho, looks=args.looks, seed=args.seed,
-                             before_preparing=before_preparing)
+    with first_use_compiles([method], say):   # its pilot loads the kernels
+        estimate = size_estimate(method, margin=args.margin, difference=args.true_difference, power=args.power,
+                                 alpha=args.alpha, trials=args.trials_per_cluster, baseline=args.baseline,
+                                 discordance=args.discordance, rho=args.rho, looks=args.looks, seed=args.seed,
+                                 before_preparing=before_preparing)
     if estimate is not None:
         what = f"sizing {args.method}"
         check_time(args, estimate.low, what + "'s first power frame")

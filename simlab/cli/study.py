@@ -6,7 +6,7 @@ import math
 
 from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_max_seconds, check_and_say_time,
                              check_memory, check_time, finite_float, n_jobs, nonempty_path, on_selected_device,
-                             positive_int)
+                             positive_int, first_use_compiles)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
@@ -191,7 +191,8 @@ def run_study_run(args: argparse.Namespace) -> None:
     import numpy as np
 
     from simlab.cli._backend import executor_from_args
-    from studies.engine import run_study, study_estimate, study_memory, study_preparation, study_summary_rows
+    from studies.engine import (run_study, study_estimate, study_floor_estimate, study_memory, study_preparation,
+                                study_summary_rows)
     chunk = args.chunk_size or spec.chunk_size
     workers = (os.cpu_count() or 1) if args.n_jobs == -1 else args.n_jobs
     workers = getattr(args, "dask_workers", None) or workers  # local dask workers hold their chunks too
@@ -199,13 +200,18 @@ def run_study_run(args: argparse.Namespace) -> None:
                  f"study {spec.name} ({math.prod(spec.shape) if spec.shape else 1:,} grid points x "
                  f"{spec.n_replications:,} replications)")
     say = log_to_stderr(args)
+    floor = study_floor_estimate(spec, workers, chunk)   # a huge grid: priced before its points are built
+    if floor is not None:
+        check_time(args, floor.low, f"study {spec.name} ({math.prod(spec.shape):,} grid points, each at least as "
+                                    "costly as its cheapest)")
     with executor_from_args(args, args.n_jobs) as ex:  # run_study locks --out and writes it before chunks go
         built = study_preparation(spec)  # before the pilot, which would pay them unannounced
         prepare = sum(c.seconds for c in built) / max(ex.workers, 1)
         if built:
             what = f"{len(built)} method construction(s) ({built[0].method}: {built[0].driver})"
             check_and_say_time(args, prepare, f"study {spec.name}: preparing {what}", say)
-        estimate = study_estimate(spec, ex.workers, chunk)
+        with first_use_compiles([ref.resolve() for ref in spec.methods], say):   # the pilot loads the kernels
+            estimate = study_estimate(spec, ex.workers, chunk)
         check_time(args, prepare + estimate.low, f"study {spec.name}")
         exact = args.exact or spec.exact
         say(f"study {spec.name}: simulation estimated {estimate.describe()} on {ex.describe()}"

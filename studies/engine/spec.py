@@ -317,6 +317,20 @@ class GridSpec(FrozenModel):
         :func:`validate_spec` builds them to check the spec, the engine reuses them)."""
         return [(dict(coords), scenario) for coords, scenario in self._points]
 
+    def cheapest_point(self) -> PairedScenario:
+        """The grid point with the fewest trial pairs per replication, built alone (a huge grid's
+        floor is priced from it before its points are built): the least clusters and cluster
+        size on their axes, every other varied field at its first value.  ``ValueError`` when
+        that combination is not a valid scenario."""
+        def mean_size(v) -> float:
+            return sum(v) / len(v) if isinstance(v, (list, tuple)) else float(v)
+
+        coords = {f: v[0] for f, v in self.grid.items()}
+        for field in ("clusters", "trials", "mean_trials", "sizes"):
+            if field in self.grid:
+                coords[field] = min(self.grid[field], key=mean_size if field == "sizes" else float)
+        return ScenarioTemplate.model_validate({**self._base_scenario(), **coords}).build()
+
     @cached_property
     def _points(self) -> list[tuple[dict[str, Any], PairedScenario]]:
         base = self._base_scenario()

@@ -233,32 +233,102 @@ def restamp_certificate(path: str | Path, *, dry_run: bool = False,
     return Restamp(written.name, label, "restamped", len(new.points), reps)
 
 
-def restamp(directory: str | Path | None = None, *, only: set[str] | None = None, sample: int = DEFAULT_SAMPLE,
-            dry_run: bool = False, progress: Callable[[str], None] | None = None) -> list[Restamp]:
-    """:func:`restamp_record` for every record in ``directory`` (optionally only ``only``
-    method names); a record that cannot be read is reported, not skipped."""
-    out = []
-    for p in record_paths(None, directory):
-        data = json.loads(p.read_text())
-        name = (data.get("method") or {}).get("name")
-        registered = (data.get("method") or {}).get("registered_name")
-        if only and name not in only and registered not in only:
-            continue
-        try:
-            out.append(restamp_record(p, sample=sample, dry_run=dry_run, progress=progress))
-        except RecordError as exc:
-            out.append(Restamp(p.name, name or "?", "unusable", detail=str(exc)))
+PILOT_REPS = (2, 66)   # a record's pilot: replications 0-1 load the kernel, 2-65 are timed
+
+
+def _pairs(record: QualificationRecord, i: int) -> float:
+    s = record.scenarios
+    return s.clusters[i] * record.policy.domain.cluster_sizes[s.size[i]].mean()
+
+
+def record_seconds(path: str | Path, sample: int = DEFAULT_SAMPLE) -> float:
+    """Estimated seconds of :func:`restamp_record` (0 for a current record or one whose version
+    changed): its sampled scenarios' replications priced by a timed pilot of the costliest of
+    them (per trial pair and replication)."""
+    import time
+
+    from studies.qualify.scenarios import Task, method_key
+    from studies.qualify.tasks import run_task
+
+    record = load_record(path, check_current=False)
+    method = record.method.resolve()
+    ident = method.identity
+    if (same_digest(ident.source_sha256, record.method.source_sha256) and record.schema_version == "3") or \
+            ident.version != record.method.version:
+        return 0.0
+    s = record.scenarios
+    picked = _sample(record, sample)
+    i = max(picked, key=lambda j: _pairs(record, j))
+    point = ScenarioPoint(s.clusters[i], s.size[i], s.rho[i], s.margin[i], s.noise[i], s.baseline[i],
+                          s.discordance[i], s.stage[i])
+    warm, timed = PILOT_REPS
+    run_task(record.policy, Task(point, (method_key(method),), 0, warm), (record.method.estimand,))
+    t0 = time.perf_counter()
+    run_task(record.policy, Task(point, (method_key(method),), warm, timed), (record.method.estimand,))
+    per_pair_rep = (time.perf_counter() - t0) / ((timed - warm) * _pairs(record, i))
+    return per_pair_rep * sum(s.n_reps[j] * _pairs(record, j) for j in picked)
+
+
+def certificate_seconds(path: str | Path) -> float:
+    """Estimated seconds of :func:`restamp_certificate` (0 for a current one or one whose version
+    changed): the certification estimate of its own arguments (the high end)."""
+    from methods.qualification import load_certificate
+    from studies.qualify.estimate import certify_estimate
+
+    old = load_certificate(path, check_current=False)
+    method = old.method.resolve()
+    ident = method.identity
+    if same_digest(ident.source_sha256, old.method.source_sha256) or ident.version != old.method.version:
+        return 0.0
+    d = old.design
+    sched = {"min_replications": old.replications[0], "max_replications": old.replications[-1]} \
+        if old.replications else {}
+    return certify_estimate(method, d.clusters, d.trials, d.margin, d.rho_max, d.looks, baseline=tuple(d.baseline),
+                            discordance=tuple(d.discordance), alpha=old.alpha, allowed_excess=old.allowed_excess,
+                            mc_confidence=old.mc_confidence,
+                            engine="simulation" if old.engine == "simulation" else "exact", **sched).high
+
+
+def _selected(directory, only: set[str] | None) -> list[tuple[Path, str, bool]]:
+    """``(path, method name, is a certificate)`` of the files a restamp looks at, in its order."""
     from methods.qualification import certificate_paths
 
-    for p in certificate_paths(None, directory):
-        method = json.loads(p.read_text()).get("method") or {}
-        if only and method.get("name") not in only and method.get("registered_name") not in only:
-            continue
-        try:
-            out.append(restamp_certificate(p, dry_run=dry_run, progress=progress))
-        except RecordError as exc:
-            out.append(Restamp(p.name, method.get("name") or "?", "unusable", detail=str(exc)))
+    out = []
+    for cert, paths in ((False, record_paths(None, directory)), (True, certificate_paths(None, directory))):
+        for p in paths:
+            m = json.loads(p.read_text()).get("method") or {}
+            if only and m.get("name") not in only and m.get("registered_name") not in only:
+                continue
+            out.append((p, m.get("name") or "?", cert))
     return out
 
 
-__all__ = ["DEFAULT_SAMPLE", "Restamp", "restamp", "restamp_certificate", "restamp_record", "stored_seed"]
+def restamp(directory: str | Path | None = None, *, only: set[str] | None = None, sample: int = DEFAULT_SAMPLE,
+            dry_run: bool = False, progress: Callable[[str], None] | None = None,
+            before: Callable[[float, int], None] | None = None) -> list[Restamp]:
+    """:func:`restamp_record` for every record in ``directory`` (optionally only ``only``
+    method names), then :func:`restamp_certificate` for every certificate; a file that cannot
+    be read is reported, not skipped.  ``before(seconds, files)``: told the estimated time of
+    the work and the number of files that need it before any is done (it may raise to stop)."""
+    files = _selected(directory, only)
+    if before is not None:
+        total, stale = 0.0, 0
+        for p, _, cert in files:
+            try:
+                t = certificate_seconds(p) if cert else record_seconds(p, sample)
+            except RecordError:    # reported below as unusable
+                continue
+            total, stale = total + t, stale + (t > 0.0)
+        before(total, stale)
+    out = []
+    for p, name, cert in files:
+        try:
+            out.append(restamp_certificate(p, dry_run=dry_run, progress=progress) if cert else
+                       restamp_record(p, sample=sample, dry_run=dry_run, progress=progress))
+        except RecordError as exc:
+            out.append(Restamp(p.name, name, "unusable", detail=str(exc)))
+    return out
+
+
+__all__ = ["DEFAULT_SAMPLE", "Restamp", "certificate_seconds", "record_seconds", "restamp", "restamp_certificate",
+           "restamp_record", "stored_seed"]

@@ -29,6 +29,9 @@ CASES = [
      "--option", "option min_clusters of 'alpha_spending' must be a whole number >= 0"),
     (["sequential", "analyze", "--method", "msprt", "--option", "min_clusters=-1", "--table", "10,2,1,3"],
      "--option", "option min_clusters of 'msprt' must be a whole number >= 0"),
+    # tau^2 overflowed and the bound was NaN (a probe of round 4)
+    (["sequential", "analyze", "--method", "msprt", "--option", "tau=1e308", "--table", "10,2,1,3"],
+     "--option", "option tau of 'msprt' must be a number in [0, 100]"),
     # a count of clusters is a whole number (2.5 acted as 3): declared for every method with the option
     (["interval", "--method", "clustered_normal", "--table", "10,2,1,3", "--option", "min_clusters=2.5"], "--option",
      "option min_clusters of 'clustered_normal' must be a whole number >= 0"),

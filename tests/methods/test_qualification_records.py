@@ -7,6 +7,7 @@ records say what the issue expects -- checked here against their contents, not a
 fail once trials are clustered (M > 1, rho > 0)."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -200,3 +201,21 @@ def test_a_fixed_method_is_covered_at_every_standard_design_with_30_or_more_clus
     cluster_t = _standard(records, "cluster_t")
     assert not any(covers(cluster_t, p).covered for p in rho_half)
 
+
+
+def test_a_listing_sees_a_file_that_changed_since_it_was_last_read(tmp_path):
+    """The records listing remembers what each file says of itself only while the file is
+    unchanged: a file rewritten to name another method, or damaged, is listed accordingly."""
+    import os
+
+    from methods.qualification.records import json_files
+
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps({"record_sha256": "x", "method": {"name": "one"}}))
+    assert json_files("*.json", "record_sha256", "one", tmp_path) == [p]
+    p.write_text(json.dumps({"record_sha256": "x", "method": {"name": "two"}}))
+    os.utime(p, ns=(1, 1))                      # even with its modification time put back
+    assert json_files("*.json", "record_sha256", "one", tmp_path) == []
+    assert json_files("*.json", "record_sha256", "two", tmp_path) == [p]
+    p.write_text("{not json")
+    assert json_files("*.json", "record_sha256", None, tmp_path) == []

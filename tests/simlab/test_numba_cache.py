@@ -117,3 +117,41 @@ def test_closure_keys_tell_captured_functions_apart():
     keys = {n: numba_cache._describe(registry.get(n).kernel) for n in ("paired_wald", "tango_score", "bonett_price")}
     assert len(set(keys.values())) == 3
     assert numba_cache._describe(registry.get("paired_wald").kernel) == keys["paired_wald"]
+
+
+def test_is_compiled_tells_a_first_use_from_a_loaded_kernel():
+    """A jitted function with no machine code here and no cache entry compiles on first use;
+    after one call it has machine code."""
+    import numba as nb
+
+    f = nb.njit(lambda x: x + 1)   # not cached on disk
+    assert not numba_cache.is_compiled(f)
+    assert f(1) == 2 and numba_cache.is_compiled(f)
+    assert numba_cache.is_compiled(len)   # not a jitted function: nothing to compile
+
+
+def test_interval_announces_a_first_use_compile_and_not_a_cached_one(tmp_path):
+    """With an empty cache, ``simlab interval`` says while it waits that it compiles the method's
+    kernel (a silent minute-long wait otherwise) and names it in --json; the next process loads
+    it from the cache and says nothing."""
+    import json
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("SIMLAB_NUMBA_CACHE", None)
+    # announced at once here (a command waits a second first, so that a quick compile says nothing)
+    code = ("import sys; import simlab.cli._args as a; a.COMPILE_NOTICE_AFTER = 0.0; from simlab.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    cmd = [sys.executable, "-c", code, "interval", "--method", "paired_wald", "--table", "3,1,0,1", "--json"]
+
+    def run() -> tuple[dict, str]:
+        r = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout), r.stderr
+
+    first, said = run()
+    assert first["compiled_first"] == ["paired_wald.kernel"]
+    assert "compiling 1 kernel first (paired_wald.kernel)" in said
+    second, said = run()
+    assert second["compiled_first"] == [] and "compiling" not in said
+    assert {k: v for k, v in first.items() if k != "compiled_first"} == \
+        {k: v for k, v in second.items() if k != "compiled_first"}

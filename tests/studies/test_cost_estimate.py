@@ -414,3 +414,26 @@ def test_certify_estimate_scales_a_huge_design_by_its_pairs(monkeypatch):
     est = estimate.certify_estimate("cluster_t", 1_000_000, 100_000, 0.05)
     assert designs == [((2,), (10_000.0,))]
     assert (est.low, est.high) == (pytest.approx(5e6), pytest.approx(1e7))
+
+
+def test_a_huge_grid_is_priced_from_its_cheapest_point_before_its_points_are_built():
+    """Over EAGER_POINTS the floor comes from the cheapest point alone (least clusters, least
+    trials), never from building the grid; a small grid has none."""
+    from studies.engine import parse_spec, study_floor_estimate
+    from studies.engine.spec import EAGER_POINTS
+
+    def spec(n_diff: int):
+        return parse_spec({"name": "huge", "methods": ["cluster_t"], "replications": 1000, "seed": 1,
+                           "scenario": {"clusters": 30, "trials": 2, "baseline": 0.8, "discordance": 0.1,
+                                        "difference": 0.0},
+                           "grid": {"difference": [-0.05 + 0.05 * i / n_diff for i in range(n_diff)],
+                                    "clusters": [40, 12, 25], "trials": [3, 1]}})
+
+    small = spec(10)
+    assert study_floor_estimate(small, 1, 1000) is None
+    huge = spec(EAGER_POINTS // 6 + 1)
+    cheapest = huge.cheapest_point()
+    assert (cheapest.clusters, cheapest.cluster_size.mean()) == (12, 1.0)
+    floor = study_floor_estimate(huge, 1, 1000)
+    assert "_points" not in huge.__dict__          # nothing built but the cheapest point
+    assert floor is not None and floor.low > 0.0

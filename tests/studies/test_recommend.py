@@ -377,3 +377,23 @@ def test_a_reference_power_is_priced_by_a_pilot_that_changes_no_figure():
     refused = rec._power(m, sc, 0.03, 0.025, 600, 7, lambda s, what: f"{what}, over budget")
     assert list(refused) == ["not_run"] and refused["not_run"].startswith("its power on 600 tables takes an estimated")
     assert refused["not_run"].endswith("s more, over budget")
+
+
+def test_a_ranked_power_is_cut_to_the_budget_it_is_given_and_says_on_how_many_tables():
+    """A covered method's power is always given (the ranking needs it): with no room left it is
+    the pilot's replications' figure, the same as a plain run on that many tables, and its
+    standard error is that of the tables used; with room for all, it is the plain figure."""
+    from importlib import import_module
+
+    from methods.registry import get
+
+    rec = import_module("studies.recommend")
+    sc = PairedScenario.from_rates(0.8, 0.05, 0.2, clusters=40, cluster_size=FixedSize(trials=3), rho=0.1)
+    m = get("betting_ci_horizon")
+    cut = rec._power(m, sc, 0.03, 0.025, 600, 7, room=lambda: 0.0)
+    assert 1 < cut["n_reps"] <= rec.PILOT_REPS < 600
+    plain = rec._power(m, sc, 0.03, 0.025, cut["n_reps"], 7)
+    assert cut == plain
+    p = cut["value"]
+    assert cut["mc_se"] == pytest.approx(math.sqrt(p * (1 - p) / cut["n_reps"]))
+    assert rec._power(m, sc, 0.03, 0.025, 600, 7, room=lambda: 1e9) == rec._power(m, sc, 0.03, 0.025, 600, 7)

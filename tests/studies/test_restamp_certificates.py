@@ -125,3 +125,29 @@ def test_a_judge_certificate_whose_simulation_text_differs_is_a_mismatch(judge_c
         "golden-section steps", "bisection steps"))
     got = restamp_certificate(write_certificate(forged, tmp_path))
     assert got.status == "mismatch" and "search" in got.detail
+
+
+class _Refused(Exception):
+    pass
+
+
+def test_a_restamp_is_priced_before_any_file_is_touched(certificate, tmp_path):
+    """``simlab records restamp --max-seconds``: the work of the stale files is estimated and
+    told before any is done; a refusal there leaves every file as it was; current files cost
+    nothing."""
+    current = write_certificate(certificate, tmp_path / "current")
+    told = []
+    restamp(current.parent, before=lambda s, n: told.append((s, n)))
+    assert told == [(0.0, 0)]
+
+    path = write_certificate(_as_of_old_code(certificate), tmp_path / "stale")
+    before = path.read_text()
+
+    def refuse(seconds: float, files: int) -> None:
+        told.append((seconds, files))
+        raise _Refused
+
+    with pytest.raises(_Refused):
+        restamp(path.parent, before=refuse)
+    assert told[-1][0] > 0.0 and told[-1][1] == 1
+    assert path.read_text() == before and [p.name for p in path.parent.iterdir()] == [path.name]
