@@ -23,6 +23,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from simlab.hashing import address, with_self_hash
 from .jsonfiles import read_json
@@ -69,24 +70,33 @@ def _scenario(out: Path, name: str, qdir: Path, trusted, now: dt.datetime, *, cl
                           out=out / f"{name}.packet.json", qualification_dir=qdir, trusted=trusted, now=now)
 
 
-def run_demo(out: str | Path | None = None) -> dict:
+def run_demo(out: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """The scenarios above, files in ``out`` (default: a temporary folder).  The work is fixed in
+    size (some 15-30 s in all, no time limit needed); ``progress``, when given, is told as each step starts."""
+    say = progress or (lambda message: None)
     out = Path(out) if out else Path(tempfile.mkdtemp(prefix="simlab-evidence-demo-"))
     out.mkdir(parents=True, exist_ok=True)
+    say(f"evidence demo in {out}: copying and signing the {METHOD} qualification record")
     qdir, pin, trusted = _qualification(out)
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     common = dict(qdir=qdir, trusted=trusted, now=now, qualification_sha256=pin, margin=0.03)
     measured = dict(measurement_kind="measured", code_revision="0123456789abcdef0123456789abcdef01234567",
                     cost_provenance="measured")
-    packets = {
-        "seed_ten_customers": _scenario(out, "seed_ten_customers", clusters=10, cases=10, reps=3, **common),
-        "synthetic": _scenario(out, "synthetic", clusters=500, cases=1, reps=1, **common),
-        "measured_signed": _scenario(out, "measured_signed", clusters=500, cases=1, reps=1, **common, **measured),
-        "hidden_hard_failure": _scenario(out, "hidden_hard_failure", clusters=500, cases=1, reps=1,
-                                         candidate_failed=1, **common, **measured),
+    scenarios = {
+        "seed_ten_customers": dict(clusters=10, cases=10, reps=3),
+        "synthetic": dict(clusters=500, cases=1, reps=1),
+        "measured_signed": dict(clusters=500, cases=1, reps=1, **measured),
+        "hidden_hard_failure": dict(clusters=500, cases=1, reps=1, candidate_failed=1, **measured),
     }
+    packets = {}
+    for i, (name, kw) in enumerate(scenarios.items(), 1):
+        say(f"scenario {i}/{len(scenarios)} {name}: {kw['clusters']} clusters x {kw['cases']} cases x {kw['reps']} "
+            "repetitions")
+        packets[name] = _scenario(out, name, **kw, **common)
     from simlab.signing import load_private_key
     from .demo_judge import run_judge_demo
 
+    say("judge scenarios (judge_corrected): corrected difference, failed check, sealed holdout, rubric change")
     judge = run_judge_demo(out, qdir, load_private_key(out / "keys" / "demo.key"), trusted, now)
     packets.update(judge.pop("packets"))
     rows = [{"scenario": k, "state": p["receipt"]["state"], "action": p["receipt"]["action"],
@@ -95,12 +105,14 @@ def run_demo(out: str | Path | None = None) -> dict:
              "lower": p["receipt"]["comparison"]["lower"], "why": p["receipt"]["reasons"][0]}
             for k, p in packets.items()]
     good = packets["measured_signed"]
+    say("replay of measured_signed, and of a copy with a forged comparison")
     replayed = replay_packet(good, base=out, qualification_dir=qdir, trusted=trusted)
     forged = copy.deepcopy(good)
     forged["receipt"]["comparison"]["lower"] = 0.0
     forged["receipt"] = with_self_hash(forged["receipt"], "receipt_sha256")
     rejected = replay_packet(forged, base=out, qualification_dir=qdir, trusted=trusted)
     ledger = out / "ledger.sqlite"
+    say(f"ledger: appending {len(packets)} receipts, verifying the chain; resolving measured_signed after expiry")
     for p in packets.values():
         append(ledger, p["receipt"], now=now)
     expiry = dt.datetime.fromisoformat(good["receipt"]["valid_until"].replace("Z", "+00:00"))

@@ -26,9 +26,9 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["bench", "engine", "exact", "plots", "qualify",
                                                                     "sizing"], submod_attrs={
     "datasets": ["DamagedDataset", "dataset_kind", "dataset_spec_hash", "file_kind", "open_dataset", "report_by_simlab", "save_dataset", "save_json",
-                 "written_by_simlab"],
-    "judge": ["JudgeModel", "JudgeStudySpec", "judge_study", "judge_study_estimate", "judge_study_rows",
-              "run_judge_study"],
+                 "stored_kind", "written_by_simlab"],
+    "judge": ["JudgeModel", "JudgeStudySpec", "judge_study", "judge_study_estimate", "judge_study_paths",
+              "judge_study_rows", "run_judge_study"],
     "recommend": ["recommend"],
     "demo": ["study_demo"],
     "engine": ["StudySpec", "evaluate_scenario", "false_pass", "load_spec", "run_sequential_study", "run_study"],

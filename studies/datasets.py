@@ -302,21 +302,29 @@ def written_by_simlab(path: str | Path) -> bool:
     """Whether ``path`` is a dataset simlab wrote (an HDF5/netCDF file whose attrs name one of
     ``DATASET_KINDS``, or a study written before the schema: ``spec_hash`` with ``study_kind``).
     Reads the signature and the root attrs only, never the data."""
+    return stored_kind(path) is not None
+
+
+def stored_kind(path: str | Path) -> str | None:
+    """The kind (one of ``DATASET_KINDS``) of the dataset simlab wrote at ``path``, or None (not
+    one: not HDF5, damaged, someone else's).  Reads the signature and the root attrs only."""
     p = Path(path)
     try:
         with open(p, "rb") as fh:
             if fh.read(8) != HDF5_SIGNATURE:
-                return False
+                return None
         import h5py
 
         with h5py.File(p, "r") as f:
             kind = f.attrs.get("dataset_kind", f.attrs.get("study_kind"))
             legacy = "spec_hash" in f.attrs
     except READ_ERRORS:  # a damaged file is not one simlab wrote (as far as anyone can tell)
-        return False
+        return None
     if isinstance(kind, bytes):
         kind = kind.decode(errors="replace")
-    return kind in DATASET_KINDS or (kind is None and legacy)
+    if kind is None and legacy:
+        return "study"
+    return kind if kind in DATASET_KINDS else None
 
 
 def dataset_spec_hash(path: str | Path) -> str | None:
@@ -404,18 +412,105 @@ def open_dataset(path: str | Path):
             with xr.open_dataset(p, engine="h5netcdf", phony_dims="access") as ds:
                 return ds.load()
         except READ_ERRORS as exc:  # one home for the reader's errors: every command reading a dataset comes here
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
-                str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc) or exc.__class__.__name__
+            reason = _plain_read_error(exc)
             # h5netcdf's File.__del__ of a file its __init__ could not open fails in close() ("Exception
             # ignored ... AttributeError: _writable", a traceback on stderr): let it die here, silently
             sys.unraisablehook = lambda unraisable: None
         gc.collect()
     finally:
         sys.unraisablehook = hook
-    raise DamagedDataset(f"{p}: damaged or not a simlab dataset ({' '.join(reason.split())})")
+    raise DamagedDataset(f"{p}: damaged or not a simlab dataset ({reason})")
+
+
+def _plain_read_error(exc: BaseException) -> str:
+    """Plain words for a reader's error: HDF5's own text ("Unable to synchronously open file
+    (truncated file: eof = 40000, sblock->base_addr = 0, ...)") names its internals, not the damage."""
+    import errno
+
+    text = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).lower()
+    if (isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM)) or "permission denied" in text:
+        return "cannot be read (permission denied)"
+    if "truncated file" in text or "actual len exceeds eoa" in text or "past end of allocation" in text:
+        return "cut short"
+    if "file signature not found" in text:
+        return "not a netCDF/HDF5 file"
+    if "checksum" in text:
+        return "a checksum does not match: a changed byte"
+    if isinstance(exc, UnicodeDecodeError):
+        return "text that does not decode: a changed byte"
+    return "a broken internal structure"
+
+
+# What a study or sequential dataset derives from its counts (studies.engine.measures, .sequential):
+# (rate, count, denominator, the is_null value where the rate is defined -- NaN elsewhere -- or None).
+_DERIVED_RATES = (
+    ("pass_rate", "n_pass", "n_reps", None), ("fail_rate", "n_fail", "n_reps", None),
+    ("inconclusive_rate", "n_inconclusive", "n_reps", None), ("coverage", "n_cover", "n_interval", None),
+    ("lower_miss_rate", "n_lower_above", "n_interval", None), ("false_pass_rate", "n_pass", "n_reps", 1),
+    ("power", "n_pass", "n_reps", 0), ("promote_rate", "n_promote", "n_reps", None),
+    ("harm_rate", "n_harm", "n_reps", None), ("no_promotion_rate", "n_no_promotion", "n_reps", None),
+    ("false_promotion_rate", "n_promote", "n_reps", 1), ("power", "n_promote", "n_reps", 0),
+)
+# every replication has exactly one outcome
+_OUTCOMES = (("n_reps", ("n_pass", "n_fail", "n_inconclusive")), ("n_reps", ("n_promote", "n_harm", "n_no_promotion")))
+
+
+def check_derived(ds) -> str:
+    """Cross-check what a dataset stores twice: outcome counts add up to ``n_reps``, and every
+    rate (and its ``_mcse``) equals what its counts give, within float rounding.  A flipped bit
+    in the data bytes (which HDF5 does not checksum) was shown as a valid figure.  Returns ""
+    when consistent, else a one-line reason naming the variable and the first cell.  Vectorised;
+    a relation whose variables are absent or lie on other dimensions is skipped."""
+    import numpy as np
+
+    def same_dims(*names):  # numbers on one set of dimensions (a foreign layout is not judged here)
+        return all(n in ds.data_vars and ds[n].dtype.kind in "iuf" for n in names) and \
+            len({ds[n].dims for n in names}) == 1
+
+    def where(bad, dims) -> str:
+        cells = np.argwhere(bad)
+        if not len(cells):
+            return ""
+        at = ", ".join(f"{d}={_coord_text(ds, d, i)}" for d, i in zip(dims, cells[0])) or "its one cell"
+        return f" at {at}" + (f" and {len(cells) - 1} other cell(s)" if len(cells) > 1 else "")
+
+    for total, parts in _OUTCOMES:
+        if same_dims(total, *parts):
+            got = sum(ds[k].values.astype(np.int64) for k in parts)
+            bad = got != ds[total].values
+            if bad.any():
+                return f"{' + '.join(parts)} do not add up to {total}{where(bad, ds[total].dims)}"
+    null = ds.data_vars.get("is_null")
+    for name, count, denom, defined in _DERIVED_RATES:
+        if not same_dims(name, count, denom):
+            continue
+        x, n = ds[count].values.astype(np.float64), ds[denom].values.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.where(n > 0, x / n, np.nan)
+            expected = {"": p, "_mcse": np.where(n > 0, np.sqrt(p * (1 - p) / n), np.nan)}
+        for suffix, want in expected.items():
+            var = ds.data_vars.get(name + suffix)
+            if var is None or var.dims != ds[name].dims or var.dtype.kind not in "iuf":
+                continue
+            got = var.values.astype(np.float64)
+            if defined is not None:  # NaN off its half of the grid: there by is_null, or (without it) where stored
+                keep = (null.values == defined) if null is not None and null.dims == var.dims else np.isfinite(got)
+                want = np.where(keep, want, np.nan)
+            bad = ~np.isclose(got, want, rtol=1e-12, atol=0.0, equal_nan=True)
+            if bad.any():
+                return f"{name + suffix} disagrees with {count} / {denom}{where(bad, var.dims)}"
+    return ""
+
+
+def _coord_text(ds, dim: str, i: int) -> str:
+    if dim not in ds.coords:
+        return str(int(i))
+    v = ds[dim].values[i]
+    return str(v.item() if hasattr(v, "item") else v)
 
 
 __all__ = ["DATASET_KINDS", "SCHEMA_VERSION", "make_attrs", "method_identity", "package_versions", "code_revision",
            "now", "dataset_kind", "describe", "same_data", "save_dataset", "save_json", "open_dataset", "DamagedDataset",
+           "check_derived",
            "check_output_path", "check_output_dir", "written_by_simlab", "file_kind"]
 from simlab.hashing import content_hash

@@ -221,6 +221,18 @@ def judge_study_estimate(spec: JudgeStudySpec):
     return TimeEstimate(wall, wall, 1)
 
 
+def judge_study_paths(spec: JudgeStudySpec, out_dir):
+    """``(dataset, plot)`` paths :func:`judge_study` writes in ``out_dir``, known before it runs
+    (a caller checks them first: a user's file of that name is not replaced unasked)."""
+    import json
+    from pathlib import Path
+
+    from simlab.hashing import content_hash, short
+
+    stem = f"{spec.name}-{short(content_hash(json.loads(spec.model_dump_json())))}"
+    return Path(out_dir) / f"{stem}.nc", Path(out_dir) / f"{stem}.png"
+
+
 def judge_study(spec: JudgeStudySpec, out_dir, progress: Callable[[int], None] | None = None) -> dict:
     """Run ``spec``, write its dataset (netCDF) and plot (PNG) into ``out_dir`` as
     ``<name>-<spec hash>.nc / .png``, and return what a report shows: the paths, the spec

@@ -60,6 +60,21 @@ def _head(p: Path) -> tuple[frozenset, object] | None:
     return info
 
 
+def damaged_files_of(name: str, directory: str | Path | None = None) -> list[Path]:
+    """JSON files named for method ``name`` (``<safe name>.*.json``: its records, theorem records
+    and certificates) that are not readable as any of them: cut short, not JSON, no hash field.
+    The listings skip such files, so a damaged record would read as no record at all."""
+    directory = records_dir(directory)
+    if not directory.is_dir():
+        return []
+    return [p for p in sorted(directory.glob(f"{glob_escape(safe_name(name))}.*.json"))
+            if (info := _head(p)) is None or not info[0]]
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
 def json_files(pattern: str, hash_field: str, name: str | None = None,
                directory: str | Path | None = None) -> list[Path]:
     """JSON files matching ``pattern`` in the records directory that carry ``hash_field``

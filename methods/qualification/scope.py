@@ -111,6 +111,13 @@ def find_coverage(name: str, point: DesignPoint | dict, directory: str | Path | 
     directory = records_dir(directory)
     if isinstance(point, dict):
         point = DesignPoint.model_validate(point)
+    from .records import damaged_files_of
+    from .verdicts import TamperedRecordError
+
+    damaged = damaged_files_of(name, directory)
+    if damaged:   # it said "no qualification record" of a record cut short
+        raise TamperedRecordError(f"{', '.join(p.name for p in damaged)}: damaged (cut short, not JSON, or not a "
+                                  "record, theorem record or certificate); restore or remove it")
     answers: list[tuple[Path, Coverage]] = []
     for p in record_paths(name, directory):
         answers.append((p, covers(load_record(p, trusted_keys=trusted_keys, now=now), point, now=now)))

@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         with signals_as_interrupts():
             args = build_parser().parse_args(argv)
             json_mode = bool(getattr(args, "json", False))
+            from simlab.cli._args import check_environment
+
+            check_environment()
             rc = args.func(args)
             raise_pending()  # an interrupt a library call swallowed (simlab.interrupts) is still one
     except KeyboardInterrupt as exc:   # Ctrl-C, SIGTERM, SIGHUP: everything above has unwound

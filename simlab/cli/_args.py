@@ -99,7 +99,21 @@ def float_at_least(lo: float, strict: bool = False) -> Callable[[str], float]:
                    f"a number {'>' if strict else '>='} {lo:g}")
 
 
-n_jobs = checked(int, lambda v: v >= 1 or v == -1, ">= 1 or -1 (all cores)")  # joblib's convention
+_n_jobs_form = checked(int, lambda v: v >= 1 or v == -1, ">= 1 or -1 (all cores)")  # joblib's convention
+
+
+def at_most_per_core(n: int, what: str) -> int:
+    """``n`` processes on this machine, at most 4 per core (1000 on 2 cores started a thousand
+    processes before any estimate and hung past --max-seconds)."""
+    most = 4 * (os.cpu_count() or 1)
+    if n > most:
+        raise argparse.ArgumentTypeError(f"at most {most} {what} on this machine's {os.cpu_count()} cores, got {n}")
+    return n
+
+
+def n_jobs(text: str) -> int:
+    """``--n-jobs``: worker processes, -1 = all cores (:func:`at_most_per_core`)."""
+    return at_most_per_core(_n_jobs_form(text), "worker processes")
 finite_float = checked(float, math.isfinite, "a finite number")
 positive_int = int_at_least(1)
 nonnegative_int = int_at_least(0)
@@ -175,13 +189,35 @@ def add_max_seconds(p: argparse.ArgumentParser) -> None:
 def time_limit(args: argparse.Namespace) -> float:
     """``--max-seconds``, else ``$SIMLAB_MAX_SECONDS``, else the default."""
     limit = getattr(args, "max_seconds", None)
-    if limit is None:
-        text = os.environ.get(SECONDS_ENV)
-        try:
-            limit = float(text) if text else DEFAULT_MAX_SECONDS
-        except ValueError:
-            raise UsageError(f"environment {SECONDS_ENV} must be a number of seconds, got {text!r}", SECONDS_ENV) from None
-    return limit
+    return env_seconds() if limit is None else limit
+
+
+def env_seconds() -> float:
+    """``$SIMLAB_MAX_SECONDS`` under --max-seconds' own rule (a finite number > 0), else the
+    default: nan disabled the limit, and -1 was refused as "--max-seconds ... over the limit of -1 s"."""
+    text = os.environ.get(SECONDS_ENV)
+    if not text:
+        return DEFAULT_MAX_SECONDS
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0.0):
+        raise UsageError(f"environment {SECONDS_ENV} must be a finite number of seconds > 0, got {text!r}",
+                         SECONDS_ENV)
+    return v
+
+
+def check_environment() -> None:
+    """The environment settings every command may read, checked before any work (each error
+    names its variable): ``$SIMLAB_MAX_SECONDS``; ``$SIMLAB_RECORDS``, which must name a folder
+    (a typo made every method "not covered" and certificates go to a new folder)."""
+    env_seconds()
+    records = os.environ.get("SIMLAB_RECORDS")
+    if records and not os.path.isdir(records):
+        what = "a file" if os.path.exists(records) else "no such folder"
+        raise UsageError(f"environment SIMLAB_RECORDS={records!r}: {what}; it must name the folder of qualification "
+                         "records (or unset it)", "SIMLAB_RECORDS")
 
 
 def check_and_say_time(args: argparse.Namespace, seconds: float, what: str, say, on: str = "") -> None:
@@ -420,6 +456,16 @@ def range_pair(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def check_design_ranges(args: argparse.Namespace) -> None:
+    """A nuisance domain that holds no null law is refused before any estimate, naming the range
+    at fault: a true difference of -margin needs discordance >= margin (``--discordance 0,0``
+    was blamed on --margin after the estimate)."""
+    lo, hi = args.discordance
+    if hi < args.margin:
+        raise UsageError(f"--discordance {lo:g},{hi:g} lies below the margin {args.margin:g}: a null law (true "
+                         "difference -margin) needs discordance >= margin", "--discordance")
+
+
 def add_design_arguments(p, sequential: bool = True) -> None:
     """The design a certificate or calibration is for: K, M, margin, rho_max (and looks), and
     the nuisance ranges it is taken over."""
@@ -437,7 +483,7 @@ def add_design_arguments(p, sequential: bool = True) -> None:
                    help="baseline pass-rate range of the nuisance domain (default 0.5,1)")
     p.add_argument("--discordance", type=range_pair, default=(0.01, 0.5), metavar="LO,HI",
                    help="discordance range of the nuisance domain (default 0.01,0.5)")
-    p.add_argument("--out", default=None, metavar="DIR",
+    p.add_argument("--out", type=nonempty_path, default=None, metavar="DIR",
                    help="where the certificate is written (default: the records directory, where coverage looks: "
                         "$SIMLAB_RECORDS or the checkout's results/qualification)")
     p.add_argument("--sign-key", default=None, metavar="PEM", help="Ed25519 private key to sign the certificate")

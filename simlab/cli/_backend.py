@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import positive_int
+from simlab.cli._args import at_most_per_core, positive_int
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,14 +22,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 def local_workers(text: str) -> int:
     """``--dask-workers``: a local cluster of at most 4 processes per core (1000 on 2 cores started
     hundreds of failing worker processes, no refusal, until killed)."""
-    import os
-
-    n = positive_int(text)
-    most = 4 * (os.cpu_count() or 1)
-    if n > most:
-        raise argparse.ArgumentTypeError(f"at most {most} local workers on this machine's {os.cpu_count()} cores, "
-                                         f"got {n}")
-    return n
+    return at_most_per_core(positive_int(text), "local workers")
 
 
 def executor_from_args(args: argparse.Namespace, n_jobs: int | None):

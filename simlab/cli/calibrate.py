@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import add_design_arguments, add_json, check_methods, check_time, finite_float, positive_int
+from simlab.cli._args import (add_design_arguments, add_json, check_design_ranges, check_methods, check_time,
+                             finite_float, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import UsageError, emit, log_to_stderr
@@ -14,6 +15,7 @@ from simlab.cli.study import check_folder
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
+    check_design_ranges(args)
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
     from simlab.cli.certify import render_certificate, signing_key
@@ -26,7 +28,16 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
         if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge
-            from studies.qualify import calibrate_label_noise
+            from studies.qualify import calibrate_label_noise, certify_label_noise_estimate
+
+            # its floor: the certificate over every judge node at the level found (the search comes on top)
+            floor = certify_label_noise_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                                 alpha=args.alpha, baseline=args.baseline,
+                                                 discordance=args.discordance, workers=ex.workers, **judged)
+            what = f"calibrating {args.method} at K={args.clusters}, M={args.trials} over the judge's label noise"
+            check_time(args, floor.low, what)
+            say(f"{what}: its certificate alone estimated {floor.describe()} on {ex.describe()}; the level search "
+                "comes on top")
             cal = calibrate_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                         alpha=args.alpha, target=args.target, baseline=args.baseline,
                                         discordance=args.discordance, search_replications=args.search_reps,

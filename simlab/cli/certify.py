@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (add_design_arguments, add_json, check_and_say_time, check_methods, check_time,
-                             finite_float, positive_int)
+from simlab.cli._args import (add_design_arguments, add_json, check_and_say_time, check_design_ranges, check_methods,
+                             check_time, finite_float, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
@@ -47,6 +47,7 @@ def stream_options(args: argparse.Namespace) -> dict:
 
 def cmd_certify(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
+    check_design_ranges(args)
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
     from studies.qualify import certificate_payload, certify, certify_estimate, write_certificate
@@ -57,7 +58,15 @@ def cmd_certify(args: argparse.Namespace) -> None:
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:
         if judged is not None:  # judge-labelled outcomes: studies.qualify.certify_judge
-            from studies.qualify import certify_label_noise
+            from studies.qualify import certify_label_noise, certify_label_noise_estimate
+
+            what = f"certifying {args.method} at K={args.clusters}, M={args.trials} over the judge's label noise"
+            estimate = certify_label_noise_estimate(args.method, args.clusters, args.trials, args.margin,
+                                                    args.rho_max, baseline=args.baseline,
+                                                    discordance=args.discordance, workers=ex.workers, **judged,
+                                                    **stream_options(args))
+            check_time(args, estimate.low, what)
+            say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
             cert = certify_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                        baseline=args.baseline, discordance=args.discordance, executor=ex,
                                        sign_key=key, progress=say, **judged, **stream_options(args))

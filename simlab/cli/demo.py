@@ -112,7 +112,17 @@ def run_demo_command(args: argparse.Namespace) -> None:
     from simlab.cli.study import check_writable
     from studies import study_demo
 
+    import time
+    from pathlib import Path
+
+    from simlab.cli.study import check_plot_out, refuse_foreign_file
+
+    started = time.perf_counter()
     check_writable(f"{args.out}/demo.nc", "--out")
+    # the files it writes are not a user's files of the same names (replaced only with --force)
+    refuse_foreign_file(Path(args.out) / "demo.nc", "--out", args.force, kind="demo")
+    for png in ("demo.png", "power_k.png"):
+        check_plot_out(Path(args.out) / png, "--out", args.force)
     # two worker processes share the work: one for study_demo (it says what), one for the
     # evidence path, independent of the rest (in a temporary folder: it holds a demo signing
     # key).  Leaving the block ends them, also on an error or Ctrl-C.
@@ -122,8 +132,10 @@ def run_demo_command(args: argparse.Namespace) -> None:
         say = log_to_stderr(args)
 
         def before_designs(seconds: float) -> None:
-            check_and_say_time(args, seconds, f"the designs' comparison ({args.reps:,} tables per design, scenario "
-                                              "and method)", say)
+            so_far = time.perf_counter() - started   # the fixed sections before it count against the limit too
+            check_and_say_time(args, so_far + seconds, f"the demo: {so_far:.0f} s so far, then the designs' "
+                                                       f"comparison ({args.reps:,} tables per design, scenario and "
+                                                       "method)", say)
 
         payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
                              seed=args.seed, full=args.full, progress=say, background=worker,
@@ -147,6 +159,9 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--full", action="store_true",
                    help="compare every registered method (not only the ones the story needs) and certify / calibrate "
                         "on demand in the recommendation (slow: minutes, most of it compiling kernels)")
+    p.add_argument("--force", action="store_true",
+                   help="replace demo.nc, demo.png and power_k.png in --out even when they are not files simlab "
+                        "wrote")
     add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_demo_command)

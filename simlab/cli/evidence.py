@@ -20,7 +20,7 @@ from pathlib import Path
 
 from simlab.cli._args import add_json as _add_json
 from simlab.cli._args import nonempty_path, positive_int
-from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError
+from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError, log_to_stderr
 from simlab.cli._output import emit as _emit
 from simlab.cli._evidence_run import (add_run_options, adapter_of, check_out, check_paths, common_artifacts,
                                       component_receipts, load_manifest_arg, nearest_existing, parse_time,
@@ -282,9 +282,10 @@ def run_resolve(args) -> int:
 
 
 def run_verify_ledger(args) -> int:
+    head = None if args.head is None else sha256_arg(args.head, "--head")  # a typo is bad input, not a truncation
     from evidence import ledger
     from simlab import signing
-    head, seq, signed = args.head, None, None
+    seq, signed = None, None
     if args.signed_head:
         if not args.trusted:
             raise UsageError("--signed-head needs --trusted keys to check who signed the head", "--trusted")
@@ -408,7 +409,7 @@ def run_verify(args) -> int:
 
 def cmd_evidence_demo(args) -> int:
     from evidence import render_demo, run_demo
-    _emit(args, run_demo(args.out), render_demo)
+    _emit(args, run_demo(args.out, progress=log_to_stderr(args)), render_demo)
     return 0
 
 

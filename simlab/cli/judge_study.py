@@ -78,7 +78,8 @@ def run_judge_study(args: argparse.Namespace) -> None:
 
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):  # was found after the study's work
         raise UsageError(f"--out-dir {args.out_dir} exists and is not a directory", "--out-dir")
-    from studies import JudgeStudySpec, judge_study, judge_study_estimate
+    from simlab.cli.study import check_plot_out, refuse_foreign_file
+    from studies import JudgeStudySpec, judge_study, judge_study_estimate, judge_study_paths
 
     fields = {"methods": args.methods, "calibration_items": args.items, "shared_calibration": args.shared,
               "clusters": args.clusters, "trials": args.trials, "rho": args.rho, "baseline": args.baseline,
@@ -86,6 +87,9 @@ def run_judge_study(args: argparse.Namespace) -> None:
               "replications": args.reps, "seed": args.seed, "judges": args.judge or None,
               "differences": args.differences}
     spec = _spec(JudgeStudySpec, {k: v for k, v in fields.items() if v is not None})
+    nc, png = judge_study_paths(spec, args.out_dir)   # a user's file of these names is not replaced unasked
+    refuse_foreign_file(nc, "--out-dir", args.force, kind="judge")
+    check_plot_out(png, "--out-dir", args.force)
     say = log_to_stderr(args)
     total = len(spec.judges) * len(spec.calibration_items) * len(spec.difference_grid)
     what = f"judge study: {total} scenarios x {spec.replications:,} replications x {len(spec.methods)} methods"
@@ -144,6 +148,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=None, help="seed of the counter-based streams")
     p.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
                    help="folder for the dataset and plot (default ./%(default)s; not results/)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the dataset and plot in --out-dir even when they are not files simlab wrote")
     add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_judge_study)

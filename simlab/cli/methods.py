@@ -17,6 +17,13 @@ def analyze_fixed(method, table, margin: float, alpha: float, calibration=None):
     return method.analyze(table, margin, alpha)
 
 
+def _number_text(x: float) -> str:
+    """A bound as text: six decimals, or ``-inf`` / ``inf`` / ``nan`` (each means something else)."""
+    import math
+
+    return f"{x:.6f}" if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
 def run_interval(args: argparse.Namespace) -> None:
     from methods import check_alpha, check_margin, info
 
@@ -63,15 +70,18 @@ def run_interval(args: argparse.Namespace) -> None:
     reasons = ([result.reason] if result.reason else []) if judged else explain(method, table, result.status)
     # an all-zero --table is an empty cluster: the methods leave it out, which the text says
     empty = sum(1 for row in table if not any(row))
-    payload = {**result.as_dict(), "options": dict(method.options), "version": method.version,
+    # JSON has no infinity, so as_dict gives None for an unbounded end as for a NaN one: the text
+    # says which (an interval of [-inf, inf] -- no information at this level -- printed as [nan, nan])
+    bounds_text = [_number_text(result.lower), _number_text(result.upper)]
+    payload = {**result.as_dict(), "bounds_text": bounds_text, "options": dict(method.options),
+               "version": method.version,
                "citation": method.citation, "reasons": reasons, "tables_given": len(table), "empty_clusters": empty,
                "compiled_first": compiled}
     if args.json:  # the text does not show the code's identity, and hashing it costs 0.05-0.06 s of the ~1 s
         payload["source_sha256"] = method.identity.source_sha256
 
     def render(p: dict) -> None:
-        lo = "nan" if p["lower"] is None else f"{p['lower']:.6f}"
-        hi = "nan" if p["upper"] is None else f"{p['upper']:.6f}"
+        lo, hi = p["bounds_text"]
         est = "nan" if p["estimate"] is None else f"{p['estimate']:.6f}"
         clusters, trials = p["clusters"], p["trials"]
         print(f"{p['method']} v{p['version']} ({p['estimand']}), {clusters} cluster{'s' * (clusters != 1)}, "
@@ -79,7 +89,9 @@ def run_interval(args: argparse.Namespace) -> None:
         if p["empty_clusters"]:
             print(f"note: {p['empty_clusters']} of the {p['tables_given']} --table clusters have no trials (0,0,0,0) "
                   "and are left out")
-        print(f"estimate {est}   {100 * (1 - 2 * p['alpha']):g}% interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
+        level = f"{100 * (1 - 2 * p['alpha']):g}%"
+        level = level if level != "100%" else f"1 - {2 * p['alpha']:g}"   # alpha 1e-20 read "100% interval"
+        print(f"estimate {est}   {level} interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
         if "raw_estimate" in p:
             raw = [("nan" if p[k] is None else f"{p[k]:.6f}") for k in ("raw_estimate", "raw_lower", "raw_upper")]
             print(f"judge scale: estimate {raw[0]}   interval [{raw[1]}, {raw[2]}]   judge "

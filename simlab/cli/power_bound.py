@@ -46,8 +46,15 @@ def run_power_bound(args: argparse.Namespace) -> None:
               f"{p['standard_error']:.4f}, plus 2 SE; {p['replications']:,} draws each; {p['seconds']:.1f} s)")
         for m in p["mixture"]:
             print(f"  least-favourable weight {m['weight']:.3f} at discordance {m['discordance']:.4g}, rho {m['rho']:g}")
+        if p["tied"] >= DISCRETE_TIES:
+            print(f"  the likelihood ratio is discrete here: {p['tied']:.4f} of the alternative's probability sits "
+                  "on the critical value's own atom, of which the ceiling counts only what a level-alpha test can "
+                  "reject (the randomised Neyman-Pearson test)")
 
     emit(args, b.as_dict(), render)
+
+
+DISCRETE_TIES = 0.01   # the alternative's mass on the critical atom beyond which the text explains the ceiling
 
 
 def register(sub, bench_sub) -> None:

@@ -184,8 +184,16 @@ def cmd_coverage(args: argparse.Namespace) -> None:
 
     point = DesignPoint(clusters=args.clusters, cluster_size=FixedSize(trials=args.trials), margin=args.margin,
                         rho=args.rho, rho_max=args.rho_max, looks=args.looks)
-    c = find_coverage(args.method, point, _records_dir(args, allow_missing=bool(args.certificate)), certificates=args.certificate or (),
-                      trusted_keys=_trusted(args.trusted_keys))
+    from pathlib import Path
+
+    from methods.qualification import RecordError
+
+    try:
+        c = find_coverage(args.method, point, _records_dir(args, allow_missing=bool(args.certificate)),
+                          certificates=args.certificate or (), trusted_keys=_trusted(args.trusted_keys))
+    except RecordError as exc:   # the file at fault: a --certificate given, else one in the records folder
+        given = [c for c in args.certificate or () if Path(c).name in str(exc)]
+        raise UsageError(str(exc), "--certificate" if given else "--records") from None
     emit(args, {"method": args.method, "design": point.model_dump(mode="json"), "covered": c.covered,
                 "reason": c.reason, "source": c.record},
          lambda p: print(f"{p['method']}: {'covered' if p['covered'] else 'NOT covered'} -- {p['reason']}"))

@@ -46,15 +46,22 @@ def render(p: dict) -> None:
 
 def run_robustness(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method", "fixed")  # before the studies load: a typo answers at once
+    from pathlib import Path
+
     from simlab.cli._backend import executor_from_args
+    from simlab.cli._output import UsageError
     from simlab.cli.study import check_writable, refuse_foreign_file
     from studies import save_dataset, save_json
     from studies.qualify import robustness, robustness_estimate
 
+    if args.report and args.dataset and Path(args.report).resolve() == Path(args.dataset).resolve():
+        raise UsageError(f"--dataset {args.dataset} is also --report: the dataset would replace the report; give "
+                         "two paths", "--dataset")
     for flag, path in (("--report", args.report), ("--dataset", args.dataset)):
         if path:
             check_writable(path, flag)
-            refuse_foreign_file(path, flag, args.force, "robustness" if flag == "--report" else None)
+            refuse_foreign_file(path, flag, args.force, "robustness" if flag == "--report" else None,
+                                kind=None if flag == "--report" else "robustness")
     kw = dict(alpha=args.alpha, rho_max=args.rho_max, baseline=args.baseline, replications=args.reps)
     kw.update({k: v for k, v in (("families", args.laws), ("seed", args.seed)) if v is not None})
     say = log_to_stderr(args)

@@ -246,9 +246,14 @@ def run_analyze(args: argparse.Namespace) -> None:
     def render(p: dict) -> None:
         print(f"{p['method']} ({p['estimand']}): looks {p['looks']} ({p['unit']}), reached {p['looks_reached']}")
         for j, (s, b) in enumerate(zip(p["look_status"], p["look_bound"])):
-            print(f"  look {j + 1} at {p['looks'][j]}: {s:<14} bound {'nan' if b is None else f'{b:.6f}'}")
+            # no bound: too few non-empty clusters for the method at that look (it printed "nan")
+            bound = "none (too few clusters)" if b is None else f"{b:.6f}"
+            print(f"  look {j + 1} at {p['looks'][j]}: {s:<14} bound {bound}")
         print(f"decision: {p['decision']}  ({p['clusters']} clusters, {p['trials']} trials used; "
               f"promote iff bound >= -{p['margin']:g})")
+        if not p["trials"]:
+            print("note: every --table is empty (no trials): nothing was measured, and not promoting is the only "
+                  "decision without data")
 
     emit(args, payload, render)
 

@@ -22,11 +22,18 @@ def _fractions(text: str) -> list[float]:
 def cmd_boundaries(args: argparse.Namespace) -> None:
     from methods import efficacy_boundaries
 
+    import math
+
     p = efficacy_boundaries(args.spending, args.alpha, _fractions(args.information), args.gamma)
+    # a look at which the family spends no alpha in double precision (obf at information 1e-6) has
+    # no finite boundary: no result stops there (its z was printed as nan)
+    spent = [c - (p["cumulative_alpha"][k - 1] if k else 0.0) for k, c in enumerate(p["cumulative_alpha"])]
+    p["no_stop_looks"] = [k + 1 for k, (z, a) in enumerate(zip(p["z"], spent))
+                          if a <= 0.0 and (z is None or not math.isfinite(z))]
 
     def render(p):
         par = "" if p["parameter"] is None else f", parameter {p['parameter']:g}"
-        rows = [[k + 1, t, z, q, c] for k, (t, z, q, c) in
+        rows = [[k + 1, t, "inf (spends nothing)" if k + 1 in p["no_stop_looks"] else z, q, c] for k, (t, z, q, c) in
                 enumerate(zip(p["information"], p["z"], p["nominal_p"], p["cumulative_alpha"]))]
         print_table(f"{p['family']} spending, one-sided alpha {p['alpha']:g}{par}",
                ["look", "information", "z boundary", "nominal p", "cumulative alpha"], rows)

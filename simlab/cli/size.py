@@ -53,6 +53,18 @@ def run_size(args: argparse.Namespace) -> None:
     if args.discordance is not None and args.discordance < abs(args.true_difference):
         raise UsageError(f"--discordance {args.discordance:g} must be >= |--true-difference| = "
                          f"{abs(args.true_difference):g} (the difference is p01 - p10 <= p10 + p01)", "--discordance")
+    # the alternative's cells (PairedScenario.from_rates): --true-difference 0.5 at the default baseline
+    # 0.9 was blamed on --baseline, a default the user never gave
+    q = args.discordance if args.discordance is not None else max(2.0 * abs(args.true_difference), args.margin, 0.1)
+    p11 = args.baseline - (q - args.true_difference) / 2.0
+    p00 = 1.0 - args.baseline - (q + args.true_difference) / 2.0
+    if min(p11, p00) < -1e-12:
+        flag = "--discordance" if args.discordance is not None else "--true-difference"
+        raise UsageError(f"{flag}: baseline {args.baseline:g}, difference {args.true_difference:g} and discordance "
+                         f"{q:g}{'' if args.discordance is not None else ' (the default)'} imply p11 = {p11:.4g}, "
+                         f"p00 = {p00:.4g}: the candidate's pass rate (baseline + difference = "
+                         f"{args.baseline + args.true_difference:.4g}) and the discordant pairs must fit in [0, 1]",
+                         flag)
     if args.rho_max is not None and args.rho_max < args.rho:
         raise UsageError(f"--rho-max {args.rho_max:g} must be >= --rho {args.rho:g}: the certificate's nuisance "
                          "domain holds the design's own correlation", "--rho-max")
@@ -71,7 +83,7 @@ def run_size(args: argparse.Namespace) -> None:
         nc, png = sizing_paths(args.out, {"method": method.name, "margin": args.margin,
                                           "difference": args.true_difference, "rho": args.rho, "seed": args.seed,
                                           "trials_per_cluster": args.trials_per_cluster})
-        refuse_foreign_file(nc, "--out", args.force)
+        refuse_foreign_file(nc, "--out", args.force, kind="sizing")
         check_plot_out(png, "--out", args.force)
     say = log_to_stderr(args)
 

@@ -50,6 +50,13 @@ def check_folder(path, flag: str) -> None:
         raise UsageError(f"{flag} {p}: {parent} is a file, not a directory", flag)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {p}: {parent} is not writable", flag)
+    if not p.exists():   # os.access says yes to root everywhere, /proc included: a folder is made and removed
+        import tempfile
+
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".simlab-probe-", dir=parent))
+        except OSError as exc:
+            raise UsageError(f"{flag} {p}: cannot create a folder in {parent} ({exc.strerror or exc})", flag) from None
 
 
 def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
@@ -108,6 +115,11 @@ def read_dataset(path: str, field: str):
     except DamagedDataset as exc:  # "FILE: damaged or not a simlab dataset (the reader's reason)"
         raise UsageError(str(exc), field) from None
     _check_counts(ds, path, field)
+    from studies.datasets import check_derived
+
+    why = check_derived(ds)  # a flipped bit in the data: a rate that its counts do not give
+    if why:
+        raise UsageError(f"{path}: damaged or not a simlab dataset ({why})", field)
     return ds
 
 
@@ -126,11 +138,13 @@ def _check_counts(ds, path: str, field: str) -> None:
             raise UsageError(f"{path}: damaged or not a simlab dataset ({name} holds {where})", field)
 
 
-def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None, spec_hash: str | None = None) -> None:
+def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None, spec_hash: str | None = None,
+                        kind: str | None = None) -> None:
     """Refuse to replace a file simlab did not write (a user's file named by mistake) unless
     ``force``: a dataset, or (``report``: its kind) a JSON report.  With ``spec_hash`` (a study
     run's), a dataset of another study is refused too: a rerun of the same spec replaces its
-    own dataset, a typo must not replace another study's results."""
+    own dataset, a typo must not replace another study's results.  With ``kind``, a dataset of
+    another kind is refused too (robustness --dataset replaced a study's results)."""
     from pathlib import Path
 
     from studies import dataset_spec_hash, report_by_simlab, written_by_simlab
@@ -146,6 +160,13 @@ def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None,
         what = f"a {report} report" if report else "a dataset"
         raise UsageError(f"{flag} {path} exists and is not {what} simlab wrote; refusing to overwrite it "
                          "(choose another path, or add --force to replace it)", flag)
+    if kind is not None and not report:
+        from studies import stored_kind
+
+        held_kind = stored_kind(path)
+        if held_kind is not None and held_kind != kind:
+            raise UsageError(f"{flag} {path} holds a {held_kind} dataset, not a {kind} one; refusing to replace it "
+                             "(choose another path, or add --force)", flag)
     held = dataset_spec_hash(path) if spec_hash is not None else None
     if held is not None and held != spec_hash:
         raise UsageError(f"{flag} {path} holds another study's results (spec {held[:19]}..., this spec "
@@ -212,15 +233,23 @@ def run_study_run(args: argparse.Namespace) -> None:
             check_and_say_time(args, prepare, f"study {spec.name}: preparing {what}", say)
         with first_use_compiles([ref.resolve() for ref in spec.methods], say):   # the pilot loads the kernels
             estimate = study_estimate(spec, ex.workers, chunk)
-        check_time(args, prepare + estimate.low, f"study {spec.name}")
+        files = 0.0   # each task's chunk is written durably and removed at the end, on this disk's time
+        if not args.no_checkpoint:
+            from studies.engine import chunk_file_seconds
+
+            tasks = (math.prod(spec.shape) if spec.shape else 1) * math.ceil(spec.n_replications / chunk)
+            files = tasks * chunk_file_seconds(Path(args.work_dir or DEFAULT_WORK_DIR))
+        check_time(args, prepare + estimate.low + files, f"study {spec.name}")
         exact = args.exact or spec.exact
         say(f"study {spec.name}: simulation estimated {estimate.describe()} on {ex.describe()}"
+            + (f", and {files:.0f} s writing and removing its {tasks:,} chunk files" if files >= 1.0 else "")
             + ("; the exact results (--exact) come on top" if exact else ""))
         ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
                        work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
-                       resume=not args.restart, progress=True if estimate.low >= 10 or exact else None,
+                       resume=not args.restart, progress=True if estimate.low + files >= 10 or exact else None,
                        exact=True if args.exact else None, out=out,
-                       on_rejected=lambda path, why: say(f"chunk {path} rejected ({why}); computing it again"))
+                       on_rejected=lambda path, why: say(f"chunk {path} rejected ({why}); computing it again"),
+                       on_note=say)
     payload = {"dataset": str(out), "spec_hash": spec.hash, "replications": spec.n_replications,
                "scenarios": int(np.prod(spec.shape)) if spec.shape else 1, "methods": list(spec.method_keys),
                "seconds": ds.attrs["run_seconds"], "tasks": ds.attrs["run_tasks"],

@@ -23,6 +23,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "evaluate": ["Block", "PassCounts", "ScenarioRows", "evaluate", "moment_path"],
     "runner": ["ScenarioCounts", "evaluate_scenario", "run_key", "run_study"],
     "chunks": ["RunInfo"],
+    "durable": ["chunk_file_seconds"],
     "sequential": ["SequentialStudySpec", "load_sequential_spec", "parse_sequential_spec", "run_sequential_study",
                    "sequential_summary_rows"],
     "study_dataset": ["build_study_dataset", "grid_dims", "study_summary_rows"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,10 @@ def _chunk_path(run_dir: Path, task: tuple[int, int, int]) -> Path:
     return run_dir / f"t{task[0]:05d}_{task[1]}_{task[2]}.npz"
 
 
+# a writer's temporary (studies.engine.durable.save_chunk, studies.datasets.save_json) left by a killed run
+_TEMPORARY = re.compile(r"\.(run\.json|t\d{5}_\d+_\d+\.npz)\.\d+\.tmp")
+
+
 class ChunkedRun:
     """Run ``tasks`` (``(scenario index, start, stop)``) with ``fn(*payload)`` -> int64 tallies
     of ``shape``, summed over a scenario's chunks by ``add`` (the fixed-point-aware
@@ -79,10 +84,12 @@ class ChunkedRun:
                  check: Callable[[tuple[int, int, int]], Callable[[np.ndarray], str]], *,
                  work_dir: str | Path | None = None, resume: bool = True, keep_chunks: bool = False,
                  on_rejected: Callable[[Path, str], Any] | None = None, spec_json: str | None = None,
-                 add: Callable[[np.ndarray, np.ndarray], np.ndarray] = _tally.add):
+                 add: Callable[[np.ndarray, np.ndarray], np.ndarray] = _tally.add,
+                 on_note: Callable[[str], Any] | None = None):
         self.key, self.tasks, self.shape, self.check, self.add = key, list(tasks), shape, check, add
         self.work_dir, self.resume, self.keep_chunks = work_dir, resume, keep_chunks
-        self.on_rejected, self.spec_json = on_rejected, spec_json
+        self.on_rejected, self.spec_json, self.on_note = on_rejected, spec_json, on_note
+        self._blocked: set[tuple[int, int, int]] = set()  # tasks whose chunk path holds a folder (or such)
         self.results: dict[tuple[int, int, int], np.ndarray] = {}
         self.info = RunInfo(started=timestamp(), tasks=len(self.tasks))
         self.run_dir: Path | None = None
@@ -91,7 +98,7 @@ class ChunkedRun:
 
     def __enter__(self) -> "ChunkedRun":
         from studies.datasets import save_json
-        from studies.engine.durable import exclusive, load_chunk
+        from studies.engine.durable import exclusive, load_chunk, not_a_file
 
         if self.work_dir is None:
             return self
@@ -110,15 +117,19 @@ class ChunkedRun:
         self.info.work_dir = str(self.run_dir)
         if not meta.exists() and self.spec_json is not None:
             save_json({"run_key": self.key, "spec": json.loads(self.spec_json)}, meta)
-        if self.resume:
-            for t in self.tasks:
-                f = _chunk_path(self.run_dir, t)
-                if f.exists():
-                    arr, why = load_chunk(f, self.key, t, self.shape, self.check(t))
-                    if arr is not None:
-                        self.results[t] = arr
-                    elif self.on_rejected is not None:
-                        self.on_rejected(f, why)
+        for t in self.tasks:
+            f = _chunk_path(self.run_dir, t)
+            what = not_a_file(f)
+            if what:  # not ours to remove, and a chunk cannot be saved over it: computed, kept in memory only
+                self._blocked.add(t)
+                if self.on_rejected is not None:
+                    self.on_rejected(f, f"not a chunk file ({what}); left alone")
+            elif self.resume and f.exists():
+                arr, why = load_chunk(f, self.key, t, self.shape, self.check(t))
+                if arr is not None:
+                    self.results[t] = arr
+                elif self.on_rejected is not None:
+                    self.on_rejected(f, why)
         self.info.resumed = len(self.results)
         return self
 
@@ -139,7 +150,7 @@ class ChunkedRun:
         advance(sum(e - s for (_, s, e) in self.results))
         for i, arr in executor.imap(fn, payloads):
             t = todo[i]
-            if self.run_dir is not None:
+            if self.run_dir is not None and t not in self._blocked:
                 save_chunk(_chunk_path(self.run_dir, t), arr, self.key, t)
             self.results[t] = arr
             self.info.computed += 1
@@ -157,15 +168,36 @@ class ChunkedRun:
         return out
 
     def finish(self) -> None:
-        """Remove the chunks (after the output is durable), unless ``keep_chunks``."""
+        """Remove the chunks (after the output is durable), unless ``keep_chunks``: only the files
+        this run writes (chunks, run.json, a killed writer's temporaries); anything else in the
+        folder is left, and named to ``on_note`` (it ended a finished run with a raw errno)."""
+        from studies.engine.durable import not_a_file
+
         if self.run_dir is None or self.keep_chunks:
             return
-        for f in self.run_dir.iterdir():
-            if f.name != ".lock":
+        ours = {_chunk_path(self.run_dir, t).name for t in self.tasks} | {"run.json"}
+        if len(self.tasks) >= MANY_CHUNKS and self.on_note is not None:   # seconds on a slow disk: said
+            self.on_note(f"removing the run's {len(self.tasks):,} chunk files from {self.run_dir}")
+        left = []
+        for f in sorted(self.run_dir.iterdir()):
+            if f.name == ".lock":
+                continue
+            what = not_a_file(f)
+            if what or not (f.name in ours or _TEMPORARY.fullmatch(f.name)):
+                left.append(f"{f.name} ({what or 'a file simlab did not write'})")
+                continue
+            try:
                 f.unlink()
+            except OSError as exc:  # the output is written: a chunk that will not go is no failure
+                left.append(f"{f.name} (not removed: {(exc.strerror or type(exc).__name__).lower()})")
         self._stack.close()
         with contextlib.suppress(OSError):  # another run may have started in it meanwhile
             self.run_dir.rmdir()
+        if left and self.on_note is not None:
+            self.on_note(f"work dir {self.run_dir} kept: it holds {', '.join(left)}; "
+                         "remove them to let the folder go")
 
+
+MANY_CHUNKS = 1000   # a run of this many chunk files says so before it removes them (3 ms each here)
 
 __all__ = ["ChunkedRun", "RunInfo", "replication_check", "study_check", "timestamp"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -157,11 +158,31 @@ def evaluate_scenario(scenario: PairedScenario, methods: Sequence, margins: Sequ
 
 # ---------------------------------------------------------------- whole studies
 
+# a worker's recent table sources: the chunks of one scenario reach a worker one after another,
+# and each built its source again (12 ms at 10 x 2; --chunk-size 1 spent most of a run there)
+_SOURCES: OrderedDict[tuple, TableSource] = OrderedDict()
+_SOURCES_KEPT = 8
+
+
+def _source(scenario: PairedScenario, seed: int, sampler: str) -> TableSource:
+    """``table_source(scenario, seed, sampler)``, kept for the next chunk of the same scenario
+    (a source is a pure function of its arguments: the same tables either way)."""
+    key = (scenario.key, seed, sampler)
+    src = _SOURCES.get(key)
+    if src is None:
+        src = _SOURCES[key] = table_source(scenario, seed, sampler)
+        while len(_SOURCES) > _SOURCES_KEPT:
+            _SOURCES.popitem(last=False)
+    else:
+        _SOURCES.move_to_end(key)
+    return src
+
+
 def _study_task(scenario: PairedScenario, refs: tuple[MethodRef, ...], margins, alphas, seed: int, sampler: str,
           start: int, stop: int, moments: bool = True, device: str = "cpu") -> np.ndarray:
     resolved = [r.resolve("fixed") for r in refs]
     thetas = [m.true_value(scenario) for m in resolved]
-    return _evaluate_range(table_source(scenario, seed, sampler), resolved, thetas, margins, alphas,
+    return _evaluate_range(_source(scenario, seed, sampler), resolved, thetas, margins, alphas,
                            start, stop, moments=moments, device=device)
 
 
@@ -180,13 +201,13 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
               resume: bool = True, keep_chunks: bool = False, progress: bool | None = None,
               on_task_done: Callable[[int, int], Any] | None = None, exact: bool | None = None,
               moments: bool = True, device: str | None = None, executor=None, out: str | Path | None = None,
-              on_rejected: Callable[[Path, str], Any] | None = None):
+              on_rejected: Callable[[Path, str], Any] | None = None, on_note: Callable[[str], Any] | None = None):
     """Run ``spec`` and return its ``xarray.Dataset`` (see ``studies.engine.study_dataset``).
 
     ``n_jobs``: local worker processes (-1 = all cores), or ``executor`` (a
     ``studies.engine.executor.Executor``: serial, joblib or dask; the caller keeps it open).
     ``chunk_size``: replications per task (default ``spec.chunk_size``).  ``work_dir``,
-    ``resume``, ``keep_chunks``, ``on_rejected``: finished chunks kept on disk so that an
+    ``resume``, ``keep_chunks``, ``on_rejected``, ``on_note``: finished chunks kept on disk so that an
     interrupted run resumes (``studies.engine.chunks``).  ``out``: write the dataset there
     (atomically; the path is checked and locked before any work); the chunks are removed only
     after that write.  ``progress``: rich progress bar on an interactive terminal (None =
@@ -220,7 +241,7 @@ def run_study(spec: StudySpec, n_jobs: int = 1, chunk_size: int | None = None, w
             stack.enter_context(exclusive(out.with_name(f".{out.name}.lock"), f"output {out}"))
         run = stack.enter_context(ChunkedRun(key, tasks, shape, study_check, work_dir=work_dir, resume=resume,
                                              keep_chunks=keep_chunks, on_rejected=on_rejected,
-                                             spec_json=spec.to_json()))
+                                             spec_json=spec.to_json(), on_note=on_note))
         total_work = n * len(points) * len(refs) * len(spec.margins) * len(spec.alphas)
         show = progress if progress is not None else total_work > 20_000_000
         payloads = [(points[si][1], refs, spec.margins, spec.alphas, spec.seed, spec.sampler, s, e, moments,

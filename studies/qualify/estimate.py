@@ -36,8 +36,11 @@ def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max:
                      looks: int | None = None, *, baseline: tuple[float, float] = (0.5, 1.0),
                      discordance: tuple[float, float] = (0.01, 0.5), engine: str = "auto", alpha: float = 0.025,
                      allowed_excess: float = 1.1, mc_confidence: float = 0.95, min_replications: int = 2000,
-                     max_replications: int = 128_000, seed: int = 20261129, workers: int = 1) -> TimeEstimate:
-    """Wall seconds of ``studies.qualify.certify.certify`` with these arguments (its defaults).
+                     max_replications: int = 128_000, seed: int = 20261129, workers: int = 1,
+                     label_noise: tuple = ()) -> TimeEstimate:
+    """Wall seconds of ``studies.qualify.certify.certify`` with these arguments (its defaults;
+    ``label_noise``: the judge models searched, each a node of the simulation, as
+    ``certify_label_noise`` certifies them).
     Simulation engine: the qualifier's estimate on the certificate's one-cell policy (``low``:
     the first round over every nuisance scenario, which certification always runs).  Exact
     engines: the method's kernel on every discordant state, ``(N + 1)(N + 2) / 2`` for ``N =
@@ -56,7 +59,8 @@ def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max:
 
     method = get(method) if isinstance(method, str) else method
     design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=looks,
-                             baseline=tuple(baseline), discordance=tuple(discordance))
+                             baseline=tuple(baseline), discordance=tuple(discordance),
+                             **({"label_noise": tuple(label_noise)} if label_noise else {}))
     exact = None if engine == "simulation" else certification_engine(method, design, alpha)[0]
     if exact is not None:
         n = clusters * trials
