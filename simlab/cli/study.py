@@ -115,7 +115,7 @@ def read_dataset(path: str, field: str):
     except DamagedDataset as exc:  # "FILE: damaged or not a simlab dataset (the reader's reason)"
         raise UsageError(str(exc), field) from None
     _check_counts(ds, path, field)
-    from studies.datasets import check_derived
+    from studies import check_derived
 
     why = check_derived(ds)  # a flipped bit in the data: a rate that its counts do not give
     if why:
