@@ -282,6 +282,7 @@ def _gib(n: float) -> str:
 # ---------------------------------------------------------------- tables, options, scenarios
 
 _INT64_MAX = (1 << 63) - 1
+_INT32_MAX = (1 << 31) - 1   # a cell as the kernels hold it (int32 tables); their totals are int64
 
 
 def parse_table(text: str, index: int, flag: str = "--table") -> list[int]:
@@ -290,8 +291,8 @@ def parse_table(text: str, index: int, flag: str = "--table") -> list[int]:
         row = [int(p) for p in parts]
     except ValueError:
         row = []
-    if len(row) != 4 or any(v < 0 or v > _INT64_MAX for v in row):
-        raise UsageError(f"{flag} #{index + 1} ({text!r}) must be four integers in [0, 2^63) "
+    if len(row) != 4 or any(v < 0 or v > _INT32_MAX for v in row):
+        raise UsageError(f"{flag} #{index + 1} ({text!r}) must be four integers in [0, 2^31) "
                          "n11,n10,n01,n00 (both pass, baseline only, candidate only, both fail)", flag)
     return row
 
@@ -385,13 +386,15 @@ def add_scenario_args(p: argparse.ArgumentParser, clusters: int = 30, trials: in
     g = p.add_argument_group("scenario")
     g.add_argument("--cells", default=None, help=f"p11,p10,p01,p00 of a trial pair (default {cells})")
     p.set_defaults(default_cells=cells)
-    g.add_argument("--baseline", type=finite_float, help="baseline pass rate (with --difference and --discordance)")
+    g.add_argument("--baseline", type=unit_closed, help="baseline pass rate (with --difference and --discordance)")
     g.add_argument("--difference", type=finite_float, help="true difference candidate - baseline")
-    g.add_argument("--discordance", type=finite_float, help="P(outcomes differ) = p10 + p01")
+    g.add_argument("--discordance", type=unit_closed, help="P(outcomes differ) = p10 + p01")
     g.add_argument("--clusters", type=SCENARIO_CLUSTERS, default=clusters,
                    help="independent clusters K (default %(default)s)")
     g.add_argument("--trials", type=DESIGN_TRIALS, default=trials, help="trials per cluster M (default %(default)s)")
-    g.add_argument("--rho", type=finite_float, default=rho, help="intra-cluster correlation (default %(default)s)")
+    # checked here in the words every flag uses (it said "Input should be less than 1", pydantic's)
+    g.add_argument("--rho", type=unit_open_top, default=rho, help="intra-cluster correlation in [0, 1) (default "
+                                                                  "%(default)s)")
 
 
 def scenario_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -358,7 +358,9 @@ def run_keygen(args) -> int:
     try:
         private, public = signing.save_keypair(key, args.out, args.name)
     except FileExistsError as exc:
-        there = Path(exc.filename or args.out)
+        # the key file in the way (the error's own filename was the folder)
+        there = next((p for p in (Path(args.out) / f"{args.name}.key", Path(args.out) / f"{args.name}.pub")
+                      if p.exists() or p.is_symlink()), Path(exc.filename or args.out))
         link = f" (a link to {os.readlink(there)})" if there.is_symlink() else ""
         raise UsageError(f"--out {args.out}: {there} already exists{link}; keys are never overwritten (choose another "
                          "--out or --name)", "--out") from None

@@ -23,6 +23,9 @@ def method_names(text: str, kind: str = "fixed") -> list[str]:
     if not chosen:
         raise UsageError("--method needs a registered method name, a comma-separated list, or 'all'", "--method")
     check_methods(chosen, "--method")
+    twice = sorted({n for n in chosen if chosen.count(n) > 1})
+    if twice:   # was refused only after the estimate
+        raise UsageError(f"--method lists {', '.join(twice)} more than once; give each method once", "--method")
     return chosen
 
 

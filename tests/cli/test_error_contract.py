@@ -77,7 +77,7 @@ CASES = [
     (["simulate", "--clusters", "0"], "--clusters", "in [1, 1,000,000]"),
     (["simulate", "--clusters", "2000000"], "--clusters", "in [1, 1,000,000]"),  # was the model's "clusters: ..."
     (["false-pass", "--method", "cluster_t", "--trials", "200000"], "--trials", "in [1, 100,000]"),
-    (["simulate", "--rho", "1.5"], "--rho", "--rho: "),  # the model's field rho, filled by --rho
+    (["simulate", "--rho", "1.5"], "--rho", "--rho: must be in [0, 1)"),  # checked as the flag, in its words
     (["simulate", "--cells", "0.5,0.5,0.5,0.5"], None, "cells"),
     (["simulate", "--baseline", "0.9"], "--difference", "go together"),
     (["simulate", "--cells", "0.9,0.05,0.03,0.02", "--baseline", "0.9", "--difference", "0", "--discordance", "0.1"],
@@ -87,11 +87,11 @@ CASES = [
     (["simulate", "--max-memory", "lots"], "--max-memory", "size"),
     (["simulate", "--clusters", "30", "--trials", "100000", "--reps", "1000000", "--max-seconds", "1"],
      "--max-seconds", "would take an estimated"),
-    (["interval", "--method", "cluster_t", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
-    (["interval", "--method", "cluster_t", "--table", "99999999999999999999,0,0,0"], "--table", "[0, 2^63)"),
+    (["interval", "--method", "cluster_t", "--table", "-1,0,0,0"], "--table", "[0, 2^31)"),
+    (["interval", "--method", "cluster_t", "--table", "99999999999999999999,0,0,0"], "--table", "[0, 2^31)"),
     (["interval", "--method", "cluster_t"], "--table", "at least one --table"),
     (["interval", "--method", "paired_wald", "--table", "5000000000000000000,0,0,0", "--table",
-      "5000000000000000000,0,0,0"], "--table", "2^63 - 1"),
+      "5000000000000000000,0,0,0"], "--table", "[0, 2^31)"),   # a cell as the kernels hold it (int32)
     (["interval", "--table", "1,0,0,0"], "--method", "required"),
     (["interval", "--method", "no_such", "--table", "1,0,0,0"], "--method", "unknown method"),
     (["interval", "--method", "cluster_t", "--table", "1,0,0,0", "--option", "bogus=1"], "--option",
@@ -144,7 +144,7 @@ CASES = [
     (["sequential", "simulate", "--reps", "100", "--no-exact", "--max-seconds", "1e-9"], "--max-seconds",
      "estimated"),
     (["sequential", "plot", "{text}", "--out", "{under_file}"], "--out", "not a directory"),
-    (["sequential", "analyze", "--method", "likelihood_ratio", "--table", "-1,0,0,0"], "--table", "[0, 2^63)"),
+    (["sequential", "analyze", "--method", "likelihood_ratio", "--table", "-1,0,0,0"], "--table", "[0, 2^31)"),
     (["sequential", "boundaries", "--spending", "hsd", "--information", "0.5,x"], "--information", "fractions"),
     (["sequential", "boundaries", "--spending", "nope", "--information", "1"], "--spending", "invalid choice"),
     (["qualify"], "--method", "give --method"),

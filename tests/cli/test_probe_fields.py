@@ -47,11 +47,11 @@ CASES = [
      "--inner", "calibration counts"),
     # a model's field filled by the command's own flag names the flag (it named "cells.2", "rho")
     (["false-pass", "--method", "cluster_t", "--cells", "0.9,0.1,nan,0"], "--cells", "--cells (cells.2)"),
-    (["false-pass", "--method", "cluster_t", "--rho", "1"], "--rho", "--rho: Input should be less than 1"),
+    (["false-pass", "--method", "cluster_t", "--rho", "1"], "--rho", "argument --rho: must be in [0, 1)"),
     (["simulate", "--cells", "0.9,0.04,0.03,0.03,0.0"], "--cells", "--cells"),
     # compare's positional "baseline" made false-pass's --baseline a bare "baseline"
     (["false-pass", "--method", "cluster_t", "--baseline", "1.2", "--difference", "-0.03", "--discordance", "0.1"],
-     "--baseline", "baseline must lie in [0, 1]"),
+     "--baseline", "argument --baseline: must be in [0, 1]"),
     (["judge-study", "--items", "0", "--out-dir", "{dir}/j"], "--items", "calibration_items[0]"),
     (["judge-study", "--judge", "x=0.9,0.85,0.9,1.5", "--out-dir", "{dir}/j"], "--judge", "candidate_specificity"),
     (["judge-study", "--differences", "0.5", "--out-dir", "{dir}/j"], "--differences", "cannot exceed"),

@@ -176,3 +176,17 @@ def test_robustness_does_not_replace_another_kind_of_dataset_nor_its_own_report(
     same = tmp_path / "r.json"
     err = _error(base + ["--dataset", str(same), "--report", str(same)], capsys)
     assert err["field"] == "--dataset" and "is also --report" in err["message"] and not same.exists()
+
+
+def test_small_wordings_of_round_5(tmp_path, capsys):
+    """qualify names a method given twice before any estimate; keygen names the key file in the
+    way (it named the folder); a --table cell is an int32 as the kernels hold it (it promised
+    2^63, then failed with no flag)."""
+    err = _error(["qualify", "--method", "cluster_t,cluster_t", "--policy", "reduced-small"], capsys)
+    assert err["field"] == "--method" and "lists cluster_t more than once" in err["message"]
+    assert main(["evidence", "keygen", "--out", str(tmp_path), "--name", "mine", "--json"]) == 0
+    capsys.readouterr()
+    err = _error(["evidence", "keygen", "--out", str(tmp_path), "--name", "mine"], capsys)
+    assert f"{tmp_path / 'mine.key'} already exists" in err["message"]
+    err = _error(["interval", "--method", "paired_wald", "--table", f"{2 ** 31},0,0,0"], capsys)
+    assert err["field"] == "--table" and "[0, 2^31)" in err["message"]
