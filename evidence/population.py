@@ -107,8 +107,8 @@ def read_population(path: str | Path) -> Population:
         unknown = sorted(set(row) - set(_COLUMNS + _OPTIONAL))
         missing = [c for c in _COLUMNS if c not in row]
         if unknown or missing:
-            problems.append(Problem(where, f"fields must be case_id, cluster_id (optionally slice); missing {missing}, "
-                                           f"unknown {unknown}"))
+            kinds = "; ".join(f"{what} {cols}" for what, cols in (("missing", missing), ("unknown", unknown)) if cols)
+            problems.append(Problem(where, f"fields must be case_id, cluster_id (optionally slice); {kinds}"))
             continue
         values = [row[c] for c in _COLUMNS] + ([row["slice"]] if "slice" in row else [])
         if not all(isinstance(v, str) and v for v in values):

@@ -99,9 +99,14 @@ def _diff_reasons(stored: dict, fresh: dict) -> list[str]:
     for key in ("state", "action", "authority", "authority_ceiling", "valid_until", "reasons"):
         if stored.get(key) != fresh[key]:
             reasons.append(f"stored {key} {stored.get(key)!r} differs from the recomputed {fresh[key]!r}")
-    if not reasons and stored != fresh:
-        reasons.append("receipt differs from the recomputed one: "
-                       + ", ".join(sorted(k for k in set(stored) | set(fresh) if stored.get(k) != fresh.get(k))))
+    if not reasons and stored != fresh:   # a key only one side has is named too (an extra key of value null was not)
+        extra = sorted(set(stored) - set(fresh))
+        gone = sorted(set(fresh) - set(stored))
+        changed = sorted(k for k in set(stored) & set(fresh) if stored[k] != fresh[k])
+        reasons.append("receipt differs from the recomputed one: " + "; ".join(
+            part for part in (f"keys it alone holds: {', '.join(extra)}" if extra else "",
+                              f"keys it lacks: {', '.join(gone)}" if gone else "",
+                              f"keys that differ: {', '.join(changed)}" if changed else "") if part))
     return reasons
 
 

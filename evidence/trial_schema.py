@@ -74,7 +74,9 @@ def csv_header_problem(header: list[str]) -> str | None:
     missing = [f for f in FIELDS if f not in header]
     unknown = [h for h in header if h not in FIELDS + OPTIONAL_FIELDS]
     repeated = sorted({h for h in header if header.count(h) > 1})
-    if missing or unknown or repeated:
-        return (f"header: missing column(s) {missing}, unknown column(s) {unknown}, repeated column(s) "
-                f"{repeated} (the columns are {', '.join(FIELDS)}, optionally {', '.join(OPTIONAL_FIELDS)})")
+    if missing or unknown or repeated:   # only the kinds that occur are named (it printed "missing []")
+        kinds = [f"{what} column(s) {cols}" for what, cols in (("missing", missing), ("unknown", unknown),
+                                                              ("repeated", repeated)) if cols]
+        return (f"header: {', '.join(kinds)} (the columns are {', '.join(FIELDS)}, optionally "
+                f"{', '.join(OPTIONAL_FIELDS)})")
     return None

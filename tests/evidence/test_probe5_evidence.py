@@ -64,3 +64,26 @@ def test_cli_demo_progress_goes_to_stderr_under_json(tmp_path, capsys, monkeypat
     assert json.loads(captured.out) == {"folder": str(tmp_path / "d")}
     assert captured.err.strip().endswith("s] scenario 1/4 seed_ten_customers: ...")
     assert captured.err.startswith("[")
+
+
+def test_a_header_or_population_problem_names_only_the_kinds_that_occur():
+    """Round 5: "missing [], unknown [...]" printed an empty kind."""
+    from evidence.trial_schema import FIELDS, csv_header_problem
+
+    why = csv_header_problem(list(FIELDS) + ["note"])
+    assert why.startswith("header: unknown column(s) ['note'] (") and "missing" not in why.split("(")[0]
+    why = csv_header_problem([f for f in FIELDS if f != FIELDS[0]])
+    assert why.startswith(f"header: missing column(s) ['{FIELDS[0]}'] (")
+
+
+def test_a_receipt_with_a_key_of_its_own_is_named_in_the_replays_reason():
+    """Round 5: an extra key whose value was null left the reason empty ("...the recomputed one: ")."""
+    from evidence import replay
+
+    comp = {k: 1 for k in ("raw_artifacts", "tests", "prerequisites", "method", "population", "inputs",
+                           "qualification", "judge", "holdout")}
+    fresh = {"components": comp, **{k: 1 for k in replay._FIELD_REASONS},
+             **{k: 1 for k in ("state", "action", "authority", "authority_ceiling", "valid_until", "reasons")}}
+    (why,) = replay._diff_reasons({**fresh, "note": None}, fresh)
+    assert why == "receipt differs from the recomputed one: keys it alone holds: note"
+    assert replay._diff_reasons(dict(fresh), fresh) == []
