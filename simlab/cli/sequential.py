@@ -203,8 +203,12 @@ def run_show(args: argparse.Namespace) -> None:
 
 
 def open_sequential(path: str):
-    from studies import dataset_kind
+    from studies import dataset_kind, file_kind, stored_kind
 
+    held = stored_kind(path) if file_kind(path) == "netcdf" else None
+    if held is not None and held != "sequential":   # named from its attrs, before the data are read (2.8-5.4 s)
+        raise UsageError(f"{path}: not a sequential study dataset (a {held} dataset; written by simlab sequential "
+                         "run --out?)", "path")
     ds = read_dataset(path, "path")
     if dataset_kind(ds) != "sequential":
         raise UsageError(f"{path}: not a sequential study dataset (written by simlab sequential run --out?)", "path")

@@ -190,3 +190,19 @@ def test_small_wordings_of_round_5(tmp_path, capsys):
     assert f"{tmp_path / 'mine.key'} already exists" in err["message"]
     err = _error(["interval", "--method", "paired_wald", "--table", f"{2 ** 31},0,0,0"], capsys)
     assert err["field"] == "--table" and "[0, 2^31)" in err["message"]
+
+
+def test_a_study_and_a_sequential_dataset_are_told_apart_from_their_attrs(tmp_path, capsys):
+    """study show of a sequential dataset (and back) was refused only after reading it: 3.5-5.8 s."""
+    seq, st = tmp_path / "q.toml", tmp_path / "s.toml"
+    scenario = '[scenario]\nclusters = 20\ntrials = 1\nbaseline = 0.9\ndiscordance = 0.1\ndifference = 0.0\n'
+    seq.write_text('name = "q"\nmethods = ["alpha_spending"]\nlooks = [10, 20]\nreplications = 50\nseed = 1\n'
+                   + scenario)
+    st.write_text('name = "s"\nmethods = ["cluster_t"]\nreplications = 50\nseed = 1\n' + scenario)
+    assert main(["sequential", "run", str(seq), "--out", str(tmp_path / "q.nc"), "--json"]) == 0
+    assert main(["study", "run", str(st), "--out", str(tmp_path / "s.nc"), "--no-checkpoint", "--json"]) == 0
+    capsys.readouterr()
+    err = _error(["study", "show", str(tmp_path / "q.nc")], capsys)
+    assert err["field"] == "file" and "a sequential study's; show it with `simlab sequential show`" in err["message"]
+    err = _error(["sequential", "show", str(tmp_path / "s.nc")], capsys)
+    assert err["field"] == "path" and "not a sequential study dataset (a study dataset" in err["message"]
