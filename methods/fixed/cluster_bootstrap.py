@@ -27,7 +27,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod, OptionRange
 from methods.fixed import _bootstrap
 from methods.fixed._bootstrap import cluster_bootstrap_kernel, order_quantile
 
@@ -69,5 +69,7 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
+    # declared so the catalogue refuses 1e30 by its range, not by the time it would take
+    ranges={"resamples": OptionRange(1.0, 1e7, integer=True)},
     cost=_bootstrap.analysis_cost,
 )

@@ -22,7 +22,7 @@ order statistic of rank ``(B + 1) p``, linearly interpolated, clamped to the sam
 
 import numba as nb
 
-from methods.protocol import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod, OptionRange
 from methods.fixed import _bootstrap
 from methods.fixed._bootstrap import bca_level, cluster_bootstrap_kernel, jackknife_acceleration, order_quantile
 from methods.fixed._special import norm_ppf
@@ -61,5 +61,7 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
+    # declared so the catalogue refuses 1e30 by its range, not by the time it would take
+    ranges={"resamples": OptionRange(1.0, 1e7, integer=True)},
     cost=_bootstrap.analysis_cost,
 )

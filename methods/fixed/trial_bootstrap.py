@@ -21,7 +21,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod
+from methods.protocol import Estimand, FixedMethod, OptionRange
 from methods.fixed._common import decide, no_bounds, pooled_counts
 from methods.fixed._bootstrap import BOOT_SALT1, bootstrap_statistics, order_quantile
 from methods.fixed.cluster_bootstrap import resamples_option
@@ -96,5 +96,7 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"resamples": 999.0},
+    # declared so the catalogue refuses 1e30 by its range, not by the time it would take
+    ranges={"resamples": OptionRange(1.0, 1e7, integer=True)},
     cost=analysis_cost,
 )

@@ -29,6 +29,9 @@ CASES = [
      "--option", "option min_clusters of 'alpha_spending' must be a whole number >= 0"),
     (["sequential", "analyze", "--method", "msprt", "--option", "min_clusters=-1", "--table", "10,2,1,3"],
      "--option", "option min_clusters of 'msprt' must be a whole number >= 0"),
+    # refused by the time it would take, not by its range (round 5)
+    (["interval", "--method", "cluster_bootstrap", "--option", "resamples=1e30", "--table", "10,2,1,3"],
+     "--option", "option resamples of 'cluster_bootstrap' must be a whole number in [1, 1e+07]"),
     # tau^2 overflowed and the bound was NaN (a probe of round 4)
     (["sequential", "analyze", "--method", "msprt", "--option", "tau=1e308", "--table", "10,2,1,3"],
      "--option", "option tau of 'msprt' must be a number in [0, 100]"),
