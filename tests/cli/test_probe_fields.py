@@ -18,7 +18,7 @@ CASES = [
     (["interval", "--method", "cluster_t", "--table", "10,2,1,3", "--table", "8,1,2,4", "--option",
       "min_clusters=-5"], "--option", "option min_clusters of 'cluster_t' must be a whole number >= 0"),
     (["interval", "--method", "cluster_bootstrap", "--table", "10,2,1,3", "--option", "resamples=2.5"], "--option",
-     "option 'resamples'"),
+     "option resamples of 'cluster_bootstrap' must be a whole number"),   # from the catalogue's declared range
     (["interval", "--method", "cluster_t", "--table", "10,2,1,3", "--option", "min_clusters="], "--option",
      "must be key=value"),
     (["sequential", "analyze", "--method", "alpha_spending", "--option", "spending=bogus", "--table", "10,2,1,3"],
