@@ -5,7 +5,9 @@ entry's hash and ``entry_sha256 = sha256(canonical {seq, prev_sha256, payload_sh
 appended_at})``.  ``verify`` walks the chain and reports the first break: an edited
 payload (hash mismatch), a deleted entry (gap in seq or broken link) or a reordered one
 (broken link).  Triggers refuse UPDATE and DELETE through SQLite; the chain is what
-detects edits made around them (e.g. by rewriting the file).
+detects edits made around them (e.g. by rewriting the file).  A dropped or replaced trigger
+is itself reported by ``verify``, and ``append`` refuses such a file rather than re-create
+the trigger and hide that it was changed outside simlab.
 
 A chain that verifies is only self-consistent: deleting the last entries, or rebuilding the
 whole chain without an entry, gives another self-consistent chain.  So ``verify`` also
@@ -107,6 +109,34 @@ def problem(path: str | Path) -> str | None:
     return None
 
 
+def _expected_triggers() -> dict[str, str]:
+    """The append-only triggers as SQLite stores them (its own spelling of ``_SCHEMA``)."""
+    con = sqlite3.connect(":memory:")
+    try:
+        con.executescript(_SCHEMA)
+        return dict(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
+    finally:
+        con.close()
+
+
+def _trigger_problems(con: sqlite3.Connection) -> list[str]:
+    """Why the file's triggers are not the append-only ones simlab creates: dropped or replaced
+    triggers mean the file was changed outside simlab, so that UPDATE and DELETE went through
+    (an edit made that way that keeps the chain consistent is caught only by a retained head)."""
+    def spelled(rows) -> dict[str, str]:   # the same statement laid out otherwise is the same trigger
+        return {name: " ".join(str(sql).split()) for name, sql in rows}
+
+    found = spelled(con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"))
+    expected = spelled(_expected_triggers().items())
+    problems = [f"append-only trigger {name} was dropped (the file was changed outside simlab, and SQLite no "
+                "longer refused edits to its entries)" for name in expected if name not in found]
+    problems += [f"append-only trigger {name} was replaced (the file was changed outside simlab)"
+                 for name in expected if name in found and found[name] != expected[name]]
+    problems += [f"trigger {name} is not one simlab creates (the file was changed outside simlab)"
+                 for name in found if name not in expected]
+    return problems
+
+
 def _connect(path: str | Path) -> sqlite3.Connection:
     why = problem(path)
     if why is not None:
@@ -116,6 +146,12 @@ def _connect(path: str | Path) -> sqlite3.Connection:
     try:
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA busy_timeout=60000")
+        has_entries = con.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'entries'"
+                                  ).fetchone()[0] and con.execute("SELECT count(*) FROM entries").fetchone()[0]
+        tampered = _trigger_problems(con) if has_entries else []
+        if tampered:  # re-creating them would hide the evidence: refuse, and let verify-ledger say it
+            raise ValueError(f"{path}: {tampered[0]}; refusing to append (check it with simlab evidence "
+                             "verify-ledger)")
         con.executescript(_SCHEMA)
     except BaseException:
         con.close()
@@ -271,6 +307,7 @@ def verify(path: str | Path, head: str | None = None, head_seq: int | None = Non
     try:
         rows = con.execute("SELECT seq, appended_at, payload, payload_sha256, prev_sha256, entry_sha256 "
                            "FROM entries ORDER BY rowid").fetchall()
+        triggers = _trigger_problems(con)
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"{path}: not a ledger ({exc})") from None
     finally:
@@ -292,6 +329,7 @@ def verify(path: str | Path, head: str | None = None, head_seq: int | None = Non
         if _entry_hash(seq, stated_prev, payload_hash, appended_at) != entry:
             problems.append(f"entry {seq}: entry hash does not match its fields (edited)")
         prev, expected_seq = entry, seq + 1
+    problems += triggers  # after the chain's own breaks, which say what was changed
     out = {"ok": not problems, "entries": len(rows), "head": prev if rows else None, "problems": problems}
     if head is not None:
         at = next((seq for seq, *_, entry in rows if entry == head), None)

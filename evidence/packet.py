@@ -268,9 +268,12 @@ def run_experiment(*, manifest: Manifest, artifacts: list[dict], out: str | Path
             raise EvidenceError(f"artifact {a['role']}: no file at {a['path']}")
     issued_at = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
     rel = [{**a, "path": _relative(a["path"], base)} for a in artifacts]
-    load_calibration(rel, base, manifest)  # a wrong or missing calibration is refused before a holdout use is taken
+    # read through the paths as given (relative to the working folder), so that an error names
+    # the file the user typed, not its path from the packet's folder (replay reads ``rel``)
+    given = [{**a, "path": str(a["path"])} for a in artifacts]
+    load_calibration(given, Path(), manifest)  # a wrong or missing calibration is refused before a holdout use is taken
     use = _take_holdout_use(manifest, ledger, issued_at, exploratory)
-    receipt = evaluate(manifest=manifest, artifacts=rel, adapter=adapter, base=base, tests=tests,
+    receipt = evaluate(manifest=manifest, artifacts=given, adapter=adapter, base=Path(), tests=tests,
                        prerequisites=prerequisites, qualification_dir=qualification_dir, trusted=trusted,
                        issued_at=issued_at, registered_after=registered_after, holdout_use=use,
                        exploratory=exploratory)

@@ -56,6 +56,11 @@ class JudgeModel(FrozenModel):
     candidate_sensitivity: float = Field(ge=0.0, le=1.0)
     candidate_specificity: float = Field(ge=0.0, le=1.0)
 
+    @property
+    def same_error_on_both_arms(self) -> bool:
+        return (self.baseline_sensitivity == self.candidate_sensitivity
+                and self.baseline_specificity == self.candidate_specificity)
+
     def noise(self, items: int, shared: bool) -> LabelNoise:
         return LabelNoise(baseline_sensitivity=self.baseline_sensitivity,
                           baseline_specificity=self.baseline_specificity,
@@ -88,6 +93,15 @@ class JudgeStudySpec(FrozenModel):
     replications: int = Field(default=2000, ge=1, le=10_000_000)
     seed: int = Field(default=20261130, ge=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shared_default_judges(cls, data):
+        """With one shared calibration set, the default judges are those whose error is the same
+        on both arms (the lenient candidate judge cannot share a set)."""
+        if isinstance(data, dict) and data.get("shared_calibration") and data.get("judges") is None:
+            data = {**data, "judges": tuple(j for j in (EQUAL, LENIENT) if j.same_error_on_both_arms)}
+        return data
+
     @field_validator("methods", "judges", "calibration_items")
     @classmethod
     def _distinct(cls, v, info):
@@ -108,6 +122,12 @@ class JudgeStudySpec(FrozenModel):
 
     @model_validator(mode="after")
     def _check(self):
+        for judge in self.judges if self.shared_calibration else ():
+            if not judge.same_error_on_both_arms:
+                raise ValueError(f"calibration.shared: judge {judge.name}'s error differs between the arms "
+                                 f"(sensitivity {judge.baseline_sensitivity:g} vs {judge.candidate_sensitivity:g}, "
+                                 f"specificity {judge.baseline_specificity:g} vs {judge.candidate_specificity:g}); "
+                                 "one calibration set serves both arms only when it is the same")
         for judge, d in itertools.product(self.judges, self.difference_grid):
             self.scenario(judge, self.calibration_items[0], d)   # raises naming the judge and difference
         for name in self.methods:

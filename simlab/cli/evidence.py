@@ -519,7 +519,8 @@ def register(sub, bench_sub) -> None:
     _add_json(p)
     p.set_defaults(func=run_sign)
 
-    p = es.add_parser("verify", help="verify FILE.sig against trusted keys (exit 1 when not verified)")
+    p = es.add_parser("verify", help="verify FILE.sig against trusted keys (exit 1 when not verified; 2 "
+                                          "when a file cannot be read or the signature file is damaged)")
     p.add_argument("file", help="the signed JSON file")
     p.add_argument("--trusted", type=nonempty_path, action="append", required=True,
                    help="trusted public key file or directory "

@@ -64,7 +64,9 @@ def _spec(model, fields: dict):
         loc = [str(p) for p in err.get("loc", ())]
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         if not loc:  # a check across fields (every scenario of the grid is built): its message says which
-            flag = "--shared" if "calibration.shared" in msg else "--differences" if "difference=" in msg else None
+            if msg.startswith("calibration.shared: "):
+                raise UsageError(f"--shared: {msg.removeprefix('calibration.shared: ')}", "--shared") from None
+            flag = "--differences" if "difference=" in msg else None
             raise UsageError(msg, flag) from None
         flag = _FLAG_OF_FIELD.get(loc[0], "--" + loc[0].replace("_", "-"))
         where = ".".join(loc[1:])
@@ -127,7 +129,8 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--items", type=_items, default=None,
                    help="comma-separated calibration-set sizes, items per set (default 50,200,1000)")
     p.add_argument("--shared", action="store_true", default=None,
-                   help="one calibration set for both arms (needs judges with the same error on both)")
+                   help="one calibration set for both arms (needs judges with the same error on both; the "
+                        "default judges are then 'equal' alone)")
     p.add_argument("--judge", type=_judge, action="append", default=[], metavar="NAME=Se_b,Sp_b,Se_c,Sp_c",
                    help="a judge model (repeatable; default: 'equal' 0.9,0.85,0.9,0.85 and 'lenient_candidate' "
                         "0.9,0.85,0.95,0.7)")

@@ -216,10 +216,11 @@ def open_sequential(path: str):
 
 
 def run_plot(args: argparse.Namespace) -> None:
+    check_plot_out(args.out, "--out", args.force)  # before matplotlib loads: a bad path answers at once
+    ds = open_sequential(args.path)
     from studies.plots import plot_sequential
 
-    check_plot_out(args.out, "--out", args.force)
-    out = plot_sequential(open_sequential(args.path), args.out, args.margin)
+    out = plot_sequential(ds, args.out, args.margin)
     emit(args, {"path": args.path, "out": str(out)}, lambda p: print(f"wrote {p['out']}"))
 
 

@@ -21,7 +21,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit as exc:
         rc = exc.code
 print(json.dumps({"rc": rc, "modules": sorted(m for m in sys.modules if m.split(".")[0] in
-                  ("scipy", "numba", "xarray", "numpy", "pydantic", "methods"))}))
+                  ("scipy", "numba", "xarray", "numpy", "pydantic", "methods", "matplotlib"))}))
 """
 
 
@@ -87,6 +87,16 @@ def test_a_file_that_is_not_a_dataset_is_refused_before_xarray(tmp_path):
     for argv in (["study", "show", str(record)], ["sequential", "show", str(record)]):
         mods = loaded(*argv, rc=2)
         assert not mods & {"scipy.stats", "numba", "xarray"}, (argv, sorted(mods))
+
+
+@pytest.mark.parametrize("out", ["plot.txt", "plot.png"])
+def test_a_plots_bad_path_or_input_is_refused_before_matplotlib(tmp_path, out):
+    """Probe 5, L11: ``sequential plot`` imported the plotting code (matplotlib, 1.7 s) before
+    it checked that --out ends in .png or that the input is a dataset."""
+    text = tmp_path / "notes.nc"
+    text.write_text("not a dataset")
+    mods = loaded("sequential", "plot", str(text), "--out", str(tmp_path / out), rc=2)
+    assert not mods & {"matplotlib", "xarray", "numba"}, sorted(mods)
 
 
 BYTECODE_PROBE = """

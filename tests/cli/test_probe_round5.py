@@ -206,3 +206,19 @@ def test_a_study_and_a_sequential_dataset_are_told_apart_from_their_attrs(tmp_pa
     assert err["field"] == "file" and "a sequential study's; show it with `simlab sequential show`" in err["message"]
     err = _error(["sequential", "show", str(tmp_path / "s.nc")], capsys)
     assert err["field"] == "path" and "not a sequential study dataset (a study dataset" in err["message"]
+
+
+def test_judge_study_shared_names_the_judge_whose_arms_differ_in_plain_words(capsys):
+    """``judge-study --shared`` failed on the default judges with pydantic's own text ("1
+    validation error for LabelNoise Value error, ...")."""
+    err = _error(["judge-study", "--shared", "--judge", "odd=0.9,0.8,0.7,0.8"], capsys)
+    assert err["field"] == "--shared"
+    assert err["message"] == ("--shared: judge odd's error differs between the arms (sensitivity 0.9 vs 0.7, "
+                              "specificity 0.8 vs 0.8); one calibration set serves both arms only when it is the same")
+
+
+def test_judge_study_shared_on_the_default_judges_keeps_those_that_can_share():
+    from studies import JudgeStudySpec
+
+    assert [j.name for j in JudgeStudySpec(shared_calibration=True).judges] == ["equal"]
+    assert [j.name for j in JudgeStudySpec().judges] == ["equal", "lenient_candidate"]

@@ -172,6 +172,8 @@ def test_deleting_the_last_entry_is_caught_by_the_retained_head(tmp_path):
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("DROP TRIGGER entries_no_delete")
     con.execute("DELETE FROM entries WHERE seq = 4")
+    con.execute("CREATE TRIGGER entries_no_delete BEFORE DELETE ON entries "
+                "BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END")   # put back, as it was
     con.close()
     assert verify(path)["ok"]  # the chain alone is self-consistent ...
     out = verify(path, head=head)

@@ -24,12 +24,17 @@ def _filled(tmp_path, n=5):
 
 
 def _tamper(path, *sql):
-    """An attacker with write access to the file: drop the append-only triggers, then edit."""
+    """A careful attacker with write access to the file: drop the append-only triggers, edit,
+    and put the triggers back (a dropped trigger is itself reported: test_probe5_paths_and_triggers),
+    so that only the chain and a retained head can tell."""
+    from evidence.ledger import _SCHEMA
+
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("DROP TRIGGER entries_no_update")
     con.execute("DROP TRIGGER entries_no_delete")
     for s in sql:
         con.execute(s)
+    con.executescript(_SCHEMA)
     con.close()
 
 

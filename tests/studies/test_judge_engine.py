@@ -191,5 +191,6 @@ def test_judge_study_spec_refuses_bad_input():
         JudgeStudySpec(differences=(0.5,))
     with pytest.raises(ValidationError, match="not a fixed-sample method"):
         JudgeStudySpec(methods=("judge_corrected", "likelihood_ratio"))
-    with pytest.raises(ValidationError, match="shared"):
-        JudgeStudySpec(shared_calibration=True)   # the lenient judge differs between arms
+    from studies.judge import LENIENT
+    with pytest.raises(ValidationError, match="calibration.shared: judge lenient_candidate's error differs"):
+        JudgeStudySpec(shared_calibration=True, judges=(LENIENT,))   # the lenient judge differs between arms
