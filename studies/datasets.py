@@ -378,7 +378,7 @@ def file_kind(path: str | Path) -> str:
     if text.lstrip()[:1] in "{[":
         try:
             doc = json.loads(p.read_text())
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):   # nested past the parser's depth: not a document of ours
             return "text"
         if isinstance(doc, dict):
             for key, kind in (("record_sha256", "record"), ("certificate_sha256", "certificate"),

@@ -267,6 +267,23 @@ def first_use_compiles(methods, say):
             timer.cancel()
 
 
+def deadline_of(args: argparse.Namespace) -> float:
+    """``time.monotonic()`` by which work that starts now must stop: the time limit from now.  The
+    estimate refuses work whose low end already overruns the limit; a run whose estimate
+    straddles it starts, and is stopped at the limit (``studies.qualify.DeadlineReached``), not
+    run past it."""
+    import time
+
+    return time.monotonic() + time_limit(args)
+
+
+def over_time(exc: Exception, what: str, kept: str = "") -> UsageError:
+    """The error of work stopped at its deadline (exit 2, field ``--max-seconds``); ``kept``
+    says what of it was kept."""
+    return UsageError(f"{what} {exc}{'; ' + kept if kept else ''}; reduce the work or raise --max-seconds (or "
+                      f"${SECONDS_ENV})", "--max-seconds")
+
+
 def check_time(args: argparse.Namespace, need_seconds: float, what: str) -> None:
     """Refuse (exit 2) before ``what`` when its estimated time exceeds ``--max-seconds``."""
     limit = time_limit(args)
@@ -463,6 +480,15 @@ def check_design_ranges(args: argparse.Namespace) -> None:
     """A nuisance domain that holds no null law is refused before any estimate, naming the range
     at fault: a true difference of -margin needs discordance >= margin (``--discordance 0,0``
     was blamed on --margin after the estimate)."""
+    method, looks = getattr(args, "method", None), getattr(args, "looks", None)
+    if isinstance(method, str):   # from the catalogue: was refused after the studies loaded, naming --method
+        from methods import info
+
+        kind = info(method).kind
+        if kind == "fixed" and looks is not None:
+            raise UsageError(f"--looks {looks}: method {method!r} is fixed-sample: it takes no looks", "--looks")
+        if kind == "sequential" and looks is None:
+            raise UsageError(f"--looks: method {method!r} is sequential: give its number of looks", "--looks")
     lo, hi = args.discordance
     if hi < args.margin:
         raise UsageError(f"--discordance {lo:g},{hi:g} lies below the margin {args.margin:g}: a null law (true "

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from simlab.cli._args import (add_design_arguments, add_json, check_design_ranges, check_methods, check_time,
-                             finite_float, positive_int)
+from simlab.cli._args import (add_design_arguments, add_json, check_and_say_time, check_design_ranges, check_methods,
+                             check_time, deadline_of, finite_float, over_time, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import UsageError, emit, log_to_stderr
@@ -14,6 +14,7 @@ from simlab.cli.study import check_folder
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
+    deadline = deadline_of(args)
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     check_design_ranges(args)
     from methods.qualification import records_dir
@@ -43,18 +44,27 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                                         discordance=args.discordance, search_replications=args.search_reps,
                                         executor=ex, sign_key=signing_key(args), progress=say, **judged)
         else:
+            from methods import get
+            from studies.engine import design_preparation
             from studies.qualify import calibrate_estimate
 
+            what = f"calibrating {args.method} at K={args.clusters}, M={args.trials}"
+            for cost in design_preparation(get(args.method), args.clusters, args.trials):  # before its pilot pays it
+                check_and_say_time(args, cost.seconds, f"{what}: {cost.driver}", say)
             estimate = calibrate_estimate(args.method, args.clusters, args.trials, args.margin, args.rho_max,
                                           args.looks, search_replications=args.search_reps, baseline=args.baseline,
                                           discordance=args.discordance, alpha=args.alpha, workers=ex.workers)
-            what = f"calibrating {args.method} at K={args.clusters}, M={args.trials}"
             check_time(args, estimate.low, what)
             say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
-            cal = calibrate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                            alpha=args.alpha, target=args.target, baseline=args.baseline,
-                            discordance=args.discordance, search_replications=args.search_reps, executor=ex,
-                            sign_key=signing_key(args), progress=say)
+            from studies.qualify import DeadlineReached
+
+            try:
+                cal = calibrate(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                                alpha=args.alpha, target=args.target, baseline=args.baseline,
+                                discordance=args.discordance, search_replications=args.search_reps, executor=ex,
+                                sign_key=signing_key(args), progress=say, deadline=deadline)
+            except DeadlineReached as exc:
+                raise over_time(exc, f"{what}: its certificate", "nothing was calibrated") from None
     path = write_certificate(cal.certificate, args.out or records_dir())
     payload = {**certificate_payload(cal.certificate, path), "calibration": cal.as_dict(),
                "method_options": dict(cal.certificate.method.options)}

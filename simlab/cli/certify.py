@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from simlab.cli._args import (add_design_arguments, add_json, check_and_say_time, check_design_ranges, check_methods,
-                             check_time, finite_float, positive_int)
+                             check_time, deadline_of, finite_float, over_time, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
 from simlab.cli._output import emit, log_to_stderr
@@ -46,6 +46,7 @@ def stream_options(args: argparse.Namespace) -> dict:
 
 
 def cmd_certify(args: argparse.Namespace) -> None:
+    deadline = deadline_of(args)
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     check_design_ranges(args)
     from methods.qualification import records_dir
@@ -82,9 +83,14 @@ def cmd_certify(args: argparse.Namespace) -> None:
                                         engine=args.engine, workers=ex.workers, **stream_options(args))
             check_time(args, estimate.low, what)
             say(f"{what}: estimated {estimate.describe()} on {ex.describe()}")
-            cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
-                           baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
-                           sign_key=key, progress=say, **stream_options(args))
+            from studies.qualify import DeadlineReached
+
+            try:
+                cert = certify(args.method, args.clusters, args.trials, args.margin, args.rho_max, args.looks,
+                               baseline=args.baseline, discordance=args.discordance, engine=args.engine, executor=ex,
+                               sign_key=key, progress=say, deadline=deadline, **stream_options(args))
+            except DeadlineReached as exc:
+                raise over_time(exc, f"{what}:", "nothing was certified") from None
     path = write_certificate(cert, args.out or records_dir())
     emit(args, certificate_payload(cert, path), render_certificate)
 

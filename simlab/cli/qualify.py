@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simlab.cli._args import (add_json, add_max_seconds, check_and_say_time, check_methods, check_time, n_jobs,
-                             nonempty_path)
+from simlab.cli._args import (add_json, add_max_seconds, check_and_say_time, check_methods, check_time, deadline_of,
+                             n_jobs, nonempty_path, over_time)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 from simlab.cli.study import check_folder, check_plot_out
@@ -36,6 +36,7 @@ def methods_arg(text: str, kind: str = "fixed") -> list:
 
 
 def run_qualify(args: argparse.Namespace) -> None:
+    deadline = deadline_of(args)
     if not args.method:
         raise UsageError("give --method NAME (or 'all'), or use `simlab qualify show RECORD`", "--method")
     if args.method != "all":
@@ -70,7 +71,16 @@ def run_qualify(args: argparse.Namespace) -> None:
         resumed = f"; {len(finished)} tasks already in the checkpoint not counted" if finished else ""
         say(f"estimated {estimate.describe()} on {ex.describe()} (first round to every scenario at "
             f"{policy.max_replications:,} replications{resumed})")
-        run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say, checkpoint=args.checkpoint)
+        from studies.qualify import DeadlineReached
+
+        try:
+            run = qualify(methods, policy, executor=ex, out_dir=out_dir, progress=say, checkpoint=args.checkpoint,
+                          deadline=deadline)
+        except DeadlineReached as exc:
+            kept = (f"the finished work is kept in --checkpoint {args.checkpoint}: run the same command again to go on"
+                    if args.checkpoint else "no record was written (with --checkpoint DIR a stopped run keeps its "
+                    "finished work and the next run goes on from it)")
+            raise over_time(exc, "this qualification", kept) from None
     payload = {"policy_sha256": policy.sha256, **run.stats(),
                "records": [summary_payload(o.record, o.record_path) for o in run.outcomes]}
 
@@ -100,6 +110,15 @@ def run_show(args: argparse.Namespace) -> None:
         raise UsageError(f"record {args.record} is a directory; give a record JSON file", "record")
     if not Path(args.record).exists():  # before the qualification code loads
         raise UsageError(f"no qualification record at {args.record}", "record")
+    from studies import file_kind
+
+    kind = file_kind(args.record)
+    if kind in ("netcdf", "certificate", "theorem", "spec", "empty", "binary"):  # said as what it is, not a JSON error
+        what = {"netcdf": "a netCDF dataset (a record's scenario data is its .nc; give the record's .json)",
+                "certificate": "a certificate (simlab records coverage --certificate reads it)",
+                "theorem": "a theorem record (simlab records verify checks it)", "spec": "a study spec",
+                "empty": "an empty file", "binary": "not text"}[kind]
+        raise UsageError(f"{args.record}: not a qualification record: {what}", "record")
     from methods.qualification import StaleRecordError, load_record
 
     png = Path(args.png) if args.png else Path(args.record).with_suffix(".png")

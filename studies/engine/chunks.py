@@ -73,6 +73,17 @@ def _chunk_path(run_dir: Path, task: tuple[int, int, int]) -> Path:
 _TEMPORARY = re.compile(r"\.(run\.json|t\d{5}_\d+_\d+\.npz)\.\d+\.tmp")
 
 
+def _run_record_problem(meta: Path, key: str) -> str | None:
+    """Why ``run.json`` is not this run's record of its spec (None when it is)."""
+    try:
+        doc = json.loads(meta.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        return f"damaged ({type(exc).__name__}: {exc})"
+    if not isinstance(doc, dict) or doc.get("run_key") != key:
+        return "not this run's record (another run key)"
+    return None
+
+
 class ChunkedRun:
     """Run ``tasks`` (``(scenario index, start, stop)``) with ``fn(*payload)`` -> int64 tallies
     of ``shape``, summed over a scenario's chunks by ``add`` (the fixed-point-aware
@@ -115,8 +126,12 @@ class ChunkedRun:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._stack.enter_context(exclusive(self.run_dir / ".lock", f"work directory {self.run_dir}"))
         self.info.work_dir = str(self.run_dir)
-        if not meta.exists() and self.spec_json is not None:
-            save_json({"run_key": self.key, "spec": json.loads(self.spec_json)}, meta)
+        if self.spec_json is not None:
+            why = _run_record_problem(meta, self.key) if meta.exists() else None
+            if why and self.on_note is not None:   # a damaged one was passed over without a word
+                self.on_note(f"{meta}: {why}; written again (the chunks are checked one by one)")
+            if why or not meta.exists():
+                save_json({"run_key": self.key, "spec": json.loads(self.spec_json)}, meta)
         for t in self.tasks:
             f = _chunk_path(self.run_dir, t)
             what = not_a_file(f)

@@ -18,6 +18,7 @@ import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "run": ["QualifyRun", "iter_cells", "method_estimand", "qualify", "summary_payload"],
+    "escalation": ["DeadlineReached"],
     "scenarios": ["Task", "grid_specs", "method_key", "resolve_method", "scenario_of"],
     "tasks": ["run_task"],
     "checkpoint": ["Checkpoint", "finished_ranges"],

@@ -48,6 +48,10 @@ from studies.qualify.scenarios import ScenarioPoint, Task, check_null, look_sche
 
 TASKS_PER_BATCH = 256   # tasks per batch on one worker (bounds the shared tables' memory)
 MOMENT_ROWS = 1 << 18   # (k, S1, S2) rows per moment chunk (6 MB)
+# clusters x replications drawn per moment chunk: at K = 10^6 one chunk of MOMENT_ROWS rows was
+# a single kernel call of 80 s, through which a SIGTERM or Ctrl-C waited (counts do not depend
+# on the chunking)
+MOMENT_DRAWS = 1 << 24
 TABLE_CELLS = 1 << 21   # clusters x replications per table chunk (32 MB of int32 tables)
 _CONSTS: dict[tuple, np.ndarray] = {}  # (method id, alpha, K) -> moment constants (kept across batches)
 
@@ -219,8 +223,9 @@ class _GroupRows:
     def blocks(self, start: int, stop: int, methods):
         K, store = self.clusters, self.run.store
         if self.size is not None:
-            buf = np.empty((min(MOMENT_ROWS, self.total), 3), np.int64)
-            for pieces, rows in self._chunks(MOMENT_ROWS):
+            cap = min(MOMENT_ROWS, max(1, MOMENT_DRAWS // K))
+            buf = np.empty((min(cap, self.total), 3), np.int64)
+            for pieces, rows in self._chunks(cap):
                 yield Block(K, stats=store.fill_moments(buf[:rows], [p[1:] for p in pieces]), size=self.size,
                             tag=pieces)
             return

@@ -232,9 +232,11 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
               search_replications: int | None = None, seed: int = 20261129,
               mc_confidence: float = 0.95, min_replications: int = 2000, max_replications: int = 128_000,
               validity_days: int = 365, n_jobs: int = 1, executor=None, sign_key=None,
-              progress: Callable[[str], None] | None = None) -> Calibration:
+              progress: Callable[[str], None] | None = None, deadline: float | None = None) -> Calibration:
     """Calibrate ``method`` (a name or method object; an already calibrated method is
-    calibrated afresh from its base) at exactly this design; see the module docstring."""
+    calibrated afresh from its base) at exactly this design; see the module docstring.
+    ``deadline`` (``time.monotonic()``): the simulated certification stops there
+    (``DeadlineReached``); the search before it is priced by ``calibrate_estimate``."""
     from dataclasses import replace
 
     from methods import registry
@@ -266,7 +268,7 @@ def calibrate(method, clusters: int, trials: int, margin: float, rho_max: float 
     cert_args = dict(label_noise=tuple(label_noise), baseline=tuple(baseline), discordance=tuple(discordance),
                      alpha=alpha, allowed_excess=1.0, mc_confidence=mc_confidence, min_replications=min_replications,
                      max_replications=max_replications, seed=seed, validity_days=validity_days, n_jobs=n_jobs,
-                     executor=executor, sign_key=sign_key, progress=progress)
+                     executor=executor, sign_key=sign_key, progress=progress, deadline=deadline)
     if getattr(base, "calibration", None) == "exact-em":
         return _calibrate_exact_em(base, design, alpha, cert_args, say, t0)
     exact, why = certification_engine(base, design, alpha)

@@ -193,11 +193,12 @@ def sim_policy(design: CertifiedDesign, alpha: float, allowed_excess: float, mc_
 
 
 def _sim_points(method, design: CertifiedDesign, policy: QualificationPolicy, n_jobs: int,
-                progress: Callable[[str], None] | None, executor=None) -> tuple[list[CertPoint], str]:
+                progress: Callable[[str], None] | None, executor=None,
+                deadline: float | None = None) -> tuple[list[CertPoint], str]:
     from studies.qualify.run import qualify
 
     run = qualify([method], policy, n_jobs=n_jobs, out_dir=None, progress=progress, one_verdict=True,
-                  executor=executor)
+                  executor=executor, deadline=deadline)
     s = run.outcomes[0].record.scenarios
     pts = [CertPoint(rho=s.rho[i], noise=s.noise[i], baseline=s.baseline[i], discordance=s.discordance[i],
                      rate=s.n_pass[i] / s.n_reps[i], n_reps=s.n_reps[i], n_pass=s.n_pass[i], lower=s.lower[i],
@@ -221,14 +222,16 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
             mc_confidence: float = 0.95, min_replications: int = 2000, max_replications: int = 128_000,
             seed: int = 20261129, validity_days: int = 365, engine: str = "auto", max_nodes: int = 4096,
             n_jobs: int = 1, sign_key=None, progress: Callable[[str], None] | None = None,
-            executor=None, baseline_free: bool | None = None) -> Certificate:
+            executor=None, baseline_free: bool | None = None, deadline: float | None = None) -> Certificate:
     """Certify ``method`` (a registered name or method object) at exactly this design; see
     the module docstring.  ``engine``: 'auto', 'exact' (refuse when it does not apply) or
     'simulation'.  ``sign_key``: an Ed25519 private key (``simlab.signing``) to sign with.
     ``n_jobs`` local processes or ``executor`` (``studies.engine.executor``, e.g. dask) for the
     simulation engine: the certificate is the same for every backend.  ``baseline_free``:
     search one baseline for all (None: when the method passes the ``concordant`` probe and the
-    labels are perfect -- then the law of what it sees does not depend on the baseline)."""
+    labels are perfect -- then the law of what it sees does not depend on the baseline).
+    ``deadline`` (``time.monotonic()``): the simulation engine stops there with
+    :class:`~studies.qualify.escalation.DeadlineReached` (``qualify``)."""
     from studies.qualify.run import software_info
 
     t0 = time.perf_counter()
@@ -261,7 +264,7 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
         pts, text = _convolution_points(method, design, alpha, threshold)
         eng, sched = exact, ()
     else:
-        pts, text = _sim_points(method, design, policy, n_jobs, progress, executor)
+        pts, text = _sim_points(method, design, policy, n_jobs, progress, executor, deadline)
         if baseline_free:
             text += (f" The baseline is searched at {policy.domain.baseline.grid[0]:g} only: the method passes the "
                      "'concordant' probe (its result depends on each cluster's n11 and n00 only through their sum), "

@@ -11,7 +11,13 @@ import numpy as np
 from methods.qualification import (EXCEEDS, UNDETERMINED, QualificationPolicy, cp_bounds, cp_lower, cp_upper,
                                    verdict_of)
 
-from studies.qualify.scenarios import Counts, ScenarioPoint, Task, method_key
+from studies.qualify.scenarios import Counts, ScenarioPoint, Task, method_key, task_cost
+
+
+class DeadlineReached(Exception):
+    """A qualification stopped at its time limit (``qualify(deadline=...)``): before a round
+    whose estimated time would overrun it, or at a batch's end once it has passed.  What
+    finished is kept in the checkpoint, if the run has one."""
 
 
 
@@ -22,7 +28,7 @@ class Escalation:
     boundary every scenario sits on (the methods share it)."""
 
     def __init__(self, methods: list, policy: QualificationPolicy, one_verdict: bool = False,
-                 estimand: str = "trial_weighted"):
+                 estimand: str = "trial_weighted", deadline: float | None = None):
         self.methods = {method_key(m): m for m in methods}
         self.policy = policy
         self.estimand = estimand  # whose null boundary the scenarios sit on (one for all methods)
@@ -31,6 +37,18 @@ class Escalation:
         self.rejected: dict[tuple, set] = {k: set() for k in self.methods}
         self.replications = 0   # simulated experiments (shared by the methods of a task)
         self.method_replications = 0
+        self.deadline = deadline  # time.monotonic() by which the run stops (None: no limit)
+        self._rate: float | None = None  # seconds per unit of task_cost, measured on the rounds run so far
+
+    def _check_round(self, tasks: list[Task], what: str) -> None:
+        """Stop before a round that would overrun the deadline (priced from the rounds before it)."""
+        if self.deadline is None:
+            return
+        left = self.deadline - time.monotonic()
+        need = None if self._rate is None else self._rate * sum(task_cost(self.policy, t) for t in tasks)
+        if left <= 0 or (need is not None and need > left):
+            priced = "" if need is None else f" (estimated {need:.3g} s from the rounds before it)"
+            raise DeadlineReached(f"stopped before {what}{priced}: {max(left, 0.0):.0f} s of the time limit left")
 
     def verdict(self, c: Counts) -> str:
         p = self.policy
@@ -70,6 +88,8 @@ class Escalation:
                 tasks.append(Task(spec, need, start, target))
             if not tasks:
                 break
+            self._check_round(tasks, f"{label}round {r + 1} ({len(tasks)} scenarios at {target} replications)")
+            began = time.monotonic()
 
             def tick(done: int, total: int, r=r, target=target) -> None:
                 now = time.perf_counter()
@@ -89,6 +109,9 @@ class Escalation:
                     self.method_replications += task.stop - task.start
                     updated.append((k, task.spec, c))
             self._judge(updated)
+            cost = sum(task_cost(self.policy, t) for t in tasks)
+            if cost > 0:
+                self._rate = (time.monotonic() - began) / cost
 
     def _judge(self, updated: list[tuple[tuple, ScenarioPoint, Counts]]) -> None:
         """The verdicts of the updated counts (Clopper-Pearson bounds in one vectorised call:

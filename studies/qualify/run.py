@@ -45,7 +45,7 @@ from simlab.estimands import is_difference
 from simlab.generate import GENERATOR_VERSION
 
 from studies.datasets import check_output_dir, describe, make_attrs, method_identity, save_dataset, save_json
-from studies.qualify.escalation import Escalation
+from studies.qualify.escalation import DeadlineReached, Escalation
 from studies.qualify.refine import GOLDEN, LineSearch, refine
 from studies.qualify.scenarios import Counts, ScenarioPoint, Task, grid_specs, method_key, resolve_method, scenario_of, task_cost
 from studies.qualify.tasks import run_task, run_tasks_one_by_one
@@ -132,10 +132,11 @@ class RoundRunner:
     batching, same answer).  With a ``checkpoint``, finished tasks are read back from it
     and each batch's results are appended to it as the batch ends."""
 
-    def __init__(self, executor, batched: bool = True, checkpoint=None):
+    def __init__(self, executor, batched: bool = True, checkpoint=None, deadline: float | None = None):
         self.executor = executor
         self.batched = batched
         self.checkpoint = checkpoint   # ``studies.qualify.checkpoint.Checkpoint``: finished tasks kept on disk
+        self.deadline = deadline       # time.monotonic() after which no further batch is awaited
 
     def run(self, policy, tasks: list[Task], estimands: tuple[str, ...],
             tick: Callable[[int, int], None] | None = None) -> list[dict[tuple, tuple[int, int]]]:
@@ -170,6 +171,8 @@ class RoundRunner:
             done += len(part)
             if tick:
                 tick(done, len(tasks))
+            if self.deadline is not None and time.monotonic() > self.deadline and done < len(tasks):
+                raise DeadlineReached(f"stopped at the time limit with {done}/{len(tasks)} scenarios of a round done")
         return results
 
 
@@ -179,7 +182,8 @@ def method_estimand(method, policy: QualificationPolicy) -> str:
 
 def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_dir: str | Path | None = "default",
             progress: Callable[[str], None] | None = None, one_verdict: bool = False, executor=None,
-            batched: bool = True, checkpoint: str | Path | None = None) -> QualifyRun:
+            batched: bool = True, checkpoint: str | Path | None = None,
+            deadline: float | None = None) -> QualifyRun:
     """Qualify ``methods`` under ``policy`` (all on the same simulated tables; sequential
     methods need a policy with ``domain.looks``: promotion counts as a pass, the overall
     one-sided level is ``policy.alpha``);
@@ -189,7 +193,10 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     are the same for every backend.  ``batched=False``: the per-scenario engine (the same
     counts; kept for the benchmark and tests).  ``checkpoint``: a directory where finished
     tasks are kept (``studies.qualify.checkpoint``); run again with the same one, a stopped
-    qualification resumes and ends with the same records."""
+    qualification resumes and ends with the same records.  ``deadline`` (``time.monotonic()``):
+    :class:`~studies.qualify.escalation.DeadlineReached` is raised before a round whose time,
+    priced from the rounds before it, would overrun it, or once a batch ends past it (what
+    finished stays in the checkpoint)."""
     from studies.engine.executor import as_executor
 
     for m in methods:
@@ -212,7 +219,8 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
         families.setdefault(is_difference(method_estimand(m, policy)), []).append(m)
     if len(families) > 1:
         runs = [qualify(group, policy, n_jobs=n_jobs, out_dir=out_dir, progress=progress, one_verdict=one_verdict,
-                        executor=executor, batched=batched, checkpoint=checkpoint) for group in families.values()]
+                        executor=executor, batched=batched, checkpoint=checkpoint, deadline=deadline)
+                for group in families.values()]
         by_name = {o.record.method.name: o for r in runs for o in r.outcomes}
         return QualifyRun([by_name[m.identity.name] for m in methods], sum(r.grid_scenarios for r in runs),
                           sum(r.refine_scenarios for r in runs), sum(r.replications for r in runs),
@@ -228,7 +236,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
     ex, owned = as_executor(executor, n_jobs)
     if progress:
         progress(f"grid: {len(specs)} scenarios x {len(methods)} method(s) on {ex.describe()}")
-    escalation = Escalation(methods, policy, one_verdict, estimands[0])
+    escalation = Escalation(methods, policy, one_verdict, estimands[0], deadline=deadline)
     saved = None
     with contextlib.ExitStack() as stack:
         if checkpoint is not None:
@@ -242,7 +250,7 @@ def qualify(methods: list, policy: QualificationPolicy, *, n_jobs: int = 1, out_
                 progress(saved.describe())
         if owned:
             stack.enter_context(ex)
-        runner = RoundRunner(ex, batched=batched, checkpoint=saved)
+        runner = RoundRunner(ex, batched=batched, checkpoint=saved, deadline=deadline)
         escalation.escalate([(s, list(keys)) for s in specs], runner, estimands, progress, "grid ")
         n_refine = refine(escalation, runner, estimands, progress)
     if saved is not None and progress:

@@ -43,3 +43,23 @@ def test_damaged_and_foreign_chunks_are_named_and_recomputed(tmp_path, capsys):
     assert all(line.endswith("computing it again") for line in said) and len(said) == 3
     payload = json.loads(captured.out)
     assert payload["tasks_resumed"] == 5 and same_data(open_dataset(out), clean)
+
+
+def test_a_damaged_run_record_is_named_and_written_again(tmp_path, capsys):
+    """Probe round 6: a truncated ``run.json`` in the work folder was passed over in silence."""
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(SPEC))
+    work = tmp_path / "work"
+    clean = run_study(parse_spec(SPEC), chunk_size=CHUNK, work_dir=work, keep_chunks=True)
+    meta = next(work.iterdir()) / "run.json"
+    whole = meta.read_bytes()
+    meta.write_bytes(whole[:20])
+    out = tmp_path / "study.nc"
+    rc = main(["study", "run", str(spec_file), "--work-dir", str(work), "--chunk-size", str(CHUNK), "--out", str(out),
+               "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    said = [line for line in captured.err.splitlines() if "run.json" in line]
+    assert len(said) == 1 and f"{meta}: damaged (JSONDecodeError" in said[0], said
+    assert said[0].endswith("written again (the chunks are checked one by one)")
+    assert json.loads(captured.out)["tasks_resumed"] == 8 and same_data(open_dataset(out), clean)

@@ -58,7 +58,8 @@ CASES = [
     (["judge-study", "--items", "0", "--out-dir", "{dir}/j"], "--items", "calibration_items[0]"),
     (["judge-study", "--judge", "x=0.9,0.85,0.9,1.5", "--out-dir", "{dir}/j"], "--judge", "candidate_specificity"),
     (["judge-study", "--differences", "0.5", "--out-dir", "{dir}/j"], "--differences", "cannot exceed"),
-    (["judge-study", "--shared", "--out-dir", "{dir}/j"], "--shared", "one calibration set serves both arms"),
+    (["judge-study", "--shared", "--judge", "lenient=0.9,0.85,0.95,0.7", "--out-dir", "{dir}/j"], "--shared",
+     "one calibration set serves both arms"),
     (["judge-study", "--clusters", "1000000", "--out-dir", "{dir}/j"], "--clusters", "in [2, 100,000]"),
     (["judge-study", "--out-dir", "{file}"], "--out-dir", "is not a directory"),  # was found after the work
     (["robustness", "--method", "cluster_t", "--clusters", "100", "--trials", "20000", "--margin", "0.05"],

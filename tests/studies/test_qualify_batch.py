@@ -83,6 +83,9 @@ def test_any_batching_gives_each_task_its_own_counts(monkeypatch):
             for batch in law_batches(pol, tasks, workers=3):
                 for i, r in run_batch(pol, batch, estimands):
                     assert r == want[i]
+        with monkeypatch.context() as mp:   # moment chunks capped by clusters x replications (3 or 10 rows here)
+            mp.setattr(qualify_batch, "MOMENT_DRAWS", 100)
+            assert [r for _, r in sorted(run_batch(pol, list(enumerate(tasks)), estimands))] == want
     assert dom.cluster_sizes[2].kind == "poisson"  # random sizes: drawn from their own (trial) source
 
 
