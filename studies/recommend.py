@@ -137,10 +137,11 @@ def _power(method, scenario: PairedScenario, margin: float, alpha: float, reps: 
     return {"value": p, "exact": False, "mc_se": math.sqrt(p * (1 - p) / reps), "n_reps": reps}
 
 
-def _exceeds_nearby(method, point: DesignPoint, directory: Path) -> str:
+def _exceeds_nearby(method, point: DesignPoint, directory: Path, calibrate_flags: str) -> str:
     """Why certifying ``method`` on demand is pointless ('' when it may qualify): its grid
     record exceeds the threshold at the grid K nearest this design, same trials per cluster
-    and margin, at the largest grid rho not above rho_max."""
+    and margin, at the largest grid rho not above rho_max (``calibrate_flags``: the design as
+    ``simlab calibrate`` takes it)."""
     from methods.qualification import record_paths
 
     for p in record_paths(method.identity.name, directory):
@@ -159,7 +160,8 @@ def _exceeds_nearby(method, point: DesignPoint, directory: Path) -> str:
         c = rec.cell_map().get((k, s, max(rhos), m, 0))
         if c is not None and c.verdict == "exceeds":
             return (f"exceeds at the nearest grid cell (K={k}, rho={max(rhos):g}: false-pass upper bound "
-                    f"{c.upper:.3g}); calibrate it for this design: simlab calibrate --method {method.name}")
+                    f"{c.upper:.3g}); calibrate it for this design: simlab calibrate --method {method.name} "
+                    f"{calibrate_flags}")
     return ""
 
 
@@ -243,9 +245,10 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     skipped: list[dict[str, str]] = []
     rows: list[dict[str, Any]] = []
 
-    # the design as the commands a skipped step names take it (size searches K: no --clusters)
-    size_flags = f"--margin {margin:g} --trials {trials} --rho-max {rho_max:g}"
-    flags = f"--clusters {clusters} --trials {trials} --margin {margin:g} --rho-max {rho_max:g}"
+    # the design as the commands a skipped step names take it, each runnable as printed (size searches K: no
+    # --clusters; it sizes the alternative priced here, not its own defaults)
+    flags = f"--clusters {clusters} --trials {trials} --margin {_arg(margin)} --rho-max {_arg(rho_max)}"
+    calibrate_flags = f"{flags} --alpha {_arg(alpha)}"
 
     def left() -> float:
         return max_seconds - (time.perf_counter() - t0)
@@ -285,13 +288,13 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
     if certify_missing:
         for r in [r for r in rows if not r["covered"]]:
             m = registry.get(r["base"])
-            why = _exceeds_nearby(m, point, directory)
+            why = _exceeds_nearby(m, point, directory, calibrate_flags)
             if why:
                 r["coverage"] = why
                 continue
             if m.cost is not None:   # costs that grow with the counts: not on demand
                 skipped.append({"method": m.label, "what": "certificate", "why": "its analysis cost grows with the "
-                                "counts; certify it explicitly: simlab certify"})
+                                f"counts; certify it explicitly: simlab certify --method {m.label} {flags}"})
                 continue
             earlier = _earlier_certificate(m, clusters, trials, margin, rho_max, alpha, certify_dir)
             if earlier is not None:   # made by an earlier run (any verdict): not made again
@@ -334,7 +337,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
                    "calibrated only ahead of time (minutes to hours)" if base in STORED_ONLY else
                    f"time budget {max_seconds:g} s spent")
             skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
-                            "why": f"{why}; run: simlab calibrate --method {base} {flags}"})
+                            "why": f"{why}; run: simlab calibrate --method {base} {calibrate_flags}"})
             continue
         made = ""
         if stored is None:
@@ -342,7 +345,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             why = does_not_fit(est.high, f"estimated {est.describe()}")   # nor can a calibration
             if why:
                 skipped.append({"method": f"{base}@alpha=...", "what": "calibration",
-                                "why": f"{why}; run: simlab calibrate --method {base} {flags}"})
+                                "why": f"{why}; run: simlab calibrate --method {base} {calibrate_flags}"})
                 continue
             say(f"{base}: calibrating its nominal level at this design (estimated {est.describe()})")
             try:
@@ -402,12 +405,14 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
             r["size"] = {"note": "covered at this design only (a certificate or calibration): sizing needs its own "
                                  "certificate at each K -- simlab size"}
             continue
-        if left() <= reserve:
-            skipped.append({"method": r["method"], "what": "sizing", "why": f"time budget {max_seconds:g} s spent"})
-            continue
-        target = registry.get(_reference(r))
         args = dict(margin=margin, difference=difference, power=power, alpha=alpha, trials=trials, baseline=baseline,
                     discordance=discordance, rho=rho, seed=seed)
+        run = size_command(_reference(r), **args, rho_max=rho_max)   # the same search, without the budget
+        if left() <= reserve:
+            skipped.append({"method": r["method"], "what": "sizing", "command": run,
+                            "why": f"time budget {max_seconds:g} s spent; run: {run}"})
+            continue
+        target = registry.get(_reference(r))
         # the estimate prices the first step only, and a later step can take many times it (betting_ci_horizon
         # at 100 x 3: estimated 0.3 s, steps of 1.6, 9, 3.6 and 29 s), so the search is started when its first
         # step fits and then kept within the budget step by step: each priced from the steps measured before
@@ -416,8 +421,7 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         need = first.low if first is not None else 0.0
         why = does_not_fit(need, f"its first step estimated {TimeEstimate(need, need, 1).describe()}")
         if why:
-            skipped.append({"method": r["method"], "what": "sizing",
-                            "why": f"{why}; run: simlab size --method {r['method']} {size_flags}"})
+            skipped.append({"method": r["method"], "what": "sizing", "command": run, "why": f"{why}; run: {run}"})
             continue
         sized += 1
         try:
@@ -429,10 +433,9 @@ def recommend(*, clusters: int, trials: int, margin: float, rho_max: float, diff
         except SizingStopped as stop:
             found = _bracket_text(stop.bracket)
             say(f"{r['method']}: sizing stopped: {stop.why}" + (f"; {found}" if found else ""))
-            skipped.append({"method": r["method"], "what": "sizing", "bracket": stop.bracket,
+            skipped.append({"method": r["method"], "what": "sizing", "bracket": stop.bracket, "command": run,
                             "why": f"stopped within the {max_seconds:g} s budget: {stop.why}"
-                                   f"{f'; so far {found}' if found else ''}; run: simlab size --method {r['method']} "
-                                   f"{size_flags}"})
+                                   f"{f'; so far {found}' if found else ''}; run: {run}"})
         except ValueError as exc:
             r["size"] = {"refused": str(exc)}
     return {"design": {"clusters": clusters, "trials_per_cluster": trials, "margin": margin, "rho_max": rho_max,
@@ -480,9 +483,28 @@ def _bracket_text(b: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _arg(x: float | int) -> str:
+    """A number as a command-line value that reads back as the same number (``:g`` kept six digits:
+    a calibrated alpha or a sizing's baseline would have been rounded)."""
+    return str(x) if isinstance(x, int) else repr(float(x))
+
+
+def size_command(method: str, *, margin: float, difference: float, power: float, alpha: float, trials: int,
+                 baseline: float, discordance: float, rho: float, rho_max: float, seed: int) -> str:
+    """The ``simlab size`` command line that sizes ``method`` for the alternative a recommendation priced (its
+    difference, baseline, discordance, rho, alpha, target power and seed; the false-pass certificate up to
+    ``rho_max``): runnable as printed -- ``--true-difference`` is required there, and size's own defaults
+    (rho 0, trials per cluster 1) are not this design."""
+    import shlex
+
+    return (f"simlab size --method {shlex.quote(method)} --margin {_arg(margin)} --true-difference {_arg(difference)} "
+            f"--power {_arg(power)} --alpha {_arg(alpha)} --trials-per-cluster {trials} --baseline {_arg(baseline)} "
+            f"--discordance {_arg(discordance)} --rho {_arg(rho)} --rho-max {_arg(rho_max)} --seed {seed}")
+
+
 def _reference(row: dict) -> str:
     """The registry name that finds a row's method (a calibrated one by its label)."""
     return row["method"] if "@alpha=" in row["method"] else row["base"]
 
 
-__all__ = ["CALIBRATE", "recommend"]
+__all__ = ["CALIBRATE", "recommend", "size_command"]

@@ -13,6 +13,19 @@ from simlab.cli._args import nonempty_path
 from simlab.cli._output import UsageError
 
 
+def qualification_folder(text: str) -> str:
+    """``--qualification-dir``, an argparse type: a folder that is there.  A missing one was read as
+    a folder without records: the run went on and its receipt said only "record not found"."""
+    import argparse
+
+    nonempty_path(text)
+    if not os.path.isdir(text):
+        there = "is not a directory" if os.path.exists(text) else "no such directory"
+        raise argparse.ArgumentTypeError(f"{text}: {there} (the folder of qualification records the manifest's "
+                                         "pinned record is read from; leave the option out for the shipped ones)")
+    return text
+
+
 def parse_time(text: str | None, flag: str) -> dt.datetime | None:
     if text is None:
         return None
@@ -204,8 +217,33 @@ def load_manifest_arg(path: str):
         raise UsageError(str(exc), "--manifest") from None
 
 
+# the options that read a log (dest, flag, the input kinds it applies to, what a trial file has instead)
+LOG_OPTIONS = (
+    ("score", "--score", ("inspect", "lm-eval"), "each trial row's pass/fail is its `passed` field"),
+    ("cluster_field", "--cluster-field", ("inspect", "lm-eval"), "each trial row names its cluster in `cluster_id`"),
+    ("filter", "--filter", ("lm-eval",), "a trial file has no filters"),
+    ("judge_scored", "--judge-scored", ("inspect",),
+     "each trial row states `judge_labelled` itself (true when a model judge gave `passed`)"),
+)
+_KIND_WORDS = {"inspect": "Inspect logs", "lm-eval": "lm-eval logs", "trials": "trial files (--trials / --format trials)"}
+
+
+def check_log_options(kind: str, args) -> None:
+    """Refuse an option that reads logs on input it does not apply to (exit 2 naming it): given with
+    trial files, ``--judge-scored``, ``--score``, ``--cluster-field`` and ``--filter`` were ignored
+    silently -- the run analysed the trials as if they had not been given."""
+    for dest, flag, kinds, instead in LOG_OPTIONS:
+        value = getattr(args, dest, None)
+        if value is None or value is False or kind in kinds:
+            continue
+        applies = " / ".join(_KIND_WORDS[k].removesuffix(" logs") for k in kinds) + " logs"
+        why = f"; {instead}" if kind == "trials" else ""
+        raise UsageError(f"{flag} applies to {applies}, not to {_KIND_WORDS[kind]}{why}", flag)
+
+
 def adapter_of(kind: str, args, manifest) -> dict | None:
     """The mapping from log fields to trial fields (Inspect and lm-eval inputs)."""
+    check_log_options(kind, args)
     if kind == "trials":
         return None
     if not args.cluster_field:
@@ -216,10 +254,7 @@ def adapter_of(kind: str, args, manifest) -> dict | None:
            "slice_field": slices.field if slices else None}
     if kind == "lm-eval":
         out["filter"] = getattr(args, "filter", None)
-    if getattr(args, "judge_scored", False):
-        if kind != "inspect":
-            raise UsageError("--judge-scored applies to Inspect logs (a model-graded scorer's verdicts)",
-                             "--judge-scored")
+    if getattr(args, "judge_scored", False):   # Inspect logs only (check_log_options)
         out["judge_labelled"] = True
     return out
 
@@ -264,7 +299,7 @@ def add_run_options(p) -> None:
                    help="declare the run exploratory: marked in the receipt (and its holdout access, which does not "
                         "count towards the holdout's maximum of confirmatory accesses), lab_only at most")
     p.add_argument("--component", action="append", help="test / prerequisite receipt JSON (repeatable)")
-    p.add_argument("--qualification-dir", type=nonempty_path,
+    p.add_argument("--qualification-dir", type=qualification_folder,
                    help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", type=nonempty_path, action="append",
                    help="trusted public key file or directory (repeatable)")

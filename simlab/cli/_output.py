@@ -140,12 +140,31 @@ def _loc_flag(loc: tuple, args: argparse.Namespace | None) -> str | None:
     return _flag(dest, args)
 
 
+def _unknown_flag(message: str) -> tuple[str, str | None]:
+    """An argparse refusal without an "argument X:" part: an unrecognized option (the first one
+    given, without its ``=value``) or an ambiguous prefix (``--tr could match --trials, ...``) is
+    the field.  ``--json`` before the command is unrecognized because it is each command's
+    option: the message says where it goes."""
+    m = re.search(r"ambiguous option: (-[^\s=]+)", message)
+    if m:
+        return message, m.group(1)
+    m = re.search(r"unrecognized arguments: (.*)$", message)
+    flags = [t.split("=", 1)[0] for t in (m.group(1).split() if m else ()) if t.startswith("-")]
+    if not flags:
+        return message, None
+    if flags[0] == "--json":
+        message += " (--json is an option of each command: give it after the command, e.g. simlab methods --json)"
+    return message, flags[0]
+
+
 def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple[str, str | None] | None:
     """``(one-line message, field)`` for an error that the user's input caused, or None for a
     genuine bug (which keeps its traceback)."""
     core = sys.modules.get("pydantic_core")  # not imported: the error cannot be pydantic's (and stays fast)
 
     if isinstance(exc, UsageError):
+        if exc.field is None:  # argparse's own words name no "argument X:" for these
+            return _unknown_flag(str(exc))
         return str(exc), exc.field
     if core is not None and isinstance(exc, core.ValidationError):
         err = exc.errors(include_url=False)[0] if exc.errors() else {"loc": (), "msg": str(exc)}

@@ -90,9 +90,9 @@ def default_out() -> str:
 
 
 def run_compare(args) -> int:
-    from simlab.cli._evidence_run import (adapter_of, check_paths, common_artifacts, component_receipts,
-                                          load_manifest_arg, parse_time, refused, report_ledger, run_evidence,
-                                          trusted_keys)
+    from simlab.cli._evidence_run import (adapter_of, check_log_options, check_paths, common_artifacts,
+                                          component_receipts, load_manifest_arg, parse_time, refused, report_ledger,
+                                          run_evidence, trusted_keys)
 
     files = check_paths(args, {args.baseline: "baseline", args.candidate: "candidate"})
     out = args.out or default_out()
@@ -108,6 +108,7 @@ def run_compare(args) -> int:
         raise UsageError(f"{args.baseline} and {args.candidate} are different kinds of input ({', '.join(sorted(kinds))})",
                          "--format")
     kind = kinds.pop()
+    check_log_options(kind, args)   # before the inputs are read: an option they ignore is refused
     tests, pres = component_receipts(args.component)
     try:
         artifacts = common_artifacts(paired_artifacts(kind, args.baseline, args.candidate), args)

@@ -17,11 +17,23 @@ def analyze_fixed(method, table, margin: float, alpha: float, calibration=None):
     return method.analyze(table, margin, alpha)
 
 
+NO_BOUND = "none"   # the text of a bound the method did not give (NaN: an inconclusive analysis)
+
+
 def _number_text(x: float) -> str:
-    """A bound as text: six decimals, or ``-inf`` / ``inf`` / ``nan`` (each means something else)."""
+    """A bound as text: six decimals, ``-inf`` / ``inf`` (an unbounded end: no information at
+    this level), or ``none`` (NaN: the method gave no bound, e.g. too few clusters)."""
     import math
 
-    return f"{x:.6f}" if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    return f"{x:.6f}" if math.isfinite(x) else (NO_BOUND if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def _interval_text(lo: str, hi: str, status: str, reasons: list[str]) -> str:
+    """``[lo, hi]``, or for an analysis that gave no bounds ``none (inconclusive: <why>)`` -- never
+    "[nan, nan]"."""
+    if lo == NO_BOUND and hi == NO_BOUND:
+        return f"none ({status}: {reasons[0] if reasons else 'the method gave no bounds'})"
+    return f"[{lo}, {hi}]"
 
 
 def run_interval(args: argparse.Namespace) -> None:
@@ -71,7 +83,8 @@ def run_interval(args: argparse.Namespace) -> None:
     # an all-zero --table is an empty cluster: the methods leave it out, which the text says
     empty = sum(1 for row in table if not any(row))
     # JSON has no infinity, so as_dict gives None for an unbounded end as for a NaN one: the text
-    # says which (an interval of [-inf, inf] -- no information at this level -- printed as [nan, nan])
+    # says which (an interval of [-inf, inf] -- no information at this level -- printed as [nan, nan];
+    # no bounds at all, an inconclusive analysis, printed as [nan, nan] too: now "none")
     bounds_text = [_number_text(result.lower), _number_text(result.upper)]
     payload = {**result.as_dict(), "bounds_text": bounds_text, "options": dict(method.options),
                "version": method.version,
@@ -91,7 +104,11 @@ def run_interval(args: argparse.Namespace) -> None:
                   "and are left out")
         level = f"{100 * (1 - 2 * p['alpha']):g}%"
         level = level if level != "100%" else f"1 - {2 * p['alpha']:g}"   # alpha 1e-20 read "100% interval"
-        print(f"estimate {est}   {level} interval [{lo}, {hi}] (one-sided alpha {p['alpha']:g})")
+        interval = _interval_text(lo, hi, p["status"], p["reasons"])
+        if interval.startswith(NO_BOUND):   # its reason in parentheses: the level goes first
+            print(f"estimate {est}   {level} interval (one-sided alpha {p['alpha']:g}): {interval}")
+        else:
+            print(f"estimate {est}   {level} interval {interval} (one-sided alpha {p['alpha']:g})")
         if "raw_estimate" in p:
             raw = [("nan" if p[k] is None else f"{p[k]:.6f}") for k in ("raw_estimate", "raw_lower", "raw_upper")]
             print(f"judge scale: estimate {raw[0]}   interval [{raw[1]}, {raw[2]}]   judge "

@@ -16,6 +16,35 @@ def _num(x, fmt: str = ".4f") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+WHY_WIDTH = 80   # the reference table's 'why' column: whole lines of words, never a word cut ("calibrat")
+
+
+def _wrap(text: str, width: int = WHY_WIDTH) -> str:
+    """``text`` on lines of at most ``width`` characters, broken between words only (a hyphenated
+    word or a longer command argument stays whole); the table shows every line."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)) or text
+
+
+def _print_reference(reference: list[dict]) -> None:
+    """The uncovered methods' table, its 'why' left-aligned and wrapped between words (rich wraps a
+    narrower terminal's cells between words too)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="for reference, methods that may NOT decide here (uncovered), by power")
+    table.add_column("method")
+    table.add_column("power", justify="right")
+    table.add_column("why", overflow="fold")   # fold only a single word wider than the column
+    for r in reference:
+        table.add_row(r["method"], _num(r["power"]["value"]), _wrap(r["coverage"]))
+    console = Console()
+    if not console.is_terminal:  # piped or captured: as print_table, the full width
+        console = Console(width=240)
+    console.print(table)
+
+
 def render_recommendation(p: dict) -> None:
     """The readable table (also used by ``simlab demo``)."""
     from simlab.cli._output import print_table
@@ -53,9 +82,7 @@ def render_recommendation(p: dict) -> None:
         if "refused" in (r.get("size") or {}):
             print(f"{r['method']}: sizing refused: {r['size']['refused']}")
     if p["reference"]:
-        ref = [[r["method"], _num(r["power"]["value"]), r["coverage"][:90]] for r in p["reference"]]
-        print_table("for reference, methods that may NOT decide here (uncovered), by power", ["method", "power", "why"],
-                    ref)
+        _print_reference(p["reference"])
     for s in p["skipped"]:
         print(f"skipped {s['what']} of {s['method']}: {s['why']}")
     if p["not_covered"]:

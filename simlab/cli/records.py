@@ -177,8 +177,40 @@ def cmd_sign(args: argparse.Namespace) -> None:
          lambda p: print("\n".join(f"signed {s['file']} ({s['key_id']})" for s in p["signed"])))
 
 
+def _check_certificate_files(paths) -> None:
+    """Each ``--certificate`` is a readable JSON object with a ``certificate_sha256`` -- checked with the
+    standard library before the qualification layer (pydantic, numpy, scipy.stats, numba: 2.6 s on 2 cores)
+    loads, so a file that is not a certificate at all is refused at once.  Its hash, schema and
+    verdicts are still verified there (``methods.qualification.load_certificate``)."""
+    import json
+
+    for path in paths or ():
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except IsADirectoryError:
+            raise UsageError(f"--certificate {path}: a directory, not a certificate file (a folder of certificates "
+                             "is given with --records)", "--certificate") from None
+        except OSError as exc:
+            raise UsageError(f"--certificate {path}: {exc.strerror or exc}", "--certificate") from None
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UsageError(f"certificate {path}: not valid JSON ({exc})", "--certificate") from None
+        except RecursionError:
+            raise UsageError(f"certificate {path}: not a certificate (JSON nested too deeply to read)",
+                             "--certificate") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"certificate {path}: not a JSON object", "--certificate")
+        if "certificate_sha256" not in data:
+            what = ("a qualification record, not a certificate (records are read from --records)"
+                    if "record_sha256" in data else "not a certificate (no certificate_sha256)")
+            raise UsageError(f"certificate {path}: {what}", "--certificate")
+
+
 def cmd_coverage(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method")  # an unknown name is an input error, not "not covered"
+    _check_certificate_files(args.certificate)  # before the qualification layer loads
     from methods.qualification import DesignPoint, find_coverage
     from simlab.scenario import FixedSize
 

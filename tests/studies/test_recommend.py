@@ -245,7 +245,11 @@ def test_a_sizing_search_that_would_overrun_the_budget_stops_within_it(records, 
     assert "clusters" not in (row.get("size") or {})
     (stop,) = [s for s in p["skipped"] if s["what"] == "sizing"]
     assert stop["why"].startswith("stopped within the 60 s budget: ")
-    assert "simlab size --method tango_score --margin 0.1 --trials 3 --rho-max 0" in stop["why"]
+    # the command that finishes it sizes the same alternative, runnable as printed (probe round 6)
+    assert stop["command"] == ("simlab size --method tango_score --margin 0.1 --true-difference 0.0 --power 0.8 "
+                               "--alpha 0.025 --trials-per-cluster 3 --baseline 0.9 --discordance 0.2 --rho 0.0 "
+                               "--rho-max 0.0 --seed 20261129")
+    assert stop["why"].endswith(f"; run: {stop['command']}")
     found = stop["bracket"]                                   # what the search had found: a bracket of K
     k = found.get("answer", found.get("reaches"))
     assert k and found["below"] < k and found["n_reps"] == 2000 and found["power_bound"] >= 0.8, stop
