@@ -74,8 +74,32 @@ def write_inputs(folder: Path, customers: int, cases: int, epochs: int, progress
     return logs
 
 
+# The cost model of a run, measured on a 2-core x86-64 Linux machine under load (the defaults:
+# 138 s): ``inspect eval`` 27-37 s an arm at 360 samples x epochs; each timed round (compare,
+# the error exit, Inspect's reader; fresh processes) 5-9 s at 720 trials; the bytecode cache's
+# warm-up about 10 s.
+INSPECT_EVAL_SECONDS = 20.0
+INSPECT_EVAL_SECONDS_PER_SAMPLE = 0.03
+ROUND_SECONDS = 8.0
+ROUND_SECONDS_PER_TRIAL = 0.004
+WARM_SECONDS = 10.0
+
+
+def estimate_seconds(customers: int, cases: int, epochs: int, repeats: int) -> float:
+    """Wall seconds of :func:`bench_evidence_inspect` from the cost model above: two ``inspect
+    eval`` runs, then two conditions of ``repeats`` timed rounds, and the cache's warm-up."""
+    samples = customers * cases * epochs
+    trials = 2 * samples
+    return (2 * (INSPECT_EVAL_SECONDS + INSPECT_EVAL_SECONDS_PER_SAMPLE * samples)
+            + 2 * repeats * (ROUND_SECONDS + ROUND_SECONDS_PER_TRIAL * trials) + WARM_SECONDS)
+
+
 def bench_evidence_inspect(*, customers: int = 40, cases: int = 3, epochs: int = 3, repeats: int = 3,
-                  progress=lambda message: None) -> dict:
+                  progress=lambda message: None, check=None) -> dict:
+    """``check(seconds)`` is given :func:`estimate_seconds` before any work (it may raise to
+    refuse)."""
+    if check is not None:
+        check(estimate_seconds(customers, cases, epochs, repeats))
     folder = Path(tempfile.mkdtemp(prefix="simlab-bench-inspect-"))
     logs = write_inputs(folder, customers, cases, epochs, progress)
     simlab = [sys.executable, "-c", "import sys; from simlab.cli import main; sys.exit(main(sys.argv[1:]))"]
@@ -92,7 +116,7 @@ def bench_evidence_inspect(*, customers: int = 40, cases: int = 3, epochs: int =
             env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
             for cmd in (simlab + common + ["--out", str(folder / "warm" / "p.json")], reference):
                 subprocess.run(cmd, capture_output=True, env=env, timeout=1800)  # warm the cache, untimed
-        progress(f"timing ({condition})")
+        progress(f"timing ({condition}): {repeats} run(s) each of compare, the error exit and Inspect's reader")
         runs = {}
         outs = iter(range(10 ** 6))
         ok_cmd = lambda: simlab + common + ["--out", str(folder / condition / f"p{next(outs)}.json")]  # noqa: E731

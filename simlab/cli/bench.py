@@ -8,9 +8,11 @@ from simlab.cli._args import (
     add_json,
     add_max_memory,
     add_max_seconds,
+    check_and_say_time,
     check_memory,
     check_methods,
     check_time,
+    time_limit,
     n_jobs,
     nonnegative_int,
     positive_float,
@@ -23,15 +25,30 @@ SIMULATE_CHUNK = 65_536  # replications the engine generates at a time
 NUMPY_CHUNK = 20_000     # replications the numpy reference draws at a time
 
 
+def check_memory_of(args: argparse.Namespace, need_bytes: float, what: str, flag: str) -> None:
+    """:func:`check_memory`, the refusal naming ``flag`` (the size that asks for the memory)."""
+    try:
+        check_memory(args, need_bytes, what)
+    except UsageError as exc:
+        raise UsageError(f"{flag}: {exc}", flag) from None
+
+
 def run_bench_simulate(args: argparse.Namespace) -> None:
-    from studies.bench import bench_simulate
+    from studies.bench import bench_simulate, bench_simulate_estimate
     from simlab.cli.simulate import simulate_memory
 
     # both sides stream in chunks: what is held at once is a chunk, not every replication
     held = max(min(args.reps, SIMULATE_CHUNK), min(args.numpy_reps, NUMPY_CHUNK))
     check_memory(args, simulate_memory(held, 30), f"bench simulate ({held:,} replications held in memory at once)")
+    say = log_to_stderr(args)
+    say("estimating (a short pilot of the engine and the numpy reference) ...")
+    estimate = bench_simulate_estimate(reps=args.reps, numpy_reps=args.numpy_reps, memory_reps=args.memory_reps,
+                                       chunk_size=SIMULATE_CHUNK, numpy_chunk=NUMPY_CHUNK)
+    check_and_say_time(args, estimate.low, f"bench simulate ({args.reps + args.memory_reps:,} engine and "
+                                           f"{args.numpy_reps:,} numpy replications)", say)
     payload = bench_simulate(reps=args.reps, numpy_reps=args.numpy_reps, memory_reps=args.memory_reps,
-                             progress=not args.json, chunk_size=SIMULATE_CHUNK, numpy_chunk=NUMPY_CHUNK)
+                             progress=not args.json, chunk_size=SIMULATE_CHUNK, numpy_chunk=NUMPY_CHUNK,
+                             log=lambda step: say(step + " ..."))
 
     def render(p: dict) -> None:
         rows = [[r["name"], r["replications"], r["seconds"], r["replications_per_s"], r["draws_per_s"]]
@@ -51,20 +68,33 @@ def run_bench_methods(args: argparse.Namespace) -> None:
     names = [n.strip() for n in args.methods.split(",") if n.strip()] if args.methods else None
     if names:
         check_methods(names, "--methods", "fixed")  # before the benchmark's kernels load
-    from studies.bench import bench_methods
+    from studies.bench import bench_methods, bench_methods_plan
 
     from methods import names as registered
 
     say = log_to_stderr(args)
     count = len(names) if names else len(registered("fixed"))
-    per_method = args.max_seconds + args.reference_seconds
-    say(f"benchmarking {count} method(s): each kernel's timing is cut to about {args.max_seconds:g} s (its pilot "
-        f"predicts) and each reference's to {args.reference_seconds:g} s, so about {count * per_method / 60:.1f} min "
-        "at most, plus compiling (--max-seconds and --reference-seconds bound it)")
+    limit = time_limit(args)
+    plan = bench_methods_plan(count, args.method_seconds, args.reference_seconds, limit)
+    if plan["least"] > limit:
+        check_time(args, plan["least"], f"bench methods ({count} methods, each timed at least "
+                                        f"{plan['least'] / count:.2g} s)")
+    cut = None
+    if plan["cut"]:
+        cut = (f"{count} methods at --method-seconds {args.method_seconds:g} and --reference-seconds "
+               f"{args.reference_seconds:g} would take about {plan['asked_seconds'] / 60:.0f} min, over --max-seconds "
+               f"{limit:g}: each kernel's timing cut to {plan['kernel_seconds']:.2g} s and each reference's to "
+               f"{plan['reference_seconds']:.2g} s (raise --max-seconds or time fewer --methods for the full "
+               "timings)")
+        say(f"cut: {cut}")
+    say(f"benchmarking {count} method(s): each kernel's timing is cut to about {plan['kernel_seconds']:.2g} s (its "
+        f"pilot predicts) and each reference's to {plan['reference_seconds']:.2g} s, so about "
+        f"{plan['seconds'] / 60:.1f} min at most, plus compiling (--max-seconds {limit:g} bounds the whole run)")
     payload = bench_methods(reps=args.reps, bootstrap_reps=args.bootstrap_reps,
                             reference_reps=args.reference_reps, names=names, seed=args.seed,
-                            max_seconds=args.max_seconds, reference_seconds=args.reference_seconds,
-                            progress=lambda step: say(step + " ..."))
+                            max_seconds=plan["kernel_seconds"], reference_seconds=plan["reference_seconds"],
+                            total_seconds=0.95 * limit, progress=lambda step: say(step + " ..."))
+    payload["cut"] = cut
 
     def render(p: dict) -> None:
         print(f"simlab bench methods: K={p['clusters']} clusters x {p['trials']} trials, rho={p['rho']}, "
@@ -87,6 +117,8 @@ def run_bench_methods(args: argparse.Namespace) -> None:
                 ref = f"{'-':>12} {'-':>8} {'-':>9}  reference: {r['reference']}"
             print(f"{r['method']:<18} {r['class']:<11} {reps:>14} {r['decisions_per_s']:>12.4g} {tgt:>15} {ref}")
         print(f"timing: {p['timing']}.")
+        if p.get("cut"):
+            print(f"cut: {p['cut']}.")
         for r in p["rows"]:
             if r.get("replications_note"):
                 print(f"* {r['method']}: {r['replications_note']}")
@@ -160,10 +192,22 @@ def run_bench_qualify(args: argparse.Namespace) -> None:
     if not methods:
         raise UsageError("--method: name at least one method", "--method")
     check_methods(methods, "--method")
-    from studies.bench import bench_qualify
+    from studies.bench import bench_qualify, bench_qualify_estimate
 
+    say = log_to_stderr(args)
+    say("estimating (a pilot of the per-scenario engine) ...")
+
+    def before_preparing(seconds: float, what: str) -> None:
+        check_and_say_time(args, seconds, f"bench qualify's {what}", say)
+
+    estimate = bench_qualify_estimate(policy=args.policy, methods=methods, rounds=args.rounds, n_jobs=args.n_jobs,
+                                      before_preparing=before_preparing)
+    what = "the whole qualification" if not args.rounds else f"{args.rounds} round(s) of the grid"
+    check_time(args, estimate.low, f"bench qualify ({what}, per-scenario engine then batched; "
+                                   f"the whole run: {estimate.describe()})")
+    say(f"bench qualify: estimated {estimate.describe()}")
     payload = bench_qualify(policy=args.policy, methods=methods, rounds=args.rounds, n_jobs=args.n_jobs,
-                            progress=log_to_stderr(args))
+                            progress=say)
 
     def render(p: dict) -> None:
         print(f"qualify {', '.join(p['methods'])} under policy {p['policy']}: {p['workload']}; "
@@ -176,6 +220,84 @@ def run_bench_qualify(args: argparse.Namespace) -> None:
               f"(target >= {p['target_ratio']:g}: {'met' if p['meets_target'] else 'NOT met'})")
 
     emit(args, payload, render)
+
+
+def run_bench_evidence(args: argparse.Namespace) -> int:
+    """``simlab bench evidence``: a pilot on 20,000 trial pairs estimates time, disk and each
+    stage process's memory first; a stage process that fails is one line naming it (exit 2)."""
+    import shutil
+    import tempfile
+
+    from evidence import bench_evidence, render_bench
+
+    say = log_to_stderr(args)
+    ref_flag = "--reference-trials" if args.reference_trials else "--trials"
+
+    def check(e: dict) -> None:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+        if e["file_bytes"] > 0.9 * free:
+            raise UsageError(f"--trials {args.trials:,}: the experiment's JSONL file takes about "
+                             f"{e['file_bytes'] / 1e9:.3g} GB, more than the {free / 1e9:.3g} GB free in "
+                             f"{tempfile.gettempdir()}; lower --trials", "--trials")
+        check_memory_of(args, e["simlab_bytes"], f"bench evidence's simlab process ({args.trials:,} trial pairs)",
+                        "--trials")
+        check_memory_of(args, e["reference_bytes"], f"bench evidence's reference process "
+                        f"({args.reference_trials or args.trials:,} trial pairs)", ref_flag)
+        check_and_say_time(args, e["seconds"], f"bench evidence ({args.trials:,} trials per arm)", say)
+
+    say("estimating (a pilot on 20,000 trial pairs) ...")
+    try:
+        payload = bench_evidence(trials_per_arm=args.trials, clusters=args.clusters,
+                                 reference_trials=args.reference_trials, check=check,
+                                 progress=lambda step: say(step + " ..."))
+    except ChildProcessError as exc:  # evidence.bench.BenchProcessFailed: a stage process failed
+        kind = getattr(exc, "kind", "benchmark")
+        flag = ref_flag if kind == "reference" else "--trials"
+        peak = getattr(exc, "peak_rss_bytes", None)
+        at = f" (peak {peak / 2**30:.2g} GiB)" if peak else ""
+        if getattr(exc, "out_of_memory", False):
+            raise UsageError(f"bench evidence: the {kind} benchmark process ran out of memory{at}; lower {flag} or "
+                             "give it more memory", flag) from None
+        raise UsageError(f"bench evidence: {exc}{at}", None) from None
+    emit(args, payload, render_bench)
+    return 0
+
+
+def run_bench_evidence_inspect(args: argparse.Namespace) -> int:
+    from evidence import bench_evidence_inspect, render_bench_inspect
+
+    say = log_to_stderr(args)
+    payload = bench_evidence_inspect(
+        customers=args.customers, cases=args.cases, epochs=args.epochs, repeats=args.repeats, progress=say,
+        check=lambda seconds: check_and_say_time(args, seconds, f"bench evidence-inspect ({args.customers} customers "
+                                                 f"x {args.cases} cases x {args.epochs} epochs, {args.repeats} "
+                                                 "repeats)", say))
+    emit(args, payload, render_bench_inspect)
+    return 0
+
+
+def register_evidence_benches(bench_sub) -> None:
+    """``simlab bench evidence`` and ``bench evidence-inspect`` (registered by the evidence
+    command group, ``simlab/cli/evidence.py``, which calls this)."""
+    p = bench_sub.add_parser("evidence", help="evidence path on 1,000,000 trials per arm vs a json+dict reference")
+    p.add_argument("--trials", type=positive_int, default=1_000_000, help="trial records per arm (default %(default)s)")
+    p.add_argument("--clusters", type=positive_int, default=20_000, help="independent clusters (default %(default)s)")
+    p.add_argument("--reference-trials", type=positive_int, default=None,
+                   help="trials per arm for the reference (default: the same)")
+    add_max_seconds(p)
+    add_max_memory(p)
+    add_json(p)
+    p.set_defaults(func=run_bench_evidence)
+
+    p = bench_sub.add_parser("evidence-inspect", help="the Inspect route on logs `inspect eval` writes: compare and an "
+                                                      "error exit, wall time in fresh processes, vs Inspect's reader")
+    p.add_argument("--customers", type=positive_int, default=40, help="clusters (default %(default)s)")
+    p.add_argument("--cases", type=positive_int, default=3, help="cases per customer (default %(default)s)")
+    p.add_argument("--epochs", type=positive_int, default=3, help="epochs per case (default %(default)s)")
+    p.add_argument("--repeats", type=positive_int, default=3, help="timed runs of each command (default %(default)s)")
+    add_max_seconds(p)
+    add_json(p)
+    p.set_defaults(func=run_bench_evidence_inspect)
 
 
 def run_bench_latency(args: argparse.Namespace) -> None:
@@ -206,6 +328,8 @@ def run_bench_latency(args: argparse.Namespace) -> None:
 
 
 def register(sub, bench_sub) -> None:
+    # an error names the missing argument by this (its destination, bench_command, is internal)
+    bench_sub.metavar = "benchmark"
     p = bench_sub.add_parser("latency", help="simlab methods, interval and an input error of every command, each in a "
                                              "fresh process, vs the interpreter's start-up")
     p.add_argument("--methods", default="clustered_normal,betting_ci",
@@ -223,6 +347,7 @@ def register(sub, bench_sub) -> None:
                    help="replications of the numpy-vectorised reference (default %(default)s)")
     p.add_argument("--memory-reps", type=nonnegative_int, default=0,
                    help="also stream this many replications and report peak memory (e.g. 100000000)")
+    add_max_seconds(p)
     add_max_memory(p)
     add_json(p)
     p.set_defaults(func=run_bench_simulate)
@@ -233,11 +358,12 @@ def register(sub, bench_sub) -> None:
                    help="replications for bootstrap methods (default %(default)s)")
     p.add_argument("--reference-reps", type=positive_int, default=2_000,
                    help="replications for the per-replication reference (default %(default)s)")
-    p.add_argument("--max-seconds", type=positive_float, default=60.0,
+    p.add_argument("--method-seconds", type=positive_float, default=60.0,
                    help="reduce a method's replications when a pilot predicts more kernel time than this, per method "
-                        "(default %(default)s)")
+                        "(default %(default)s; cut further, and said, when the methods would not fit --max-seconds)")
     p.add_argument("--reference-seconds", type=positive_float, default=10.0,
-                   help="time budget of each reference run (default %(default)s)")
+                   help="time budget of each reference run (default %(default)s; cut like --method-seconds)")
+    add_max_seconds(p)
     p.add_argument("--methods", default="", help="comma-separated subset (default: every fixed method)")
     p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
     add_json(p)
@@ -274,5 +400,6 @@ def register(sub, bench_sub) -> None:
                    help="replication rounds of the grid, no refinement; 0: the whole qualification "
                         "(default %(default)s)")
     p.add_argument("--n-jobs", type=n_jobs, default=1, help="worker processes of both engines (default %(default)s)")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_bench_qualify)

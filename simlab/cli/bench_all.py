@@ -2,18 +2,33 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from simlab.cli._args import add_json, checked, n_jobs, nonempty_path
+from simlab.cli._args import (add_json, add_max_seconds, check_time, checked, n_jobs, nonempty_path,
+                             time_limit)
 
 
 def cmd_bench_all(args: argparse.Namespace) -> None:
-    from simlab.cli._output import emit, print_table
-    from studies.bench import bench_all
+    from simlab.cli._output import emit, log_to_stderr, print_table
+    from studies.bench import bench_all, bench_all_estimate
 
-    progress = None if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+    say = log_to_stderr(args)
+    say("estimating (each benchmark's pilot, cheapest first; the methods from their timing budgets) ...")
+    limit = time_limit(args)
+    plan = bench_all_estimate(scale=args.scale, limit_kernel=args.limit_kernel, n_jobs=args.n_jobs,
+                              stop_over=0.95 * limit)
+    estimate = plan["estimate"]
+    check_time(args, estimate.low, f"bench all at --scale {args.scale:g} (lower --scale for a shorter run)")
+    cut = None
+    if plan["methods_cut"]:
+        cut = (f"to fit --max-seconds {limit:g}, each method's kernel timing is cut to "
+               f"{plan['methods_kernel_seconds']:.2g} s and each reference's to "
+               f"{plan['methods_reference_seconds']:.2g} s (raise --max-seconds for the full timings)")
+        say(f"cut: {cut}")
+    say(f"bench all: estimated {estimate.describe()} (the methods at most their timing budgets)")
     payload = bench_all(scale=args.scale, limit_kernel=args.limit_kernel, n_jobs=args.n_jobs,
-                        out_dir=None if args.no_save else args.out, progress=progress)
+                        out_dir=None if args.no_save else args.out, progress=say,
+                        methods_seconds=plan["methods_seconds"])
+    payload["cut"] = cut
 
     def render(p: dict) -> None:
         from rich.markup import escape
@@ -23,6 +38,8 @@ def cmd_bench_all(args: argparse.Namespace) -> None:
                     [[escape(r["workload"]), r["unit"], _num(r["simlab"]), _num(r["reference"]),
                       escape(r["reference_name"] or "-"),
                       "-" if r["ratio"] is None else f"{r['ratio']:.3g}x"] for r in p["rows"]])
+        if p.get("cut"):
+            print(f"cut: {p['cut']}")
         if p.get("file"):
             print(f"wrote {p['file']}  ({p['seconds']:.0f} s)")
 
@@ -43,5 +60,6 @@ def register(subparsers, bench_subparsers) -> None:
     p.add_argument("--out", type=nonempty_path, default="results/bench",
                    help="folder of the JSON table, one file per machine (default %(default)s)")
     p.add_argument("--no-save", action="store_true", help="print only; write no file")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=cmd_bench_all)

@@ -19,12 +19,13 @@ import re
 from pathlib import Path
 
 from simlab.cli._args import add_json as _add_json
-from simlab.cli._args import nonempty_path, positive_int
+from simlab.cli._args import nonempty_path
 from simlab.cli._output import EXIT_BLOCKED, EXIT_OK, UsageError, log_to_stderr
 from simlab.cli._output import emit as _emit
-from simlab.cli._evidence_run import (add_run_options, adapter_of, check_out, check_paths, common_artifacts,
-                                      component_receipts, load_manifest_arg, nearest_existing, parse_time,
-                                      report_ledger, run_evidence, sha256_arg, trusted_keys)
+from simlab.cli._evidence_run import (add_run_options, adapter_of, check_log_options, check_out, check_paths,
+                                      common_artifacts, component_receipts, load_manifest_arg, nearest_existing,
+                                      parse_time, qualification_folder, report_ledger, run_evidence, sha256_arg,
+                                      trusted_keys)
 
 
 def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -107,6 +108,7 @@ def run_run(args) -> int:
                          "CANDIDATE", "--trials")
     files = check_paths(args, {args.trials: "--trials", **dict.fromkeys(args.inspect or (), "--inspect"),
                                **dict.fromkeys(args.lm_eval or (), "--lm-eval")})
+    check_log_options("trials" if args.trials else "inspect" if args.inspect else "lm-eval", args)
     manifest = load_manifest_arg(args.manifest)
     from evidence import paired_artifacts, trial_artifacts
     now, trusted = parse_time(args.now, "--now"), trusted_keys(args.trusted)
@@ -253,6 +255,9 @@ def run_resolve(args) -> int:
         raise UsageError("--anchor is checked when the packet is replayed: add --replay", "--anchor")
     if args.ledger is not None and not args.replay:
         raise UsageError("--ledger is read when the packet is replayed: add --replay", "--ledger")
+    if args.qualification_dir is not None and not args.replay:   # was ignored without a word
+        raise UsageError("--qualification-dir is read when the packet is replayed: add --replay",
+                         "--qualification-dir")
     data = _read(args.receipt, "receipt")
     receipt = data.get("receipt", data) if isinstance(data, dict) else None
     if not isinstance(receipt, dict) or "receipt_sha256" not in receipt:
@@ -415,21 +420,6 @@ def cmd_evidence_demo(args) -> int:
     return 0
 
 
-def run_bench(args) -> int:
-    from evidence import bench_evidence, render_bench
-    _emit(args, bench_evidence(trials_per_arm=args.trials, clusters=args.clusters,
-                               reference_trials=args.reference_trials), render_bench)
-    return 0
-
-
-def run_bench_inspect(args) -> int:
-    from evidence import bench_evidence_inspect, render_bench_inspect
-    from simlab.cli._output import log_to_stderr
-    _emit(args, bench_evidence_inspect(customers=args.customers, cases=args.cases, epochs=args.epochs,
-                                       repeats=args.repeats, progress=log_to_stderr(args)), render_bench_inspect)
-    return 0
-
-
 def register(sub, bench_sub) -> None:
     ev = sub.add_parser("evidence", help="the evidence path: manifest, trials, comparison, receipt, ledger")
     es = ev.add_subparsers(dest="evidence_command", required=True)
@@ -460,7 +450,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--artifact", action="append", help="ROLE=PATH: operator-selected raw artifact (repeatable)")
     p.add_argument("--anchor", help="receipt sha256 retained out of band (e.g. from the ledger)")
     p.add_argument("--ledger", help="a sealed holdout's use the packet states must be in this ledger (no new use)")
-    p.add_argument("--qualification-dir", type=nonempty_path,
+    p.add_argument("--qualification-dir", type=qualification_folder,
                    help="where the pinned qualification record lives (default: shipped)")
     p.add_argument("--trusted", type=nonempty_path, action="append",
                    help="trusted public key file or directory the qualification "
@@ -478,7 +468,7 @@ def register(sub, bench_sub) -> None:
                         "--replay: the keys the qualification record is checked with")
     p.add_argument("--replay", action="store_true", help="recompute the packet from its raw artifacts first (without "
                                                          "it or a trusted signature: lab_only at most)")
-    p.add_argument("--qualification-dir", type=nonempty_path,
+    p.add_argument("--qualification-dir", type=qualification_folder,
                    help="with --replay: where the pinned qualification record lives")
     p.add_argument("--ledger", type=nonempty_path,
                    help="with --replay: the ledger a sealed holdout's uses are recorded in (needed for such a packet)")
@@ -534,19 +524,6 @@ def register(sub, bench_sub) -> None:
     _add_json(p)
     p.set_defaults(func=cmd_evidence_demo)
 
-    p = bench_sub.add_parser("evidence", help="evidence path on 1,000,000 trials per arm vs a json+dict reference")
-    p.add_argument("--trials", type=positive_int, default=1_000_000, help="trial records per arm (default %(default)s)")
-    p.add_argument("--clusters", type=positive_int, default=20_000, help="independent clusters (default %(default)s)")
-    p.add_argument("--reference-trials", type=positive_int, default=None,
-                   help="trials per arm for the reference (default: the same)")
-    _add_json(p)
-    p.set_defaults(func=run_bench)
+    from simlab.cli.bench import register_evidence_benches  # --max-seconds, estimates, one-line failures
 
-    p = bench_sub.add_parser("evidence-inspect", help="the Inspect route on logs `inspect eval` writes: compare and an "
-                                                      "error exit, wall time in fresh processes, vs Inspect's reader")
-    p.add_argument("--customers", type=positive_int, default=40, help="clusters (default %(default)s)")
-    p.add_argument("--cases", type=positive_int, default=3, help="cases per customer (default %(default)s)")
-    p.add_argument("--epochs", type=positive_int, default=3, help="epochs per case (default %(default)s)")
-    p.add_argument("--repeats", type=positive_int, default=3, help="timed runs of each command (default %(default)s)")
-    _add_json(p)
-    p.set_defaults(func=run_bench_inspect)
+    register_evidence_benches(bench_sub)

@@ -19,8 +19,10 @@ Each module is imported only when its benchmark is asked for (each pulls in its 
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
-    "methods": ["bench_methods"], "sequential": ["bench_sequential", "bench_sequential_estimate"],
-    "simulate": ["bench_simulate", "standard_scenario"], "study": ["bench_study", "bench_study_estimate"], "summary": ["bench_all"],
-    "gpu": ["bench_gpu"], "qualify": ["bench_qualify"], "power": ["bench_power", "render_power"],
+    "methods": ["bench_methods", "bench_methods_plan"],
+    "sequential": ["bench_sequential", "bench_sequential_estimate"],
+    "simulate": ["bench_simulate", "bench_simulate_estimate", "standard_scenario"],
+    "study": ["bench_study", "bench_study_estimate"], "summary": ["bench_all", "bench_all_estimate"],
+    "gpu": ["bench_gpu"], "qualify": ["bench_qualify", "bench_qualify_estimate"], "power": ["bench_power", "render_power"],
     "latency": ["bench_latency"],
 })

@@ -97,28 +97,60 @@ def _time_reference(fn, method, tables: np.ndarray, margin: float, alpha: float,
             "status_mismatches": int(mismatches)}
 
 
+# Per method, beyond its timed kernel and reference: loading its cached kernel, the pilot, the
+# reference's check against the kernel (about 0.5-1 s each on a loaded 2-core machine).
+METHOD_OVERHEAD_SECONDS = 1.0
+# the least a method's kernel and reference are timed for when a run's time limit cuts them
+MIN_KERNEL_SECONDS = 0.5
+MIN_REFERENCE_SECONDS = 0.25
+
+
+def bench_methods_plan(count: int, max_seconds: float, reference_seconds: float, total_seconds: float) -> dict:
+    """Each method's kernel and reference timing budgets so ``count`` methods fit in
+    ``total_seconds`` (with a tenth spare): ``max_seconds`` / ``reference_seconds`` as asked
+    when they fit, else both cut in proportion (``cut``), never below
+    ``MIN_KERNEL_SECONDS`` / ``MIN_REFERENCE_SECONDS``.  ``seconds``: the run's planned
+    wall time (at most, compiling aside); ``least``: the planned time at the smallest budgets
+    (over ``total_seconds``: the run cannot fit)."""
+    asked = count * (max_seconds + reference_seconds + METHOD_OVERHEAD_SECONDS)
+    least = count * (MIN_KERNEL_SECONDS + MIN_REFERENCE_SECONDS + METHOD_OVERHEAD_SECONDS)
+    room = 0.9 * total_seconds
+    kernel, reference = max_seconds, reference_seconds
+    if asked > room:
+        scale = max(0.0, room / count - METHOD_OVERHEAD_SECONDS) / (max_seconds + reference_seconds)
+        kernel = max(min(max_seconds, MIN_KERNEL_SECONDS), max_seconds * scale)
+        reference = max(min(reference_seconds, MIN_REFERENCE_SECONDS), reference_seconds * scale)
+    return {"methods": count, "kernel_seconds": kernel, "reference_seconds": reference, "cut": asked > room,
+            "asked_seconds": asked, "seconds": count * (kernel + reference + METHOD_OVERHEAD_SECONDS),
+            "least": least}
+
+
 def bench_methods(reps: int = 1_000_000, bootstrap_reps: int = 20_000, reference_reps: int = 2_000,
                   names: list[str] | None = None, seed: int = 1, margin: float = 0.03,
                   alpha: float = 0.025, chunk_size: int = 65_536, max_seconds: float = 60.0,
-                  reference_seconds: float = 10.0, progress: Callable[[str], None] | None = None) -> dict:
+                  reference_seconds: float = 10.0, progress: Callable[[str], None] | None = None,
+                  total_seconds: float | None = None) -> dict:
     """Benchmark the batch kernels of ``names`` (default: every registered fixed method).
 
     ``reps`` replications per method (``bootstrap_reps`` for bootstrap methods); when a
     pilot run predicts more than ``max_seconds`` the count is reduced and the row says so.
     The reference runs on the first ``reference_reps`` replications (at most
-    ``reference_seconds``).  Runs with one numba thread and restores the previous count."""
+    ``reference_seconds``).  With ``total_seconds``, each method also gets at most its share of
+    what is left of that (the rest divided by the methods still to time), so a run that falls
+    behind cuts the later methods' timings instead of overrunning.  Runs with one numba
+    thread and restores the previous count."""
     if reps < 1 or bootstrap_reps < 1 or reference_reps < 0:
         raise ValueError("reps and bootstrap_reps must be >= 1 and reference_reps >= 0")
     threads_before = numba_threads(1)
     try:
         return _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
-                      max_seconds, reference_seconds, progress)
+                      max_seconds, reference_seconds, progress, total_seconds)
     finally:
         numba_threads(threads_before)
 
 
 def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chunk_size,
-           max_seconds, reference_seconds, progress) -> dict:
+           max_seconds_asked, reference_seconds_asked, progress, total_seconds=None) -> dict:
     from .simulate import standard_scenario
     from simlab.generate import TableGenerator
 
@@ -132,7 +164,14 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
     refs = reference_functions()
     ref_tables = gen.tables(0, reference_reps) if reference_reps else None
     rows = []
-    for name in names:
+    deadline = None if total_seconds is None else time.perf_counter() + total_seconds
+    for i, name in enumerate(names):
+        max_seconds, reference_seconds = max_seconds_asked, reference_seconds_asked
+        if deadline is not None:  # this method's share of what is left
+            share = max(0.0, (deadline - time.perf_counter()) / (len(names) - i) - METHOD_OVERHEAD_SECONDS)
+            part = share / (max_seconds_asked + reference_seconds_asked)
+            max_seconds = min(max_seconds_asked, max(MIN_KERNEL_SECONDS, max_seconds_asked * part))
+            reference_seconds = min(reference_seconds_asked, max(MIN_REFERENCE_SECONDS, reference_seconds_asked * part))
         if progress:
             progress(f"{name}: compiling or loading its kernel")
         method = registry.get(name)
@@ -153,7 +192,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
             rate = n / seconds
             note = "bootstrap: bootstrap_reps" if cls == "bootstrap" else None
             if n < requested:
-                note = f"reduced from {requested:,}: pilot predicted more than {max_seconds:g} s"
+                note = f"reduced from {requested:,}: pilot predicted more than {max_seconds:.3g} s"
             row.update({"replications": n, "reduced": n < requested, "replications_note": note, "seconds": seconds,
                         "decisions_per_s": rate, "pass_rate": passes / n,
                         "meets_target": None if row["target_decisions_per_s"] is None
@@ -170,7 +209,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
             row["reference"] = "skipped"
         else:
             if progress:
-                progress(f"{name}: timing its reference implementation (at most about {reference_seconds:g} s)")
+                progress(f"{name}: timing its reference implementation (at most about {reference_seconds:.3g} s)")
             try:
                 row.update(_time_reference(fn, method, ref_tables, margin, alpha, reference_seconds))
                 row["reference"] = f"{fn.__module__}.{fn.__name__}"
@@ -180,6 +219,7 @@ def _bench(reps, bootstrap_reps, reference_reps, names, seed, margin, alpha, chu
         rows.append(row)
     return {"clusters": scenario.clusters, "trials": scenario.cluster_size.trials, "rho": scenario.rho,
             "cells": list(scenario.cells), "margin": margin, "alpha": alpha, "seed": seed,
-            "numba_threads": threads, "targets": TARGETS,
+            "numba_threads": threads, "targets": TARGETS, "kernel_seconds": max_seconds_asked,
+            "reference_seconds": reference_seconds_asked, "total_seconds": total_seconds,
             "timing": "batch kernel calls only (table generation excluded); reference: one table at a time",
             "rows": rows}

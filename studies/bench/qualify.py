@@ -63,6 +63,23 @@ def _first_cell(policy):
                                                "max_replications": policy.min_replications, "refine_evaluations": 0})
 
 
+def bench_qualify_estimate(policy: str = "standard", methods: tuple[str, ...] = ("clustered_normal",),
+                           rounds: int = 1, clusters: tuple[int, ...] | None = None, n_jobs: int = 1,
+                           before_preparing: Callable[[float, str], object] | None = None):
+    """Wall seconds of :func:`bench_qualify` (``studies.engine.cost.TimeEstimate``):
+    ``studies.engine.qualify_estimate`` of the workload, whose pilot runs the per-scenario
+    engine -- the benchmark's first (and slower) run -- so ``low`` is that run's first round
+    (what the benchmark certainly costs), ``high`` both engines at every scenario escalated to
+    the workload's largest replication count.  ``before_preparing`` as there (may refuse)."""
+    from methods import registry
+
+    from studies.engine.cost import TimeEstimate, qualify_estimate
+
+    pol = workload_policy(policy, rounds, clusters)
+    est = qualify_estimate([registry.get(n) for n in methods], pol, n_jobs, (), before_preparing)
+    return TimeEstimate(est.low, 2.0 * est.high, est.workers)
+
+
 def bench_qualify(policy: str = "standard", methods: tuple[str, ...] = ("clustered_normal",), rounds: int = 1,
                   clusters: tuple[int, ...] | None = None, n_jobs: int = 1,
                   progress: Callable[[str], None] | None = None) -> dict:
@@ -109,4 +126,4 @@ def bench_qualify(policy: str = "standard", methods: tuple[str, ...] = ("cluster
             "cpu_count": os.cpu_count(), "load_average_1min": os.getloadavg()[0]}
 
 
-__all__ = ["bench_qualify", "workload_policy", "TARGET_RATIO"]
+__all__ = ["bench_qualify", "bench_qualify_estimate", "workload_policy", "TARGET_RATIO"]

@@ -39,10 +39,48 @@ def _time(fn, *args):
     return time.perf_counter() - t, out
 
 
+def _per_rep(run, start: int, at_least: float = 0.2, most: int = 1 << 22) -> float:
+    """Seconds a replication of ``run(n)``, timed at growing ``n`` (x4) until a timing takes
+    ``at_least`` seconds (or ``n`` reaches ``most``)."""
+    n = start
+    while True:
+        t = time.perf_counter()
+        run(n)
+        seconds = time.perf_counter() - t
+        if seconds >= at_least or n >= most:
+            return seconds / n
+        n *= 4
+
+
+def bench_simulate_estimate(reps: int = 2_000_000, numpy_reps: int = 200_000, memory_reps: int = 0,
+                            seed: int = 1, chunk_size: int = 65_536, numpy_chunk: int = 20_000):
+    """Wall seconds of :func:`bench_simulate` (``studies.engine.cost.TimeEstimate``): each
+    side's seconds a replication from a short pilot (kernels loaded first; the pilot grows
+    until a timing takes 0.2 s), times its replications (``reps + memory_reps`` for the
+    engine)."""
+    from studies.engine.cost import TimeEstimate
+
+    scenario = standard_scenario()
+    gen = TableGenerator(scenario, seed)
+    gen.tables(0, 100)
+    numpy_reference(scenario, seed, 100)
+
+    def engine(n):
+        for _, t in gen.chunks(n, chunk_size):
+            pass
+
+    wall = (_per_rep(engine, 4096) * (reps + memory_reps)
+            + _per_rep(lambda n: numpy_reference(scenario, seed, n, numpy_chunk), 256) * numpy_reps)
+    return TimeEstimate(wall, wall, 1)
+
+
 def bench_simulate(reps: int = 2_000_000, numpy_reps: int = 200_000, memory_reps: int = 0,
-                   seed: int = 1, chunk_size: int = 65_536, progress: bool = True, numpy_chunk: int = 20_000) -> dict:
+                   seed: int = 1, chunk_size: int = 65_536, progress: bool = True, numpy_chunk: int = 20_000,
+                   log=None) -> dict:
     """Both sides stream: the engine ``chunk_size`` replications at a time, the numpy
-    reference ``numpy_chunk`` at a time (what is held in memory at once)."""
+    reference ``numpy_chunk`` at a time (what is held in memory at once).  ``log(label)`` is
+    told each timing as it starts."""
+    say = log or (lambda message: None)
     scenario = standard_scenario()
     K, M = scenario.clusters, scenario.cluster_size.trials
     gen = TableGenerator(scenario, seed)
@@ -55,7 +93,9 @@ def bench_simulate(reps: int = 2_000_000, numpy_reps: int = 200_000, memory_reps
             pooled += t.sum(axis=(0, 1), dtype=np.int64)
         return pooled
 
+    say(f"timing the numpy reference: {numpy_reps:,} replications")
     t_np, _ = _time(numpy_reference, scenario, seed, numpy_reps, numpy_chunk)
+    say(f"timing the engine: {reps:,} replications")
     t_sl, _ = _time(run_engine, reps)
     # draws: one uniform per trial pair (Polya urn) for simlab; numpy draws 4 gammas per cluster
     # plus a multinomial (3 binomials) per cluster -- reported as the DGM's trial pairs per second.
@@ -69,6 +109,7 @@ def bench_simulate(reps: int = 2_000_000, numpy_reps: int = 200_000, memory_reps
            "draws_are": "trial pairs generated per second", "rows": rows,
            "ratio_vs_numpy": (reps / t_sl) / (numpy_reps / t_np)}
     if memory_reps:
+        say(f"streaming {memory_reps:,} replications for peak memory")
         before = _rss_mb()
         t0 = time.perf_counter()
         with progress_bar(memory_reps, "streaming replications", enabled=progress) as advance:

@@ -50,12 +50,23 @@ def _simulate_rows(scale: float) -> list[dict]:
                  s["seconds"] + n["seconds"])]
 
 
-def _methods_rows(scale: float) -> list[dict]:
-    from .methods import bench_methods
+def _methods_budgets(scale: float) -> tuple[float, float]:
+    """Each method's kernel and reference timing budgets at ``scale``."""
+    return max(1.0, 60.0 * scale), max(0.5, 10.0 * scale)
 
+
+def _methods_rows(scale: float, seconds: float | None = None) -> list[dict]:
+    from methods import registry
+
+    from .methods import bench_methods, bench_methods_plan
+
+    kernel, reference = _methods_budgets(scale)
+    if seconds is not None:  # the run's time limit leaves the methods this much: their budgets are cut to fit
+        plan = bench_methods_plan(len(registry.names("fixed")), kernel, reference, seconds)
+        kernel, reference = plan["kernel_seconds"], plan["reference_seconds"]
     r = bench_methods(reps=max(2000, int(1_000_000 * scale)), bootstrap_reps=max(200, int(20_000 * scale)),
-                      reference_reps=max(50, int(2_000 * scale)), max_seconds=max(1.0, 60.0 * scale),
-                      reference_seconds=max(0.5, 10.0 * scale))
+                      reference_reps=max(50, int(2_000 * scale)), max_seconds=kernel, reference_seconds=reference,
+                      total_seconds=seconds)
     rows = []
     for m in r["rows"]:
         if "error" in m:
@@ -115,10 +126,14 @@ def _sequential_rows(scale: float) -> list[dict]:
     return rows
 
 
+def _qualify_clusters(scale: float) -> tuple[int, ...]:
+    return tuple(k for k in (10, 20, 30, 50, 100, 200, 500) if k <= max(10.0, 500 * scale))
+
+
 def _qualify_rows(scale: float) -> list[dict]:
     from .qualify import bench_qualify
 
-    r = bench_qualify(clusters=tuple(k for k in (10, 20, 30, 50, 100, 200, 500) if k <= max(10.0, 500 * scale)))
+    r = bench_qualify(clusters=_qualify_clusters(scale))
     per, batched = r["rows"]
     return [_row(f"qualify: first round of the standard grid at K {r['clusters']}, {', '.join(r['methods'])}, "
                  "batched engine", "replications/s", batched["replications_per_s"], per["replications_per_s"],
@@ -126,8 +141,52 @@ def _qualify_rows(scale: float) -> list[dict]:
                  f"{batched['scenarios']} scenarios; counts identical")]
 
 
+def bench_all_estimate(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs: int | None = None,
+                       stop_over: float | None = None) -> dict:
+    """Wall seconds of :func:`bench_all`: ``{"estimate": TimeEstimate, "methods_seconds": ...}``.
+    The parts other than the methods from their benchmarks' pilots (``bench_simulate_estimate``,
+    ``bench_sequential_estimate``, ``bench_study_estimate``, ``bench_qualify_estimate``), cheapest
+    first; the methods part from its timing budgets (``bench_methods_plan``, no pilot).  With
+    ``stop_over`` (the run's time limit) the methods get what the other parts leave of it
+    (``methods_seconds``, for :func:`bench_all`): their timings are cut to fit, and the
+    estimate counts their least (over the limit: the run cannot fit); the pilots stop once
+    the sum passes it (the estimate is then a lower bound)."""
+    from methods import registry
+    from studies.engine.cost import TimeEstimate
+
+    from .methods import bench_methods_plan
+    from .qualify import bench_qualify_estimate
+    from .sequential import bench_sequential_estimate
+    from .simulate import bench_simulate_estimate
+    from .study import bench_study_estimate
+
+    if limit_kernel is None:
+        limit_kernel = next((p for p in LIMIT_KERNELS if p.exists()), None)
+    kernel, reference = _methods_budgets(scale)
+    count = len(registry.names("fixed"))
+    least = bench_methods_plan(count, kernel, reference, float("inf"))["least"]
+    low = high = 0.0
+    parts = [lambda: bench_simulate_estimate(max(2000, int(2_000_000 * scale)), max(1000, int(200_000 * scale))),
+             lambda: bench_sequential_estimate(max(2_000, int(200_000 * scale)), 1 if scale < 1 else 5),
+             lambda: bench_study_estimate(max(20_000, int(32_000_000 * scale)), max(5_000, int(400_000 * scale)),
+                                          n_jobs, repeat=1 if scale < 1 else 3, fused=limit_kernel is not None),
+             lambda: bench_qualify_estimate(clusters=_qualify_clusters(scale))]
+    for part in parts:
+        if stop_over is not None and low + least > stop_over:
+            break
+        est = part()
+        low, high = low + est.low, high + est.high
+    share = None if stop_over is None else max(0.0, stop_over - low)
+    plan = bench_methods_plan(count, kernel, reference, float("inf") if share is None else share)
+    methods = plan["seconds"] if share is None or plan["least"] <= share else plan["least"]
+    return {"estimate": TimeEstimate(low + methods, high + methods, 1), "methods_seconds": share,
+            "methods_cut": plan["cut"], "methods_kernel_seconds": plan["kernel_seconds"],
+            "methods_reference_seconds": plan["reference_seconds"]}
+
+
 def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs: int | None = None,
-              out_dir: str | Path | None = DEFAULT_OUT, progress: Callable[[str], None] | None = None) -> dict:
+              out_dir: str | Path | None = DEFAULT_OUT, progress: Callable[[str], None] | None = None,
+              methods_seconds: float | None = None) -> dict:
     """Run every sub-benchmark once at ``scale`` x its default size and return (and,
     with ``out_dir``, write) the one table; ``limit_kernel`` defaults to
     ``../shared/bench/limit_bench.py`` when it exists."""
@@ -142,7 +201,7 @@ def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs
         check_output_path(Path(out_dir) / f"{machine_key()}.json")
     t0 = time.perf_counter()
     rows: list[dict] = []
-    parts = [("simulate", lambda: _simulate_rows(scale)), ("methods", lambda: _methods_rows(scale)),
+    parts = [("simulate", lambda: _simulate_rows(scale)), ("methods", lambda: _methods_rows(scale, methods_seconds)),
              ("study", lambda: _study_rows(scale, None if limit_kernel is None else Path(limit_kernel), n_jobs)),
              ("sequential", lambda: _sequential_rows(scale)), ("qualify", lambda: _qualify_rows(scale))]
     for name, run in parts:
@@ -150,7 +209,7 @@ def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs
             progress(f"bench {name} ...")
         rows.extend(run())
     settings = {"scale": scale, "limit_kernel": None if limit_kernel is None else str(limit_kernel),
-                "n_jobs": n_jobs}
+                "n_jobs": n_jobs, "methods_seconds": methods_seconds}
     import json
 
     payload = {**make_attrs("bench", title="simlab bench all", spec_json=json.dumps(settings, sort_keys=True)),
@@ -162,4 +221,4 @@ def bench_all(scale: float = 1.0, limit_kernel: str | Path | None = None, n_jobs
     return payload
 
 
-__all__ = ["bench_all", "machine_key"]
+__all__ = ["bench_all", "bench_all_estimate", "machine_key"]

@@ -134,7 +134,7 @@ def test_bench_methods_cli_json(capsys):
         assert r["max_abs_lower_difference"] < 1e-9
         assert r["speedup_vs_reference"] == pytest.approx(r["decisions_per_s"] / r["reference_decisions_per_s"])
     rc, out, err = run(capsys, ["bench", "methods", "--reps", "500", "--reference-reps", "5",
-                                "--methods", "cluster_robust", "--max-seconds", "30", "--reference-seconds", "6"])
+                                "--methods", "cluster_robust", "--method-seconds", "30", "--reference-seconds", "6"])
     assert rc == 0 and "cluster_robust" in out and "decisions/s" in out
     # the bound on the whole run is said before the first method (every method was: 28 x up to 70 s, unsaid)
     # and each method's steps as they start (bayes_hierarchical was silent 83 s after its name)
