@@ -59,6 +59,13 @@ def check_folder(path, flag: str) -> None:
             raise UsageError(f"{flag} {p}: cannot create a folder in {parent} ({exc.strerror or exc})", flag) from None
 
 
+def _seconds(s: float) -> str:
+    """Estimated seconds in words (``TimeEstimate.describe``'s wording)."""
+    from studies.engine import TimeEstimate
+
+    return TimeEstimate(s, s, 1).describe()
+
+
 def _rows_table(rows: list[dict], title: str, grid: list[str]) -> None:
     if not rows:
         print("(no rows)")
@@ -245,9 +252,17 @@ def run_study_run(args: argparse.Namespace) -> None:
             files = tasks * chunk_file_seconds(Path(args.work_dir or DEFAULT_WORK_DIR))
         check_time(args, prepare + estimate.low + files, f"study {spec.name}")
         exact = args.exact or spec.exact
+        exact_seconds = 0.0
+        if exact:  # priced after the simulation passed: a huge grid is refused before its engines are probed
+            from studies.engine import study_exact_estimate
+
+            exact_seconds = study_exact_estimate(spec).low
+            check_time(args, prepare + estimate.low + files + exact_seconds,
+                       f"study {spec.name} (simulation {estimate.low:.0f} s, exact results {exact_seconds:.0f} s)")
         say(f"study {spec.name}: simulation estimated {estimate.describe()} on {ex.describe()}"
             + (f", and {files:.0f} s writing and removing its {tasks:,} chunk files" if files >= 1.0 else "")
-            + ("; the exact results (--exact) come on top" if exact else ""))
+            + (f"; the exact results (exact engines, in this process) {_seconds(exact_seconds)}; in all "
+               f"{_seconds(prepare + estimate.low + files + exact_seconds)}" if exact else ""))
         ds = run_study(spec, executor=ex, chunk_size=args.chunk_size,
                        work_dir=None if args.no_checkpoint else (args.work_dir or DEFAULT_WORK_DIR),
                        resume=not args.restart, progress=True if estimate.low + files >= 10 or exact else None,

@@ -32,7 +32,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "executor": ["Executor", "as_executor", "make_executor"],
     "device": ["using"],
     "cost": ["PILOT_MAX_PAIRS", "TimeEstimate", "exact_sequential_memory", "exact_sequential_seconds", "qualify_estimate",
-             "sequential_study_estimate", "study_estimate", "study_floor_estimate",
+             "sequential_study_estimate", "study_estimate", "study_exact_estimate", "study_floor_estimate",
              "scenario_estimate", "scenario_pairs", "preparation", "design_preparation", "study_preparation", "shrink_scenario",
              "pilot_model", "scaled_pilot"],
     "memory": ["sequential_study_memory", "study_memory"],

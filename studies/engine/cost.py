@@ -348,6 +348,20 @@ def study_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate:
     return TimeEstimate(wall, wall, workers)
 
 
+def study_exact_estimate(spec) -> TimeEstimate:
+    """Wall seconds of the exact results ``runner.run_study(spec, exact=True)`` adds after the
+    simulation: ``studies.exact.fixed.exact_grid`` runs in this process, one evaluation after
+    another whatever the workers, and is priced by ``exact_grid_seconds`` (the engines' probes
+    run here, the laws' DP steps and each evaluation's states at a piloted cost a state).  The
+    cluster_valid spec's exact part took 95-106 s on 2 busy cores against a simulation of 60 s;
+    it was "on top" of the estimate, which a run over --max-seconds then overran."""
+    from studies.exact.fixed import exact_grid_seconds
+
+    resolved = [ref.resolve("fixed") for ref in spec.methods]
+    wall = exact_grid_seconds(spec.points(), resolved, spec.margins, spec.alphas)
+    return TimeEstimate(wall, wall, 1)
+
+
 def study_floor_estimate(spec, workers: int, chunk_size: int) -> TimeEstimate | None:
     """A floor under ``study_estimate`` for a grid too large to build before it is priced (over
     ``EAGER_POINTS``; None for smaller ones): every point costed as its cheapest

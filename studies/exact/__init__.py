@@ -12,7 +12,7 @@ size by FFT, a dense exact (discordance, rho) grid, and the exact E+M calibratio
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
-    "fixed": ["ExactResult", "exact_engine", "exact_grid", "exact_measures"],
+    "fixed": ["ExactResult", "exact_engine", "exact_grid", "exact_grid_seconds", "exact_measures"],
     "sequential": ["SEED_LOOKS", "SEED_METHODS", "exact_for_scenario", "exact_table", "seed_table"],
     "discordant": ["DiscordantStates", "discordant_probe", "search"],
     "convolution": ["ConvolutionStates", "EMCalibration", "MAX_NODES", "calibrate_em", "calibrated_method",

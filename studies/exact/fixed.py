@@ -40,6 +40,7 @@ EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lo
                   "empirical_se", "mean_width", "p_interval")
 BLOCK = 8192
 PILOT = 256
+GRID_MAX_SECONDS = 60.0  # exact_grid: an evaluation projected over this (from its first PILOT states) is dropped
 _DIST_CACHE: dict[tuple[str, str], tuple] = {}
 
 
@@ -173,6 +174,20 @@ def _state_tables(scenario: PairedScenario, dist, lo: int, hi: int) -> np.ndarra
     return moment_tables(states[lo:hi], cluster_sizes(scenario))
 
 
+def _weighed(r, w: np.ndarray, theta: float) -> np.ndarray:
+    """The state-weighted sums :func:`exact_measures` accumulates from one block's results."""
+    has_int = ~(np.isnan(r.lower) | np.isnan(r.upper))
+    est_ok = np.abs(r.estimate) < 32768.0
+    width = r.upper - r.lower
+    wid_ok = has_int & (np.abs(width) < 32768.0)
+    e = np.where(est_ok, r.estimate, 0.0)
+    wd = np.where(wid_ok, width, 0.0)
+    return np.array([np.sum(w[r.status == 1]), np.sum(w[r.status == 0]), np.sum(w[r.status == 2]),
+                     np.sum(w[has_int]), np.sum(w[has_int & (r.lower <= theta) & (theta <= r.upper)]),
+                     np.sum(w[has_int & (r.lower > theta)]),
+                     np.sum(w[est_ok]), np.sum(w * e), np.sum(w * e * e), np.sum(w[wid_ok]), np.sum(w * wd)])
+
+
 def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float = 0.025,
                    engine: str | None = None, max_seconds: float | None = None) -> ExactResult:
     """Exact operating characteristics of ``method`` (a ``FixedMethod``) on ``scenario``.
@@ -198,18 +213,7 @@ def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float
             if projected > max_seconds:
                 raise ExactUnsupported(f"exact evaluation of {method.name!r} over {probs.size:,} states would take "
                                        f"about {projected:.0f} s (budget {max_seconds:g} s)")
-        w = probs[lo:hi]
-        r = method.batch(_state_tables(scenario, dist, lo, hi), margin, alpha)
-        has_int = ~(np.isnan(r.lower) | np.isnan(r.upper))
-        est_ok = np.abs(r.estimate) < 32768.0
-        width = r.upper - r.lower
-        wid_ok = has_int & (np.abs(width) < 32768.0)
-        e = np.where(est_ok, r.estimate, 0.0)
-        wd = np.where(wid_ok, width, 0.0)
-        acc += [np.sum(w[r.status == 1]), np.sum(w[r.status == 0]), np.sum(w[r.status == 2]),
-                np.sum(w[has_int]), np.sum(w[has_int & (r.lower <= theta) & (theta <= r.upper)]),
-                np.sum(w[has_int & (r.lower > theta)]),
-                np.sum(w[est_ok]), np.sum(w * e), np.sum(w * e * e), np.sum(w[wid_ok]), np.sum(w * wd)]
+        acc += _weighed(method.batch(_state_tables(scenario, dist, lo, hi), margin, alpha), probs[lo:hi], theta)
     p_pass, p_fail, p_inc, p_int, p_cov, p_miss, p_est, s_e, s_e2, p_wid, s_w = acc
     mean = s_e / p_est if p_est > 0 else math.nan
     var = max(s_e2 / p_est - mean * mean, 0.0) if p_est > 0 else math.nan
@@ -223,7 +227,7 @@ def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float
         mean_width=float(s_w / p_wid) if p_wid > 0 else math.nan)
 
 
-def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | None = 60.0,
+def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | None = GRID_MAX_SECONDS,
                advance=None) -> dict[str, np.ndarray]:
     """Exact measures over a study grid: arrays ``[point, method, margin, alpha]``
     (NaN where no engine applies or it would exceed ``max_seconds`` per evaluation) and
@@ -252,3 +256,146 @@ def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | Non
                 advance(1)
     out["engine"] = engines
     return out
+
+
+# ---------------------------------------------------------------- what exact_grid costs, before it runs
+# The exact law's DP, per step of a state over a cluster value (measured on 2 busy cores, study
+# cluster_valid, rho 0.1): the cluster-moment DP at 100 x 3 took 2.5-4.4 s for 1.3e8 steps (with its
+# back-pointers and expansion: 20-35 ns a step); the pooled DP at 30 x 3, 0.15 s for 1.8e7 (8 ns).
+MOMENT_DP_SECONDS = 3.5e-8
+POOLED_DP_SECONDS = 1e-8
+_PER_STATE: dict[tuple, float] = {}
+
+
+def _laws_by_id(laws) -> dict[int, tuple]:
+    return {id(law): law for law in laws}   # identical clusters share one law object
+
+
+def state_count(scenario: PairedScenario, engine: str) -> float:
+    """States of ``engine``'s exact law at ``scenario``, before it is built (an upper estimate:
+    states whose probability underflows are dropped by the DP).  ``unit``/``pooled``: the pooled
+    tables of its N pairs over the c cells some cluster can fill, ``C(N + c - 1, c - 1)`` (with
+    pair loss the totals below N too, ``C(N + c, c)``) -- 129,766 at 30 x 3 with every cell
+    possible, 4,186 with one never filled, as built.  ``moments``: the ``(S1, S2)`` pairs of n
+    clusters' scaled differences in ``[vmin, vmax]``: for each S1, the S2 of its parity between
+    ``S1^2 / n`` and the chord ``n (vmin^2 + (S1/n - vmin)(vmin + vmax))`` -- 180,000 against
+    172,259 built at 100 x 3, 2,025 against 1,802 at 30 x 3 with one-sided differences."""
+    laws = cluster_laws(scenario)
+    if engine in ("unit", "pooled"):
+        used = np.zeros(4, bool)
+        total = 0
+        for law in laws:
+            tables, probs = law
+            used |= (tables[probs > 0] > 0).any(axis=0)
+            total += int(tables.sum(axis=1).max())
+        c = int(used.sum())
+        if any(law_has_loss(law) for law in _laws_by_id(laws).values()):
+            return float(math.comb(total + c, c))
+        return float(math.comb(total + c - 1, c - 1)) if c else 1.0
+    sizes = cluster_sizes(scenario)
+    active = np.flatnonzero(sizes > 0)
+    n = active.size
+    if n == 0:
+        return 1.0
+    scale = _common_size(sizes[active])
+    lo, hi = math.inf, -math.inf
+    spread = {}
+    for k in active:
+        key = (id(laws[k]), int(sizes[k]))
+        if key not in spread:
+            d_vals, d_probs = difference_law(laws[k])
+            v = d_vals[d_probs > 0] * (scale // int(sizes[k]))
+            spread[key] = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
+        lo, hi = min(lo, spread[key][0]), max(hi, spread[key][1])
+    s = np.arange(n * lo, n * hi + 1)
+    chord = n * (lo * lo + (s / n - lo) * (lo + hi))
+    return float(np.sum(np.floor(np.maximum(chord - s * s / n, 0.0) / 2.0) + 1.0))
+
+
+def _common_size(sizes) -> int:
+    out = 1
+    for m in np.unique(sizes):
+        out = out * int(m) // math.gcd(out, int(m))
+    return out
+
+
+def distribution_seconds(scenario: PairedScenario, engine: str) -> float:
+    """What building ``engine``'s exact law at ``scenario`` (``_distribution``) costs: the DP's
+    steps (every state so far times each value of the next cluster) at the rates measured."""
+    laws = cluster_laws(scenario)
+    if engine in ("unit", "pooled"):
+        four_d = any(law_has_loss(law) for law in _laws_by_id(laws).values())
+        steps, cur = 0.0, 0
+        for tables, probs in laws:
+            steps += (math.comb(cur + 4, 4) if four_d else math.comb(cur + 3, 3)) * int(np.count_nonzero(probs))
+            cur += int(tables.sum(axis=1).max())
+        return POOLED_DP_SECONDS * steps
+    sizes = cluster_sizes(scenario)
+    active = np.flatnonzero(sizes > 0)
+    scale = _common_size(sizes[active]) if active.size else 1
+    values = {}
+    steps = 0.0
+    for step, k in enumerate(active):
+        if id(laws[k]) not in values:
+            values[id(laws[k])] = int(np.count_nonzero(difference_law(laws[k])[1] > 0))
+        steps += (2 * step * scale + 1) * (step * scale * scale + 1) * values[id(laws[k])]
+    return MOMENT_DP_SECONDS * steps
+
+
+def state_seconds(scenario: PairedScenario, method, engine: str, margin: float, alpha: float) -> float:
+    """Seconds a state of ``engine``'s law costs ``exact_measures``: its representative table built,
+    the method's kernel run on it and its outputs weighed, timed on about ``PILOT`` states made from
+    the probe tables (the method's declared cost keeps the pilot near half a second).  Cached per
+    method, engine and design."""
+    sizes = cluster_sizes(scenario)
+    laws = cluster_laws(scenario)
+    loss = any(law_has_loss(law) for law in _laws_by_id(laws).values())
+    key = (id(method), method.identity.source_sha256, engine, tuple(int(s) for s in sizes), loss, float(alpha))
+    if key in _PER_STATE:
+        return _PER_STATE[key]
+    declared = probe_seconds(method, sizes) / (3 * PROBE_REPS)
+    n = int(min(PILOT, max(PROBE_REPS, 0.5 / max(declared, 1e-12))))
+    tables = probe_tables(sizes, loss if engine != "moments" else False)
+    tables = np.tile(tables, (-(-n // len(tables)), 1, 1))[:n]
+    if engine == "moments":
+        states = tables[:, :, 2].astype(np.int64) - tables[:, :, 1]
+    else:
+        states = tables.sum(axis=1).astype(np.int32)
+    dist = (engine, states, np.full(n, 1.0 / n))
+    theta = method.true_value(scenario)
+    method.batch(_state_tables(scenario, dist, 0, 1), margin, alpha)   # loaded outside the timing
+    t0 = time.perf_counter()
+    _weighed(method.batch(_state_tables(scenario, dist, 0, n), margin, alpha), dist[2], theta)
+    _PER_STATE[key] = (time.perf_counter() - t0) / n
+    return _PER_STATE[key]
+
+
+def exact_grid_seconds(points, resolved, margins, alphas, max_seconds: float | None = GRID_MAX_SECONDS) -> float:
+    """What :func:`exact_grid` will take on this process, priced before it runs: at each point,
+    for each method and level, the engine that applies (``exact_engine``: its probes run here,
+    bounded and cached, so the grid does not pay them again); each law built once (its DP's
+    steps, :func:`distribution_seconds`), and each evaluation its states (:func:`state_count`)
+    times what one costs (:func:`state_seconds`), for every margin.  An evaluation priced over
+    ``max_seconds`` is dropped by the grid after its first ``PILOT`` states: priced at those
+    (and at ``max_seconds`` a margin within 1.5 times the limit, where the grid's own timing may
+    let it run)."""
+    total, built = 0.0, set()
+    for _, scenario in points:
+        for method in resolved:
+            for alpha in alphas:
+                engine, _ = exact_engine(scenario, method, alpha)
+                if engine is None:
+                    continue
+                if (scenario.key, engine) not in built:
+                    built.add((scenario.key, engine))
+                    total += distribution_seconds(scenario, engine)
+                states = state_count(scenario, engine)
+                per = state_seconds(scenario, method, engine, margins[0], alpha)
+                one = per * states
+                if max_seconds is None or one <= max_seconds:
+                    total += one * len(margins)
+                elif one <= 1.5 * max_seconds:
+                    total += max_seconds * len(margins)
+                else:
+                    total += per * min(PILOT, states)
+    return total

@@ -215,6 +215,14 @@ def stretch_of(k: int, k_max: int) -> list[int]:
     return sorted(set(range(k, min(k + STRETCH_ALL, top) + 1)) | set(_grid(min(k + STRETCH_ALL, top), top, 16)))
 
 
+def _versus_start(k: int, k0: int) -> str:
+    """Where the largest frame ``k`` lies against the analytic start ``k0``, in words: a frame capped
+    at ``MAX_CLUSTERS`` below a start of 78,488,798 read "0x the analytic start"."""
+    if k >= k0:
+        return f"{k / k0:.3g}x the analytic start {k0:,}"
+    return f"the most clusters sized ({k:,}), below the analytic start {k0:,} ({k0 / k:.3g}x as many)"
+
+
 def _scenario(baseline: float, difference: float, discordance: float, clusters: int, trials: int,
               rho: float) -> PairedScenario:
     return PairedScenario.from_rates(baseline, difference, discordance, clusters=clusters,
@@ -335,8 +343,8 @@ class _Search:
             if not self.ok(f.k_frame):
                 if f.k_frame >= self.limit:
                     raise ValueError(f"unreachable power: simulated power {f.power(f.k_frame):.4f} (bound "
-                                     f"{f.lower(f.k_frame, self.level):.4f}) < {self.target} at K={f.k_frame}, "
-                                     f"{f.k_frame / self.k0:.0f}x the analytic start {self.k0}; {self.method.name} "
+                                     f"{f.lower(f.k_frame, self.level):.4f}) < {self.target} at K={f.k_frame:,}, "
+                                     f"{_versus_start(f.k_frame, self.k0)}; {self.method.name} "
                                      "does not reach the target at this design")
                 self.grow(4 * f.k_frame, reps, k_from, log, say)
                 continue
@@ -368,7 +376,7 @@ def size_estimate(method, *, margin: float, difference: float, power: float = 0.
     """What :func:`size` certainly costs (``studies.engine.cost.TimeEstimate``; ``high`` is
     ``low`` too: how far the search escalates depends on what it finds): its first step,
     power on a frame of ``max(2 k0, k0 + 20, 30)`` clusters (``k0`` the analytic start) at
-    ``initial_reps`` replications, piloted at the frame's end -- the certificate at the answer
+    ``initial_reps`` replications on every K it evaluates (:func:`frame_seconds`) -- the certificate at the answer
     and any larger replication count come on top.  Fixed-sample methods (a sequential
     method's frame decides every look: None).  A method that builds something for each design
     (``studies.engine.cost.preparation``) builds it for each K the first frame evaluates: that is
@@ -376,7 +384,7 @@ def size_estimate(method, *, margin: float, difference: float, power: float = 0.
     before the pilot."""
     from methods import MethodRef
     from methods.registry import reference
-    from studies.engine.cost import TimeEstimate, preparation, scenario_estimate
+    from studies.engine.cost import TimeEstimate, preparation
 
     if looks is not None or method.sequential:
         return None
@@ -385,12 +393,46 @@ def size_estimate(method, *, margin: float, difference: float, power: float = 0.
     frame = min(max(2 * k0, k0 + 20, 30), FRAME_LIMIT * k0, max_clusters)
     ref = MethodRef(name=reference(method), options=dict(method.options))
     sc = _scenario(baseline, difference, discordance, frame, trials, rho)
-    built = preparation(sc, [ref], prefixes=_grid(2, frame, FRAME_POINTS) + [min(k0, frame)])
+    ks = _grid(2, frame, FRAME_POINTS) + [min(k0, frame)]   # what the first frame evaluates (``grow``)
+    built = preparation(sc, [ref], prefixes=ks)
     prepare = sum(c.seconds for c in built)
     if built and before_preparing is not None:
         before_preparing(prepare, f"{len(built)} designs of the first frame, {built[-1].driver} at its largest")
-    est = scenario_estimate(sc, [ref], [margin], [alpha], initial_reps, seed, sampler)
-    return TimeEstimate(est.low + prepare, est.high + prepare, est.workers)
+    wall = frame_seconds(method, sc, ks, initial_reps, seed, margin, alpha, sampler)
+    return TimeEstimate(wall + prepare, wall + prepare, 1)
+
+
+def frame_seconds(method, scenario: PairedScenario, ks: list[int], reps: int, seed: int, margin: float, alpha: float,
+                  sampler: str = "auto") -> float:
+    """Seconds of ``PowerFrame(method, scenario).evaluate(ks, reps)``: the frame's tables drawn
+    (its ``K_frame`` clusters a replication) and the method run on each prefix K of ``ks`` --
+    work of ``sum(ks)`` clusters a replication, not the frame's K alone.  A frame of 200,000 clusters was
+    priced "under 1 s" from one scenario of that K on the moment path (no tables); its 25 prefixes
+    on drawn tables took 32 s.  Every part of it is linear in the frame's pairs (the draw, each
+    prefix's analysis, the table source's set-up), so the frame is piloted once, cut to at most
+    ``PILOT_DIRECT_PAIRS`` pairs with its prefixes cut in proportion, and scaled up in proportion:
+    the stepped pilot (``scaled_pilot``) read timer noise of 2 busy cores as growth and put this
+    frame anywhere from 9 s to 631 s."""
+    from studies.engine.cost import PILOT_DIRECT_PAIRS, pilot_model, scenario_pairs
+
+    trials = scenario.cluster_size.mean()
+    frame = scenario.clusters
+
+    def make(target: float):
+        k = int(min(frame, max(2, target // max(trials, 1.0))))
+        small = scenario if k == frame else type(scenario).model_validate({**scenario.model_dump(), "clusters": k})
+        cut = sorted({max(1, min(k, round(j * k / frame))) for j in ks})
+
+        def run(r: int) -> None:
+            PowerFrame(method, small, seed, margin, alpha, None, sampler).evaluate(cut, r)
+
+        piloted.append(scenario_pairs(small))
+        return run, piloted[-1]
+
+    piloted: list[float] = []
+    pairs = scenario_pairs(scenario)
+    model = pilot_model(make, min(pairs, PILOT_DIRECT_PAIRS))
+    return model.seconds(piloted[-1], reps) * max(1.0, pairs / piloted[-1])
 
 
 def size(method, *, margin: float, difference: float, power: float = 0.8, alpha: float = 0.025,

@@ -51,7 +51,7 @@ def test_study_run_logs_its_estimate_and_the_exact_stage(tmp_path, capsys, monke
                     'difference = -0.03\n[grid]\ndifference = [-0.03, 0.0]\n')
     assert main(["study", "run", str(spec), "--out", str(tmp_path / "e.nc"), "--no-checkpoint"]) == 0
     err = capsys.readouterr().err
-    assert "study e: simulation estimated" in err and "exact results (--exact) come on top" in err
+    assert "study e: simulation estimated" in err and "the exact results (exact engines, in this process)" in err
     assert "study e: 600/600 (100%)" in err
     assert "study e: exact values: 4/4 (100%)" in err
 
