@@ -68,24 +68,7 @@ def test_recommend_names_a_runnable_size_command_for_a_skipped_sizing(tmp_path):
 # ---------------------------------------------------------------- 2. log options with trial files
 
 
-def _write_inputs(folder: Path) -> None:
-    from evidence.population import identity
-    from evidence.synthetic import demo_manifest
-
-    cases = {f"c{k}": f"u{k}" for k in range(40)}
-    m = demo_manifest(repetitions=1, minimum_clusters=30, created=dt.datetime(2026, 11, 30, 12, tzinfo=dt.timezone.utc),
-                      population_hash=identity(cases))
-    (folder / "m.json").write_text(json.dumps(m.canonical()))
-    (folder / "cases.jsonl").write_text("".join(json.dumps({"case_id": c, "cluster_id": u}) + "\n"
-                                                for c, u in cases.items()))
-    both = ""
-    for arm in ("baseline", "candidate"):
-        rows = [{"case_id": c, "trial_index": 0, "cluster_id": u, "arm": arm, "passed": True, "failed_checks": [],
-                 "latency_ms": 90.0, "cost": None, "cost_provenance": "absent", "manifest_sha256": m.sha256}
-                for c, u in cases.items()]
-        (folder / f"{arm}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        both += (folder / f"{arm}.jsonl").read_text()
-    (folder / "both.jsonl").write_text(both)
+from tests.cli.test_evidence_probe3 import _write_inputs   # manifest, population and trial files of both arms
 
 
 @pytest.fixture

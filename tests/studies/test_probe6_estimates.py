@@ -12,6 +12,8 @@ import pytest
 
 from simlab.cli import main
 
+from tests.cli.test_studies_probe3 import run_json
+
 SPEC = """
 name = "probe6"
 methods = ["paired_wald"]
@@ -31,15 +33,6 @@ difference = -0.03
 [grid]
 difference = [-0.03, 0.0]
 """
-
-
-def run_json(capsys, argv):
-    rc = main([*argv, "--json"])
-    out, err = capsys.readouterr()
-    lines = out.strip().splitlines()
-    assert len(lines) == 1, (out, err)
-    assert "Traceback" not in err, err
-    return rc, json.loads(lines[0]), err
 
 
 def _scenario(clusters: int, trials: int, difference: float = 0.0, discordance: float = 0.1):
@@ -105,16 +98,17 @@ def test_study_estimate_holds_the_exact_results_and_the_limit_refuses(tmp_path, 
     plain = tmp_path / "plain.toml"
     plain.write_text(SPEC.format(exact="false"))
     common = ["--max-seconds", "10", "--no-checkpoint"]
-    rc, p, _ = run_json(capsys, ["study", "run", str(exact), "--out", str(tmp_path / "e.nc"), *common])
+    rc, p = run_json(capsys, ["study", "run", str(exact), "--out", str(tmp_path / "e.nc"), *common])
     assert rc == 2 and p["error"]["field"] == "--max-seconds", p
     assert "exact results" in p["error"]["message"], p
     assert not (tmp_path / "e.nc").exists()
-    rc, p, _ = run_json(capsys, ["study", "run", str(plain), "--out", str(tmp_path / "p.nc"), *common])
+    rc, p = run_json(capsys, ["study", "run", str(plain), "--out", str(tmp_path / "p.nc"), *common])
     assert rc == 0, p
     # the exact spec within a limit that holds both: the estimate says the whole run
-    rc, p, err = run_json(capsys, ["study", "run", str(exact), "--out", str(tmp_path / "e.nc"),
-                                   "--max-seconds", "600", "--no-checkpoint"])
-    assert rc == 0, p
+    rc = main(["study", "run", str(exact), "--out", str(tmp_path / "e.nc"), "--max-seconds", "600", "--no-checkpoint",
+               "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, (out, err)
     assert "exact results" in err and "in all" in err and "come on top" not in err, err
 
 
