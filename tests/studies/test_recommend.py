@@ -210,14 +210,25 @@ def _charged(monkeypatch, clock: _Clock) -> None:
     from studies.engine.frame import PowerFrame
 
     rec = importlib.import_module("studies.recommend")
+    sizing = importlib.import_module("studies.sizing.size")
 
-    real = PowerFrame.evaluate
+    real, real_pilot = PowerFrame.evaluate, sizing.frame_seconds
+    piloting = [False]
+
+    def frame_seconds(*args, **kwargs):   # the estimate's pilot is not a step of the search (not charged)
+        piloting[0] = True
+        try:
+            return real_pilot(*args, **kwargs)
+        finally:
+            piloting[0] = False
 
     def evaluate(self, ks, n_reps):
-        clock.charge(self, ks, n_reps)
+        if not piloting[0]:
+            clock.charge(self, ks, n_reps)
         real(self, ks, n_reps)
 
     monkeypatch.setattr(PowerFrame, "evaluate", evaluate)
+    monkeypatch.setattr(sizing, "frame_seconds", frame_seconds)
     monkeypatch.setattr(rec, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
 
 
