@@ -101,6 +101,9 @@ def _template(args: argparse.Namespace) -> dict:
 
 def run_simulate(args: argparse.Namespace) -> None:
     refs = method_refs(args.methods, args.inner, args.alternative)  # a mistyped name answers before the studies load
+    if args.alternative is not None and not 0.0 < args.alternative < args.margin:  # was checked where it prepares (2 s)
+        raise UsageError(f"--alternative {args.alternative:g} must lie in (0, --margin = {args.margin:g}): "
+                         "likelihood_ratio's alternative loss rate, below the margin it tests", "--alternative")
     schedule = schedule_of(args, args.looks)
     most = args.clusters if args.unit == "clusters" else args.clusters * args.trials
     if schedule.last > most:
@@ -159,6 +162,9 @@ def run_run(args: argparse.Namespace) -> None:
     from studies.engine import read_spec_file
 
     raw = read_spec_file(args.spec)  # a missing or unreadable file answers before the engine loads
+    if isinstance(raw, dict) and "schedule" not in raw and "methods" in raw:   # before the engine loads (1.4 s)
+        raise UsageError(f"{args.spec}: a fixed-sample study spec (it has no [schedule] of looks): run it with "
+                         "simlab study run; a sequential spec adds a schedule (looks and their unit)", "spec")
     from simlab.cli._backend import executor_from_args
     from studies import save_dataset
     from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_estimate,

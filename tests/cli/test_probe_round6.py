@@ -253,3 +253,16 @@ def test_looks_that_do_not_fit_the_methods_kind_are_named_before_the_studies_loa
     err = _error(argv + ["--clusters", "30", "--trials", "3", "--margin", "0.03", "--rho-max", "0.1", "--out",
                          str(tmp_path)], capsys)
     assert err == {"message": message, "field": "--looks"}
+
+
+def test_sequential_inputs_that_the_catalogue_can_check_answer_before_the_engines_load(capsys):
+    """``sequential simulate --alternative 2`` (2.4 s) and ``sequential run`` of a fixed-sample
+    spec (1.4 s, "schedule: Field required; target_mcse: Extra inputs ...") were refused only
+    where the method or the spec parser loaded."""
+    err = _error(["sequential", "simulate", "--alternative", "2"], capsys)
+    assert err == {"field": "--alternative", "message": "--alternative 2 must lie in (0, --margin = 0.03): "
+                   "likelihood_ratio's alternative loss rate, below the margin it tests"}
+    spec = Path(__file__).resolve().parents[2] / "studies" / "specs" / "cluster_valid.toml"
+    err = _error(["sequential", "run", str(spec)], capsys)
+    assert err["field"] == "spec" and err["message"].startswith(f"{spec}: a fixed-sample study spec (it has no "
+                                                                "[schedule] of looks): run it with simlab study run")
