@@ -26,7 +26,7 @@ import lazy_loader as _lazy
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["bench", "engine", "exact", "plots", "qualify",
                                                                     "sizing"], submod_attrs={
     "datasets": ["DamagedDataset", "dataset_kind", "dataset_spec_hash", "file_kind", "open_dataset", "report_by_simlab", "save_dataset", "save_json",
-                 "stored_kind", "written_by_simlab", "check_derived"],
+                 "stored_kind", "stored_values", "written_by_simlab", "check_derived"],
     "judge": ["JudgeModel", "JudgeStudySpec", "judge_study", "judge_study_estimate", "judge_study_paths",
               "judge_study_rows", "run_judge_study"],
     "recommend": ["recommend"],

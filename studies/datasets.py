@@ -327,6 +327,23 @@ def stored_kind(path: str | Path) -> str | None:
     return kind if kind in DATASET_KINDS else None
 
 
+def stored_values(path: str | Path, name: str) -> list | None:
+    """The values of coordinate ``name`` of a netCDF file (read with h5py: nothing else is
+    read), or None (not HDF5, damaged, no such variable): lets a command check a level it was
+    asked for before the dataset is read."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(8) != HDF5_SIGNATURE:
+                return None
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            var = f.get(name)
+            return None if var is None or var.ndim != 1 else var[()].tolist()
+    except READ_ERRORS:
+        return None
+
+
 def dataset_spec_hash(path: str | Path) -> str | None:
     """The ``spec_hash`` root attribute of a dataset simlab wrote (the study it holds), or None
     (no such attribute, or not an HDF5 file).  Reads the attrs only, never the data."""

@@ -162,9 +162,9 @@ def run_run(args: argparse.Namespace) -> None:
     from studies.engine import read_spec_file
 
     raw = read_spec_file(args.spec)  # a missing or unreadable file answers before the engine loads
-    if isinstance(raw, dict) and "schedule" not in raw and "methods" in raw:   # before the engine loads (1.4 s)
-        raise UsageError(f"{args.spec}: a fixed-sample study spec (it has no [schedule] of looks): run it with "
-                         "simlab study run; a sequential spec adds a schedule (looks and their unit)", "spec")
+    if isinstance(raw, dict) and "methods" in raw and not {"schedule", "looks"} & set(raw):   # before the engine (1.4 s)
+        raise UsageError(f"{args.spec}: a fixed-sample study spec (it has no looks): run it with simlab study run; "
+                         "a sequential spec adds its looks (looks = [...] or a [schedule])", "spec")
     from simlab.cli._backend import executor_from_args
     from studies import save_dataset
     from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_estimate,

@@ -180,6 +180,18 @@ def refuse_foreign_file(path, flag: str, force: bool, report: str | None = None,
                          f"{spec_hash[:19]}...); refusing to replace them (choose another path, or add --force)", flag)
 
 
+def check_levels(path: str, margin: float | None, alpha: float | None) -> None:
+    """``--margin`` / ``--alpha`` the dataset holds, checked from its coordinates before it is
+    read (a level it lacks was refused after 2 s of reading)."""
+    from studies import stored_values
+
+    for name, value in (("margin", margin), ("alpha", alpha)):
+        held = None if value is None else stored_values(path, name)
+        if held is not None and float(value) not in held:
+            raise UsageError(f"--{name} {value:g}: not in {path} (it holds {name} "
+                             f"{', '.join(f'{v:g}' for v in held)})", f"--{name}")
+
+
 def open_study(path: str, allow_sequential: bool = False):
     """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
     from studies import dataset_kind, file_kind, stored_kind
@@ -282,6 +294,7 @@ def run_study_run(args: argparse.Namespace) -> None:
 
 
 def run_study_show(args: argparse.Namespace) -> None:
+    check_levels(args.file, args.margin, args.alpha)
     ds = open_study(args.file)  # a refused file is named before the summary code is imported
     from studies.engine import grid_dims, study_summary_rows
 
@@ -346,11 +359,13 @@ def check_plot_out(path, flag: str, force: bool) -> None:
 def run_study_plot(args: argparse.Namespace) -> None:
     from pathlib import Path
 
+    out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
+    check_plot_out(out, "--out", args.force)   # the checks before matplotlib loads: a bad input answers at once
+    check_levels(args.file, args.margin, args.alpha)
+    ds = open_study(args.file, allow_sequential=True)
     from studies.plots import plot_dataset
 
-    out = Path(args.out) if args.out else Path(args.file).with_suffix(".png")
-    check_plot_out(out, "--out", args.force)
-    plot_dataset(open_study(args.file, allow_sequential=True), out, args.margin, args.alpha)
+    plot_dataset(ds, out, args.margin, args.alpha)
     emit(args, {"plot": str(out)}, lambda p: print(f"wrote {p['plot']}"))
 
 

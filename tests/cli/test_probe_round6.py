@@ -265,4 +265,24 @@ def test_sequential_inputs_that_the_catalogue_can_check_answer_before_the_engine
     spec = Path(__file__).resolve().parents[2] / "studies" / "specs" / "cluster_valid.toml"
     err = _error(["sequential", "run", str(spec)], capsys)
     assert err["field"] == "spec" and err["message"].startswith(f"{spec}: a fixed-sample study spec (it has no "
-                                                                "[schedule] of looks): run it with simlab study run")
+                                                                "looks): run it with simlab study run")
+
+
+def test_study_show_and_plot_check_the_level_from_the_coordinates_before_reading(tmp_path, capsys):
+    """``study show --margin 0.07`` read the whole dataset (2 s) before saying the margin was not in it."""
+    from studies.engine.runner import run_study
+    from studies.engine.spec import parse_spec
+    from studies import save_dataset, stored_values
+
+    spec = {"name": "levels", "methods": ["clustered_normal"], "margins": [0.03, 0.05],
+            "scenario": {"clusters": 10, "trials": 2, "rho": 0.1, "baseline": 0.9, "discordance": 0.1,
+                         "difference": -0.03}, "replications": 200, "seed": 3}
+    path = tmp_path / "s.nc"
+    save_dataset(run_study(parse_spec(spec)), path)
+    assert stored_values(path, "margin") == [0.03, 0.05] and stored_values(path, "nothing") is None
+    err = _error(["study", "show", str(path), "--margin", "0.07"], capsys)
+    assert err == {"field": "--margin", "message": f"--margin 0.07: not in {path} (it holds margin 0.03, 0.05)"}
+    err = _error(["study", "plot", str(path), "--alpha", "0.3", "--out", str(tmp_path / "p.png")], capsys)
+    assert err == {"field": "--alpha", "message": f"--alpha 0.3: not in {path} (it holds alpha 0.025)"}
+    assert main(["study", "show", str(path), "--margin", "0.05", "--json"]) == 0
+    assert {r["margin"] for r in json.loads(capsys.readouterr().out)["rows"]} == {0.05}
