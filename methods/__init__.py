@@ -33,7 +33,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["qualificatio
                  "Status", "Theorem"],
     "sequential.base": ["LookSchedule", "SequentialBatchResult", "SequentialMethod", "SequentialResult"],
     "registry": ["get", "info", "infos", "names", "reference"],
-    "catalogue": ["MethodInfo"],
+    "catalogue": ["MethodInfo", "gpu_refusal"],
     "conventions": ["CALIBRATED", "OptionRange", "check_alpha", "check_margin", "option_values"],
     "method_ref": ["MethodRef", "UnknownMethodError", "as_method_refs"],
     "adapters": ["numpy_method"],

@@ -5,7 +5,7 @@ listing the registry by importing every module made ``simlab methods`` and every
 method" error slow.  ``catalogue.json`` beside this file holds what a listing and an input
 check need -- name, module, kind, estimand, version, inputs, options and their named choices,
 citation, summary, the guarantee the method declares, how it is calibrated, its default inner
-method -- written from the registry itself::
+method, whether the GPU path runs it -- written from the registry itself::
 
     python -m methods.catalogue          # rewrite methods/catalogue.json
 
@@ -49,6 +49,7 @@ class MethodInfo:
     guarantee: str | None  # "theorem" when the method declares a finite-sample theorem, else None
     calibration: str | None
     inner: str | None      # the default inner fixed-sample method of a sequential wrapper
+    gpu: bool = False      # decides from cluster moments with the kernel ``methods.gpu`` mirrors
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -67,7 +68,20 @@ def describe(method: Any, module: str) -> MethodInfo:
         ranges={k: OptionRange(*r) for k, r in getattr(method, "ranges", {}).items()},
         citation=method.citation, summary=method.summary,
         guarantee="theorem" if getattr(method, "theorem", None) is not None else None,
-        calibration=getattr(method, "calibration", None), inner=None if inner is None else inner.name)
+        calibration=getattr(method, "calibration", None), inner=None if inner is None else inner.name,
+        gpu=_runs_on_gpu(method))
+
+
+def gpu_refusal(names: list[str]) -> str:
+    """Why the GPU path cannot run ``names`` (methods whose catalogue entry says ``gpu=False``)."""
+    able = ", ".join(sorted(n for n, e in builtin().items() if e.gpu))
+    return f"methods {names} need tables; the GPU runs the cluster-moment methods ({able}) only"
+
+
+def _runs_on_gpu(method: Any) -> bool:
+    from methods.gpu import supports   # numba's CUDA module: imported only where a method is described
+
+    return supports(method)
 
 
 def _from_dict(d: dict[str, Any]) -> MethodInfo:

@@ -541,3 +541,22 @@ def grouped_credible_interval(alpha, mix, meta):
 def credible_interval(alpha, pp, coef, rmin, meta):
     """:func:`grouped_credible_interval` of a pair-form mixture."""
     return grouped_credible_interval(alpha, grouped_mixture(pp, coef, rmin), meta)
+
+
+# Cost model (methods.analysis_cost): each table's interval is two Brent roots of adaptive
+# Gauss-Kronrod integrals, 3.1-3.4e-4 s a table measured on 2 busy cores (bayes_paired at 30 x 3
+# and 30 x 1, bayes_hierarchical at 30 x 1, small counts); linear in the cells it is 1.2e-6.
+INTERVAL_SECONDS = 3.5e-4
+
+
+def interval_seconds(tables) -> float:
+    """Declared seconds of the credible intervals of ``tables[R, K, 4]`` (one per table)."""
+    return INTERVAL_SECONDS * tables.shape[0]
+
+
+def interval_cost(method, t, linear):
+    """``methods.analysis_cost`` model of a method whose time is its per-table quadrature."""
+    from methods.analysis_cost import AnalysisCost
+
+    return AnalysisCost(method.name, linear.bytes, linear.seconds + interval_seconds(t),
+                        "the tables (one credible-interval quadrature each)")

@@ -81,7 +81,7 @@ from methods.analysis_cost import AnalysisCost
 from methods.protocol import Estimand, FixedMethod
 from methods.fixed._common import decide, write_inconclusive
 from methods.fixed._concentration import cluster_sizes, log_alpha_integrals
-from methods.fixed._dirichlet_mixture import finish_meta, pair_reciprocals, with_interpolant
+from methods.fixed._dirichlet_mixture import INTERVAL_SECONDS, finish_meta, pair_reciprocals, with_interpolant
 from methods.fixed._hier_quadrature import credible_interval
 from methods.fixed._special import lbeta
 
@@ -406,7 +406,8 @@ def kernel(tables, margin, consts, lower, upper, estimate, status):
 # (M10 + 1)(M01 + 1) pairs.  Measured (CPU time, NUMBA_NUM_THREADS=1) 0.3-3.7e-7 s and 15-16.5 B
 # per grid cell from 100 x 10 to one cluster of 40,000 trials: model 5e-7 s and 24 B per cell
 # plus 100 B per pair.  The Stirling coefficients S_j cost 0.7-0.9 ns per squared pooled count
-# (one cluster of 1e5 trials: 6.9 s): model 1e-9 s per y_j^2.
+# (one cluster of 1e5 trials: 6.9 s): model 1e-9 s per y_j^2.  Each table's interval quadrature
+# adds its fixed cost (``_dirichlet_mixture.INTERVAL_SECONDS``), which dominates at small counts.
 BYTES_PER_CELL = 24.0
 BYTES_PER_PAIR = 100.0
 SECONDS_PER_CELL = 5e-7
@@ -421,6 +422,7 @@ def analysis_cost(method, t, linear):
     pairs = (m[:, 1] + 1) * (m[:, 2] + 1)
     memory = BYTES_PER_CELL * cells + BYTES_PER_PAIR * pairs
     seconds = SECONDS_PER_CELL * cells + SECONDS_PER_SQUARED_COUNT * (y ** 2).sum(axis=1)
+    seconds = seconds + INTERVAL_SECONDS   # each table's quadrature, whatever its grid
     R = t.shape[0]
     worst = float(cells.max()) if R else 0.0
     return AnalysisCost(method.name, linear.bytes + (float(memory.max()) if R else 0.0),

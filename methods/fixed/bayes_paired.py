@@ -27,7 +27,7 @@ import numpy as np
 
 from methods.protocol import Estimand, FixedMethod
 from methods.fixed._dirichlet_mixture import (PP_A, PP_AM1, PP_B, PP_LBETA, PP_SCALE, credible_interval,
-                                              dirichlet_component_moments, finish_meta)
+                                              dirichlet_component_moments, finish_meta, interval_cost)
 from methods.fixed._special import lbeta
 from methods.fixed._trial import pooled_kernel
 
@@ -79,4 +79,5 @@ METHOD = FixedMethod(
             "pooled cells (exact quadrature)",
     kernel=kernel,
     prepare=prepare,
+    cost=interval_cost,
 )

@@ -7,7 +7,7 @@ from simlab.cli._args import (add_design_arguments, add_json, check_and_say_time
                              check_time, deadline_of, finite_float, over_time, positive_int)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._judge_args import add_label_noise_arguments, label_noise_options
-from simlab.cli._output import emit, log_to_stderr
+from simlab.cli._output import UsageError, emit, log_to_stderr
 from simlab.cli.study import check_folder
 
 
@@ -45,16 +45,30 @@ def stream_options(args: argparse.Namespace) -> dict:
     return {k: v for k, v in given.items() if v is not None}
 
 
+def check_exact_design(args: argparse.Namespace, perfect_labels: bool) -> None:
+    """``--engine exact`` at a design no exact engine takes is refused from the catalogue's kind,
+    before the method loads (the method's own probe, which needs its kernel, comes later)."""
+    from methods import info
+    from studies.exact import design_blocker, exact_refusal
+
+    if isinstance(args.method, str) and ":" not in args.method:
+        why = design_blocker(info(args.method).kind, args.looks, perfect_labels, args.clusters, args.trials)
+        if why is not None:
+            raise UsageError(exact_refusal(args.method, why), "--engine")
+
+
 def cmd_certify(args: argparse.Namespace) -> None:
     deadline = deadline_of(args)
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
     check_design_ranges(args)
+    judged = label_noise_options(args)
+    if args.engine == "exact":
+        check_exact_design(args, judged is None)
     from methods.qualification import records_dir
     from simlab.cli._backend import executor_from_args
     from studies.qualify import certificate_payload, certify, certify_estimate, write_certificate
 
     key = signing_key(args)
-    judged = label_noise_options(args)
     check_folder(args.out or records_dir(), "--out")  # a file there is refused now, not after the certification
     say = log_to_stderr(args)
     with executor_from_args(args, args.n_jobs) as ex:

@@ -12,6 +12,7 @@ from simlab.cli._args import (
     on_selected_device,
     add_json,
     add_scenario_args,
+    check_device,
     check_methods,
     finite_float,
     nonnegative_int,
@@ -33,6 +34,7 @@ def run_false_pass(args: argparse.Namespace) -> None:
                          "--exact-seconds")
     options = parse_options(args.option)
     check_methods(args.method, "--method", "fixed", options)
+    check_device(args, [args.method])
     scenario = scenario_from_args(args)
 
     from methods import MethodRef
@@ -88,7 +90,9 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=None, help=f"when simulating (default {DEFAULT_SEED})")
     p.add_argument("--simulate", action="store_true", help="simulate even when an exact engine applies")
     p.add_argument("--exact-seconds", type=positive_float, default=None,
-                   help=f"simulate instead when the exact evaluation would take longer (default {DEFAULT_EXACT_SECONDS:g})")
+                   help="simulate instead when the exact evaluation's declared cost (its states times the method's "
+                        f"declared cost of a table: the same on every machine) is over this (default "
+                        f"{DEFAULT_EXACT_SECONDS:g})")
     add_max_seconds(p)
     add_device_option(p)
     add_json(p)

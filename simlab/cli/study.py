@@ -5,8 +5,8 @@ import argparse
 import math
 
 from simlab.cli._args import (add_device_option, add_json, add_max_memory, add_max_seconds, check_and_say_time,
-                             check_memory, check_time, finite_float, n_jobs, nonempty_path, on_selected_device,
-                             positive_int, first_use_compiles)
+                             check_device, check_memory, check_time, finite_float, n_jobs, nonempty_path,
+                             on_selected_device, positive_int, first_use_compiles)
 from simlab.cli._backend import add_backend_arguments
 from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
@@ -226,6 +226,7 @@ def run_study_run(args: argparse.Namespace) -> None:
         spec = parse_spec(raw, source=str(args.spec))
     except ValueError as exc:  # the spec file's own field (it names it): the field is the spec argument
         raise UsageError(" ".join(str(exc).split()), "spec") from None
+    check_device(args, [ref.name for ref in spec.methods])
     out = Path(args.out) if args.out else Path("simlab-out") / f"{spec.name}-{short(spec.hash)}.nc"
     check_writable(out, "--out")
     refuse_spec_as_out(out, args.spec)

@@ -30,8 +30,9 @@ def unsupported_reason(source, methods) -> str:
 
     bad = [m.name for m in methods if not supports(m)]
     if bad:
-        return (f"methods {bad} need tables; the GPU runs the cluster-moment methods "
-                "(clustered_normal, cluster_t) only")
+        from methods import gpu_refusal
+
+        return gpu_refusal(bad)
     if source.moment_size is None:
         return (f"the {source.name} source draws no cluster moments for this scenario (the GPU needs the "
                 "composition sampler and clusters that all share one size)")

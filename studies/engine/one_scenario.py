@@ -3,7 +3,7 @@
 :func:`false_pass` is the one-line version of a study (``simlab false-pass``): the
 probability that ``method`` passes on ``scenario`` -- a false pass when the true value
 of the method's estimand is ``<= -margin``, power otherwise -- from an exact engine
-(``studies.exact.fixed``; MC SE 0) when one applies and finishes within ``max_exact_seconds``,
+(``studies.exact.fixed``; MC SE 0) when one applies and its declared cost is within ``max_exact_seconds``,
 otherwise from ``replications`` simulated experiments with its MC SE and
 Clopper-Pearson bounds.
 """

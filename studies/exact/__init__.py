@@ -7,7 +7,8 @@ law (``simlab.exact``), no Monte Carlo error.
 independent pairs and a proven bound between discordances), ``convolution`` (the
 exact-convolution engine: pooled discordant counts of iid Dirichlet-multinomial clusters of one
 size by FFT, a dense exact (discordance, rho) grid, and the exact E+M calibration of
-``dm_score``), ``probes`` (does a method see only pooled counts?).
+``dm_score``), ``probes`` (does a method see only pooled counts?), ``applicability`` (which designs an exact
+certification engine can take, from the design alone).
 """
 import lazy_loader as _lazy
 
@@ -18,4 +19,5 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
     "convolution": ["ConvolutionStates", "EMCalibration", "MAX_NODES", "calibrate_em", "calibrated_method",
                     "dense_search", "node_seconds", "nuisance_grid"],
     "probes": ["probe"],
+    "applicability": ["MAX_STATES", "design_blocker", "exact_refusal"],
 })

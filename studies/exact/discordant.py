@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
-from scipy.special import gammaln
 
 from methods.protocol import PASS
 from methods.qualification.certificate import discordant_law, interval_bounds
 
+from studies.exact.applicability import MAX_STATES
+
 PROBE_SEED = 20261130
-MAX_STATES = 3_000_000
 BLOCK_CELLS = 1 << 22        # K x states per kernel call
 
 
@@ -148,6 +148,8 @@ class DiscordantStates:
         keep = passed
         self.a, self.b = a[keep], b[keep]
         self.c = N - self.a - self.b
+        from scipy.special import gammaln   # here, not at import: a refused --engine exact needs only the probe
+
         self.logcoef = gammaln(N + 1) - gammaln(self.a + 1) - gammaln(self.b + 1) - gammaln(self.c + 1)
         self.states = int(a.size)
 

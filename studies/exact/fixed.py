@@ -40,7 +40,7 @@ EXACT_MEASURES = ("pass_rate", "fail_rate", "inconclusive_rate", "coverage", "lo
                   "empirical_se", "mean_width", "p_interval")
 BLOCK = 8192
 PILOT = 256
-GRID_MAX_SECONDS = 60.0  # exact_grid: an evaluation projected over this (from its first PILOT states) is dropped
+GRID_MAX_SECONDS = 60.0  # exact_grid: an evaluation whose declared cost is over this is dropped
 _DIST_CACHE: dict[tuple[str, str], tuple] = {}
 
 
@@ -193,26 +193,25 @@ def exact_measures(scenario: PairedScenario, method, margin: float, alpha: float
     """Exact operating characteristics of ``method`` (a ``FixedMethod``) on ``scenario``.
 
     Raises :class:`ExactUnsupported` when no engine applies, or when ``max_seconds`` is
-    given and the method's kernel, timed on the first ``PILOT`` states, would need longer
-    than that for all of them (slow Bayesian or resampling kernels on large state spaces)."""
+    given and the method's declared cost of its states (:func:`declared_seconds`) is over it
+    (slow Bayesian or resampling kernels on large state spaces).  The budget is decided from
+    declared costs, never from a clock, so whether a value is exact does not depend on the
+    machine's load (it did: the first states were timed)."""
     if engine is None:
         engine, why = exact_engine(scenario, method, alpha)
         if engine is None:
             raise ExactUnsupported(f"no exact engine for {method.name!r} here: {why}")
+    if max_seconds is not None:
+        states, declared = state_count(scenario, engine), declared_seconds(scenario, method, engine)
+        if declared > max_seconds:
+            raise ExactUnsupported(f"exact evaluation of {method.name!r} over about {states:,.0f} states has a declared "
+                                   f"cost of about {declared:.3g} s (budget {max_seconds:g} s)")
     dist = _distribution(scenario, engine)
     probs = dist[2]
     theta = method.true_value(scenario)
     acc = np.zeros(11)
     bounds = [0] + list(range(min(PILOT, probs.size), probs.size, BLOCK)) + [probs.size]
-    if max_seconds is not None:  # load / compile the kernel outside the timing
-        method.batch(_state_tables(scenario, dist, 0, 1), margin, alpha)
-    t0 = time.perf_counter()
     for lo, hi in zip(bounds[:-1], bounds[1:]):
-        if lo == bounds[1] and max_seconds is not None:
-            projected = (time.perf_counter() - t0) * probs.size / max(lo, 1)
-            if projected > max_seconds:
-                raise ExactUnsupported(f"exact evaluation of {method.name!r} over {probs.size:,} states would take "
-                                       f"about {projected:.0f} s (budget {max_seconds:g} s)")
         acc += _weighed(method.batch(_state_tables(scenario, dist, lo, hi), margin, alpha), probs[lo:hi], theta)
     p_pass, p_fail, p_inc, p_int, p_cov, p_miss, p_est, s_e, s_e2, p_wid, s_w = acc
     mean = s_e / p_est if p_est > 0 else math.nan
@@ -342,6 +341,16 @@ def distribution_seconds(scenario: PairedScenario, engine: str) -> float:
     return MOMENT_DP_SECONDS * steps
 
 
+def declared_seconds(scenario: PairedScenario, method, engine: str) -> float:
+    """What ``exact_measures`` declares an evaluation of ``engine``'s law costs: its states
+    (:func:`state_count`, an upper estimate) times one table's declared cost
+    (``methods.analysis_cost`` of the probe tables at these cluster sizes).  No clock: the same
+    on every machine, so the exact budget of a grid or a command decides alike everywhere
+    (measured against the kernels on 2 cores: 0.2-3.4 times the time taken, once the Bayesian
+    quadratures declared their per-table cost)."""
+    return state_count(scenario, engine) * probe_seconds(method, cluster_sizes(scenario)) / (3 * PROBE_REPS)
+
+
 def state_seconds(scenario: PairedScenario, method, engine: str, margin: float, alpha: float) -> float:
     """Seconds a state of ``engine``'s law costs ``exact_measures``: its representative table built,
     the method's kernel run on it and its outputs weighed, timed on about ``PILOT`` states made from
@@ -375,10 +384,9 @@ def exact_grid_seconds(points, resolved, margins, alphas, max_seconds: float | N
     for each method and level, the engine that applies (``exact_engine``: its probes run here,
     bounded and cached, so the grid does not pay them again); each law built once (its DP's
     steps, :func:`distribution_seconds`), and each evaluation its states (:func:`state_count`)
-    times what one costs (:func:`state_seconds`), for every margin.  An evaluation priced over
-    ``max_seconds`` is dropped by the grid after its first ``PILOT`` states: priced at those
-    (and at ``max_seconds`` a margin within 1.5 times the limit, where the grid's own timing may
-    let it run)."""
+    times what one costs (:func:`state_seconds`), for every margin.  An evaluation whose
+    declared cost is over ``max_seconds`` is dropped by the grid before its law is built
+    (:func:`declared_seconds`): priced at nothing."""
     total, built = 0.0, set()
     for _, scenario in points:
         for method in resolved:
@@ -386,16 +394,11 @@ def exact_grid_seconds(points, resolved, margins, alphas, max_seconds: float | N
                 engine, _ = exact_engine(scenario, method, alpha)
                 if engine is None:
                     continue
+                if max_seconds is not None and declared_seconds(scenario, method, engine) > max_seconds:
+                    continue
                 if (scenario.key, engine) not in built:
                     built.add((scenario.key, engine))
                     total += distribution_seconds(scenario, engine)
-                states = state_count(scenario, engine)
-                per = state_seconds(scenario, method, engine, margins[0], alpha)
-                one = per * states
-                if max_seconds is None or one <= max_seconds:
-                    total += one * len(margins)
-                elif one <= 1.5 * max_seconds:
-                    total += max_seconds * len(margins)
-                else:
-                    total += per * min(PILOT, states)
+                total += state_seconds(scenario, method, engine, margins[0], alpha) * state_count(scenario, engine) \
+                    * len(margins)
     return total

@@ -47,6 +47,7 @@ from methods.qualification.certificate import (Certificate, CertifiedDesign, Cer
                                                proven_upper)
 from simlab.estimands import is_difference, null_discordance_range
 from simlab.scenario import FixedSize, LabelNoise
+from studies.exact.applicability import exact_refusal
 
 SIM_RHO_VALUES = 5
 SIM_BASELINE_VALUES = 5
@@ -89,15 +90,13 @@ def is_baseline_free(method, design: CertifiedDesign, alpha: float) -> bool:
 
 def certification_engine(method, design: CertifiedDesign, alpha: float) -> tuple[str | None, str]:
     """The exact certification engine that applies at ``design`` (None: none does) and why."""
-    from studies.exact.discordant import MAX_STATES, discordant_probe
+    from studies.exact.applicability import design_blocker
+    from studies.exact.discordant import discordant_probe
 
-    if method.kind != "fixed" or design.looks is not None:
-        return None, "sequential methods and look schedules are simulated"
-    if any(n != LabelNoise() for n in design.label_noise):
-        return None, "label noise makes the law depend on the baseline"
-    n = design.clusters * design.trials
-    if (n + 1) * (n + 2) // 2 > MAX_STATES:
-        return None, f"{n} pairs give more than {MAX_STATES:,} discordant states"
+    blocker = design_blocker(method.kind, design.looks, all(n == LabelNoise() for n in design.label_noise),
+                             design.clusters, design.trials)
+    if blocker is not None:
+        return None, blocker
     if not discordant_probe(method, design.clusters, design.trials, design.margin, alpha):
         return None, "the method uses more than the pooled discordant counts"
     if design.trials > 1 and design.rho_max > 0:
@@ -253,7 +252,7 @@ def certify(method, clusters: int, trials: int, margin: float, rho_max: float = 
                         baseline_free=baseline_free, estimand=method.estimand.value)
     exact, why = (None, "simulation requested") if engine == "simulation" else certification_engine(method, design, alpha)
     if engine == "exact" and exact is None:
-        raise ValueError(f"the exact engine does not apply to {method.name!r} here: {why}")
+        raise ValueError(exact_refusal(method.name, why))
     if progress:
         progress(f"certify {method.name} at K={clusters}, M={trials}, margin={margin:g}: "
                  f"{exact or 'simulation'} ({why})")

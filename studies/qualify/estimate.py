@@ -61,7 +61,10 @@ def certify_estimate(method, clusters: int, trials: int, margin: float, rho_max:
     design = CertifiedDesign(clusters=clusters, trials=trials, margin=margin, rho_max=rho_max, looks=looks,
                              baseline=tuple(baseline), discordance=tuple(discordance),
                              **({"label_noise": tuple(label_noise)} if label_noise else {}))
-    exact = None if engine == "simulation" else certification_engine(method, design, alpha)[0]
+    exact, why = (None, "") if engine == "simulation" else certification_engine(method, design, alpha)
+    if engine == "exact" and exact is None:   # refused before any pilot, as certify refuses it
+        from studies.exact.applicability import exact_refusal
+        raise ValueError(exact_refusal(method.name, why))
     if exact is not None:
         n = clusters * trials
         seconds = _decision_seconds(method, clusters, trials, margin, method.level(alpha)) * (n + 1) * (n + 2) / 2

@@ -62,8 +62,8 @@ def test_state_count_covers_the_moment_law_built():
 
 
 def test_exact_grid_seconds_prices_each_evaluation_by_its_states(monkeypatch):
-    """States times a state's cost, for every margin; an evaluation over the grid's limit is
-    priced at the states the grid runs before it drops it."""
+    """States times a state's cost, for every margin; an evaluation whose declared cost is over
+    the grid's limit is dropped before its law is built, and priced at nothing."""
     from studies.engine import parse_spec
     from studies.exact import fixed
 
@@ -79,9 +79,8 @@ def test_exact_grid_seconds_prices_each_evaluation_by_its_states(monkeypatch):
     assert got == pytest.approx(laws + 1e-3 * sum(states))
     two = fixed.exact_grid_seconds(points, resolved, (0.03, 0.05), spec.alphas)
     assert two == pytest.approx(laws + 2e-3 * sum(states))
-    monkeypatch.setattr(fixed, "state_seconds", lambda *a, **k: 1.0)   # far over the grid's 60 s
-    dropped = fixed.exact_grid_seconds(points, resolved, spec.margins, spec.alphas)
-    assert dropped == pytest.approx(laws + sum(min(fixed.PILOT, s) for s in states))
+    monkeypatch.setattr(fixed, "declared_seconds", lambda *a, **k: 61.0)   # declared over the grid's 60 s
+    assert fixed.exact_grid_seconds(points, resolved, spec.margins, spec.alphas) == 0.0   # dropped unbuilt
 
 
 def test_study_estimate_holds_the_exact_results_and_the_limit_refuses(tmp_path, capsys, monkeypatch):

@@ -1,0 +1,109 @@
+"""Probe round 7 (issue 29): the last slow input errors answer before the layers that run
+methods load, each with the reason asserted (message and field)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.cli.test_probe_round6 import PROBE
+
+HEAVY = ("numba", "scipy", "xarray")
+
+
+def _probe(argv: list[str]) -> tuple[dict, list[str]]:
+    """The command's JSON error and the heavy modules it loaded, from a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv, "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["rc"] == 2, report
+    return json.loads(report["out"])["error"], [m for m in report["modules"] if m.split(".")[0] in HEAVY]
+
+
+@pytest.mark.parametrize("design, why", [
+    (["--method", "paired_wald", "--clusters", "300", "--trials", "300"],
+     "90000 pairs give more than 3,000,000 discordant states"),
+    (["--method", "likelihood_ratio", "--looks", "5", "--clusters", "30"],
+     "sequential methods and look schedules are simulated"),
+])
+def test_exact_engine_refused_by_design_before_the_method_loads(design, why, tmp_path):
+    """``certify --engine exact`` where no exact engine can apply took 1.0-1.7 s: the
+    estimate loaded the method, ran its probe and a pilot before certify refused it."""
+    err, heavy = _probe(["certify", *design, "--margin", "0.05", "--engine", "exact", "--out", str(tmp_path)])
+    name = design[1]
+    assert err == {"field": "--engine", "message": f"the exact engine does not apply to {name!r} here: {why}"}
+    assert not heavy, heavy
+
+
+def test_exact_engine_refused_by_the_probe_before_any_pilot(monkeypatch):
+    """Where only the method's own probe can refuse it, the estimate refuses it (no pilot, no
+    second probe in certify)."""
+    from studies.qualify import certify_estimate, estimate
+
+    monkeypatch.setattr(estimate, "qualify_estimate", lambda *a, **k: pytest.fail("the pilot ran"))
+    with pytest.raises(ValueError, match="the exact engine does not apply to 'cluster_t' here: the method uses more "
+                                         "than the pooled discordant counts"):
+        certify_estimate("cluster_t", 30, 3, 0.05, 0.1, engine="exact")
+
+
+@pytest.mark.parametrize("argv", [
+    ["false-pass", "--method", "cluster_bootstrap", "--simulate", "--device", "gpu"],
+    ["study", "run", "studies/specs/power-30x1.toml", "--device", "gpu", "--out", "{tmp}/o.nc"],
+])
+def test_gpu_refusal_comes_from_the_catalogue(argv, tmp_path):
+    """``--device gpu`` with methods the GPU path does not run was refused after the studies and
+    the kernels loaded (1.6-2 s); the catalogue now says which methods it runs."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    argv = [str(root / a) if a.endswith(".toml") else a for a in argv]
+    err, heavy = _probe(argv)
+    assert err["field"] == "--device" and err["message"].startswith("--device gpu: methods [")
+    assert err["message"].endswith("need tables; the GPU runs the cluster-moment methods (cluster_t, "
+                                   "clustered_normal) only")
+    assert not heavy, heavy
+    assert not (tmp_path / "o.nc").exists()
+
+
+def test_the_catalogue_says_which_methods_the_gpu_runs():
+    from methods import get, info, names
+    from methods.gpu import supports
+
+    for name in names():
+        assert info(name).gpu == supports(get(name)), name
+
+
+def test_whether_an_exact_value_is_kept_does_not_depend_on_the_clock(monkeypatch):
+    """``exact_grid`` dropped an evaluation when its first states, timed, projected it over the
+    budget, so a loaded machine could lose exact values another kept.  The budget is now the
+    declared cost: a clock a thousand times slower changes nothing, and a declared cost over
+    the budget drops the value on any clock."""
+    import itertools
+    import time as _time
+
+    from methods import get
+    from simlab.scenario import FixedSize, PairedScenario
+    from studies.exact import fixed
+
+    sc = PairedScenario.from_rates(0.85, -0.03, 0.1, clusters=12, cluster_size=FixedSize(trials=3), rho=0.1)
+    points, refs = [("p", sc)], ["bayes_paired", "paired_wald"]
+    resolved = [get(n) for n in refs]
+
+    def grid(limit):
+        return fixed.exact_grid(points, refs, resolved, [0.03], [0.025], max_seconds=limit)
+
+    steady = grid(60.0)
+    ticks = itertools.count()
+    monkeypatch.setattr(_time, "perf_counter", lambda: 1000.0 * next(ticks))   # every reading 1000 s later
+    slow = grid(60.0)
+    assert list(slow["engine"][0]) == list(steady["engine"][0]) == ["pooled", "pooled"]
+    assert slow["pass_rate"].tolist() == steady["pass_rate"].tolist()
+    monkeypatch.undo()
+    # bayes_paired declares its quadrature per table: over 0.01 s at this design's pooled states
+    assert fixed.declared_seconds(sc, resolved[0], "pooled") > 0.01 > fixed.declared_seconds(sc, resolved[1], "pooled")
+    tight = grid(0.01)
+    assert list(tight["engine"][0]) == ["", "pooled"] and np.isnan(tight["pass_rate"][0, 0]).all()
