@@ -14,7 +14,8 @@ margin 0.03), and what a gate can do there and at 100 customers x 3 trials.
    seed's scenario (false pass, exact where an engine applies) and on a grid of true
    differences at 30 customers x 3 trials (baseline 0.9, discordance 0.1, rho 0.1),
    margin 0.03.  Slow kernels (Bayesian, bootstrap) get fewer replications, chosen from
-   a timed pilot so the demo stays within its time budget; the MC SE of every figure is
+   their declared cost so the demo stays within its time budget (the same on every machine);
+   the MC SE of every figure is
    reported.  The dataset and a plot are written to ``simlab-out/demo/``.
 4. ``simlab recommend`` at the same design (rho up to 0.1) over the same methods: those a
    current qualification file covers there, ranked by power at difference 0, the top one
@@ -90,15 +91,18 @@ def background_kernels(full: bool = False) -> list[str]:
     return [n for n in demo_methods(full) if n in BACKGROUND_KERNELS or n not in DEMO_METHODS]
 
 
-def warm_kernels(names: list[str], seed: int = 20261129) -> list[str]:
+def warm_kernels(names: list[str], seed: int = 20261129,
+                 before_each: Callable[[str], None] | None = None) -> list[str]:
     """Compile the batch kernels of ``names`` for the tables the demo passes them (int32
     ``tables[R, K, 4]``, C order), so that numba's on-disk cache holds them: run in a worker
     process, the demo's own process then loads them instead of compiling them (once, not once
-    per process).  Returns ``names``."""
+    per process).  ``before_each(what)`` is told before each.  Returns ``names``."""
     from methods import registry
 
     table = scenario_tables(unequal_scenario(), seed, 0, 1)
     for name in names:
+        if before_each is not None:
+            before_each(f"loading {name}'s kernel")
         registry.get(name).batch(table, MARGIN, ALPHA)
     return list(names)
 
@@ -115,15 +119,16 @@ def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:
 
 
 def _replication_plan(methods, refs, scenario, replications: int, seconds: float, seed: int) -> dict[str, int]:
-    """Replications per method: all of ``replications`` unless a timed pilot says the
-    method's kernel would need more than ``seconds`` for them (then fewer, >= MIN_REPLICATIONS)."""
+    """Replications per method: all of ``replications`` unless the method's declared cost of them
+    (``methods.analysis_cost`` on 400 of the scenario's tables) is over ``seconds`` (then fewer,
+    >= MIN_REPLICATIONS).  Declared, not timed: the demo's figures are the same on every machine
+    and at any load (a timed pilot planned fewer replications on a busy one)."""
+    from methods.analysis_cost import analysis_cost
+
     tables = scenario_tables(scenario, seed, 0, 400)
     plan = {}
     for ref, m in zip(refs, methods):
-        m.batch(tables[:2], MARGIN, ALPHA)  # load / compile outside the timing
-        t0 = time.perf_counter()
-        m.batch(tables, MARGIN, ALPHA)
-        per = (time.perf_counter() - t0) / tables.shape[0]
+        per = analysis_cost(m, tables).seconds / tables.shape[0]
         n = replications if per * replications <= seconds else int(seconds / per)
         plan[ref.key] = int(max(MIN_REPLICATIONS, min(replications, n // 100 * 100)))
     return plan
@@ -146,13 +151,16 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
                seed: int = 20261129, method_seconds: float = 3.0, exact_seconds: float = 1.0, full: bool = False,
                design_replications: int = 10_000, curve_replications: int = 3000,
                progress: Callable[[str], None] | None = None, background=None,
-               before_designs: Callable[[float], None] | None = None) -> dict:
+               before_designs: Callable[[float], None] | None = None,
+               before_step: Callable[[str], None] | None = None) -> dict:
     """Run the demo; returns the payload the CLI prints (and writes dataset + plots).
     ``full``: every registered fixed-sample method, and certificates / calibrations made on
     demand in the recommendation.  ``progress(message)`` is told as each of its stages starts.
     ``before_designs(seconds)`` is told the designs' section's estimated time (the one part that
     grows with ``design_replications``) once the kernels are loaded, before anything else that
-    grows with the replications runs; it may raise to stop the demo there.
+    grows with the replications runs; it may raise to stop the demo there.  ``before_step(what)``
+    is told before each section and each kernel it loads or waits for (each a bounded step); it may
+    raise to stop the demo at a time limit, so that the fixed sections do not run past it either.
 
     ``background``: a process pool with one worker (``multiprocessing`` ``Pool(1)``, spawned).
     Its worker compiles the kernels of :func:`background_kernels` into numba's on-disk cache
@@ -176,9 +184,20 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
     refs = [MethodRef(name=n) for n in names]
     methods = [r.resolve() for r in refs]
 
+    def step(what: str) -> None:
+        if before_step is not None:
+            before_step(what)
+
     def say(message: str) -> None:
+        step(message)
         if progress is not None:
             progress(message)
+
+    def wait(result, what: str):   # a background result, checking the limit while it comes
+        while not result.ready():
+            step(what)
+            result.wait(0.5)
+        return result.get()
 
     # 1. headline ---------------------------------------------------------------
     say(f"1/5 headline: exact and {headline_replications:,} simulated replications of clustered_normal")
@@ -199,8 +218,8 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
     # 2. unequal clusters ---------------------------------------------------------
     certificates: dict = {}  # each certificate is verified once in this run
     if background is not None:  # compile ours, then load the worker's from the cache
-        warm_kernels([n for n in names if n not in background_kernels(full)], seed)
-        warmed.get()
+        warm_kernels([n for n in names if n not in background_kernels(full)], seed, before_each=step)
+        wait(warmed, "the kernels compiled in the background")
     if before_designs is not None:    # priced on loaded kernels, before the parts that grow with the replications
         from .demo_designs import designs_seconds
         before_designs(designs_seconds(design_replications, seed + 1, cache=certificates))
@@ -223,7 +242,7 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
     spec = demo_spec(names, replications, seed)
     points = spec.points()
     say(f"3/5 method comparison: {len(methods)} methods x {len(points)} scenarios (replications per method "
-        "planned by a timed pilot)")
+        "planned by their declared cost)")
     plan = _replication_plan(methods, refs, points[0][1], replications,
                              method_seconds / (len(points) + 1), seed)
     counts = [_grouped_counts(sc, refs, plan, seed) for _, sc in points]
@@ -279,7 +298,8 @@ def study_demo(out_dir: str | Path = "simlab-out/demo", replications: int = 10_0
     # 4. which methods may decide at the seed's design, ranked by power (studies.recommend); collected
     # last: the worker makes it while this process runs the rest
     say("5/5 recommendation at 30 x 3" + (" (certifying and calibrating on demand)" if full else ""))
-    advice = advised.get() if background is not None else demo_recommendation(names, seed, str(out), full)
+    advice = wait(advised, "the recommendation") if background is not None else \
+        demo_recommendation(names, seed, str(out), full)
     return {"headline": headline, "unequal": unequal, "recommend": advice, "full": full, "methods": names,
             "designs": designs, "power_curve": curve,
             "comparison": {"design": spec.description, "margin": MARGIN, "alpha": ALPHA,

@@ -107,3 +107,54 @@ def test_whether_an_exact_value_is_kept_does_not_depend_on_the_clock(monkeypatch
     assert fixed.declared_seconds(sc, resolved[0], "pooled") > 0.01 > fixed.declared_seconds(sc, resolved[1], "pooled")
     tight = grid(0.01)
     assert list(tight["engine"][0]) == ["", "pooled"] and np.isnan(tight["pass_rate"][0, 0]).all()
+
+
+def test_the_demo_stops_at_its_limit_in_the_fixed_sections_too(tmp_path, capsys):
+    """``demo --full --max-seconds 10`` was refused at 18.8 s: the limit was checked only when the
+    designs' section was priced, after the fixed sections had run.  Each section and each kernel
+    it loads or waits for is now a step checked against the limit."""
+    err = _error_of(["demo", "--out", str(tmp_path), "--max-seconds", "0.001"], capsys)
+    assert err["field"] == "--max-seconds"
+    assert err["message"].startswith("the demo: stopped at the limit of 0.001 s (")
+    assert "nothing was written" in err["message"]
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_demo_tells_its_steps_before_it_runs_them(tmp_path):
+    from studies import study_demo
+
+    steps = []
+
+    def stop(what):
+        steps.append(what)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        study_demo(out_dir=tmp_path, before_step=stop)
+    assert steps == ["1/5 headline: exact and 400,000 simulated replications of clustered_normal"]
+
+
+def test_the_demos_replications_are_planned_from_declared_costs_not_a_clock(monkeypatch):
+    """The method comparison's replications per method came from a timed pilot, so a busy machine
+    showed fewer replications (other figures) than an idle one."""
+    import itertools
+    import time as _time
+
+    from methods import MethodRef
+    from studies import demo
+
+    refs = [MethodRef(name=n) for n in ("paired_wald", "bayes_paired", "cluster_bootstrap")]
+    methods = [r.resolve() for r in refs]
+    scenario = demo.demo_spec([r.name for r in refs], 10_000, 1).points()[0][1]
+    plan = demo._replication_plan(methods, refs, scenario, 10_000, 0.75, 1)
+    ticks = itertools.count()
+    monkeypatch.setattr(_time, "perf_counter", lambda: 1000.0 * next(ticks))
+    assert demo._replication_plan(methods, refs, scenario, 10_000, 0.75, 1) == plan
+    assert plan["paired_wald"] == 10_000 and plan["bayes_paired"] < 10_000   # its quadrature is declared
+
+
+def _error_of(argv, capsys) -> dict:
+    from simlab.cli import main
+
+    assert main(argv + ["--json"]) == 2
+    return json.loads(capsys.readouterr().out)["error"]
