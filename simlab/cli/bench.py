@@ -3,6 +3,7 @@ Each subcommand calls one library benchmark and renders its rows."""
 from __future__ import annotations
 
 import argparse
+import time
 
 from simlab.cli._args import (
     add_json,
@@ -15,6 +16,7 @@ from simlab.cli._args import (
     time_limit,
     n_jobs,
     nonnegative_int,
+    over_time,
     positive_float,
     positive_int,
 )
@@ -308,8 +310,19 @@ def run_bench_latency(args: argparse.Namespace) -> None:
     from studies.bench import bench_latency
 
     say = log_to_stderr(args)
+    started, limit = time.perf_counter(), time_limit(args)
+
+    def before_each(label: str) -> None:
+        so_far = time.perf_counter() - started
+        if so_far > limit:
+            raise over_time(Exception(f"stopped at the limit of {limit:g} s ({so_far:.1f} s so far), before "
+                                      f"{label!r}"), "bench latency:", "nothing was reported")
+
     payload = bench_latency(methods=methods, repeats=args.repeats, errors=not args.no_errors,
-                            progress=lambda label: say(f"timing {label} ..."))
+                            progress=lambda label: say(f"timing {label} ..."),
+                            before_commands=lambda s: check_and_say_time(
+                                args, time.perf_counter() - started + s, "bench latency (at least)", say),
+                            before_each=before_each)
 
     def render(p: dict) -> None:
         rows = [[r["label"], r["wall_s"], r["cpu_s"], r["over_python_startup"],
@@ -337,6 +350,7 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--repeats", type=positive_int, default=3,
                    help="timed runs of each command after one untimed warm-up run (default %(default)s)")
     p.add_argument("--no-errors", action="store_true", help="skip the input-error rows")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=run_bench_latency)
 

@@ -14,10 +14,30 @@ def cmd_bench_gpu(args: argparse.Namespace) -> None:
 
     if not gpu.available():  # this command has no --device for the library's "--device gpu" wording to name
         raise UsageError(f"bench gpu needs a CUDA GPU: {gpu.why_unavailable()}")
+    import time
+
+    from simlab.cli._args import check_and_say_time, over_time, time_limit
+    from simlab.cli._output import log_to_stderr
     from studies.bench import bench_gpu
 
+    say = log_to_stderr(args)
+    started, limit = [time.perf_counter()], time_limit(args)
+
+    def compiled() -> None:   # a first use's compiling is not counted, as in every command
+        started[0] = time.perf_counter()
+
+    def before_step(what: str) -> None:   # each row stops at the limit, not after it
+        so_far = time.perf_counter() - started[0]
+        if so_far > limit:
+            raise over_time(Exception(f"stopped at the limit of {limit:g} s ({so_far:.1f} s so far), before {what}"),
+                            "bench gpu:", "nothing was reported")
+        say(what)
+
     payload = bench_gpu(reps=args.reps, cpu_reps=args.cpu_reps, check_reps=args.check_reps,
-                        limit_cupy=args.limit_cupy, n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat)
+                        limit_cupy=args.limit_cupy, n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat,
+                        before_work=lambda s: check_and_say_time(args, time.perf_counter() - started[0] + s,
+                                                                 "bench gpu (after compiling its kernels)", say),
+                        before_step=before_step, compiled=compiled)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(jsonable(payload), indent=1) + "\n")
@@ -38,7 +58,7 @@ def cmd_bench_gpu(args: argparse.Namespace) -> None:
 
 
 def register(sub, bench_sub) -> None:
-    from simlab.cli._args import add_json, n_jobs, nonnegative_int, nonempty_path, positive_int
+    from simlab.cli._args import add_json, add_max_seconds, n_jobs, nonnegative_int, nonempty_path, positive_int
 
     p = bench_sub.add_parser("gpu", help="study runner on a GPU vs the CPU path and a CUDA C kernel")
     p.add_argument("--reps", type=positive_int, default=1 << 31, help="GPU replications per timed run (%(default)s)")
@@ -51,5 +71,6 @@ def register(sub, bench_sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=1, help="random seed: the same seed gives the same replications (default %(default)s)")
     p.add_argument("--out", type=nonempty_path,
                    help="also write the JSON payload to this file (e.g. results/bench/gpu-h200.json)")
+    add_max_seconds(p)
     add_json(p)
     p.set_defaults(func=cmd_bench_gpu)

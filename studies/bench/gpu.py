@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from .study import ALPHA, MARGIN, best_of, physical_cores, same_measures, bench_spec
 
@@ -95,9 +96,47 @@ def _device_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+PILOT_SECONDS = 0.5      # a device's pilot doubles its replications (x16) until a run takes this long
+PILOT_MAX_REPS = 1 << 26
+
+
+def _rate(run, start: int, most: int) -> float:
+    """Replications per second of ``run(n)``, timed at n = start, 16 start, ... until a run takes
+    :data:`PILOT_SECONDS` or n reaches ``most`` (small runs are dominated by fixed costs: the
+    rate is then under-stated, and the estimate errs long)."""
+    import time
+
+    n = max(1, min(start, most))
+    while True:
+        t0 = time.perf_counter()
+        run(n)
+        took = max(time.perf_counter() - t0, 1e-9)
+        if took >= PILOT_SECONDS or n >= most:
+            return n / took
+        n = min(16 * n, most)
+
+
+def gpu_work_seconds(reps: int, cpu_reps: int, check_reps: int, cores: int, repeat: int, limit_cupy: bool,
+                     gpu_rate: float, cpu_rate: float) -> float:
+    """What the rows cost at the pilots' rates (replications per second on the GPU, and on one
+    CPU core): the equality check on both devices, ``repeat`` timed runs of each row after the
+    warm-ups, the two launches of ``_kernel_split`` (each about a replication's work), and the
+    CUDA C kernel's own run."""
+    gpu = check_reps + 2 * repeat * reps + 2 * (repeat + 1) * min(reps, 1 << 30) \
+        + (min(reps, 1_000_000_000) if limit_cupy else 0)
+    cpu = check_reps / cores + repeat * cpu_reps * (2 if cores > 1 else 1) + 4000
+    return gpu / gpu_rate + cpu / cpu_rate
+
+
 def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int = 1 << 27,
               limit_cupy: str | Path | None = None, n_jobs: int | None = None, seed: int = 1,
-              repeat: int = 3) -> dict:
+              repeat: int = 3, before_work: Callable[[float], None] | None = None,
+              before_step: Callable[[str], None] | None = None, compiled: Callable[[], None] | None = None) -> dict:
+    """The rows of the module docstring.  ``compiled()`` is told once the kernels are compiled
+    (a first use: not the work a time limit is for); then a pilot on each device prices the
+    rest (:func:`gpu_work_seconds`), told to ``before_work(seconds)``, which may raise to
+    refuse; ``before_step(what)`` is told before each row (it may raise to stop at a time
+    limit)."""
     from methods import registry
     from simlab.gpu import require
 
@@ -119,35 +158,57 @@ def bench_gpu(reps: int = 1 << 31, cpu_reps: int = 32_000_000, check_reps: int =
     def spec(n):
         return parse_spec({**bench_spec(n, seed).model_dump(mode="json"), "replications": n})
 
+    def step(what: str) -> None:
+        if before_step is not None:
+            before_step(what)
+
+    step("compiling the GPU kernels")
     run_study(spec(4096), chunk_size=4096, progress=False, device="gpu")  # compile the kernels
     run_study(spec(4096), chunk_size=4096, progress=False)  # numba caches, registry
+    if compiled is not None:
+        compiled()
+    if before_work is not None:
+        step("the pilots")
+        gpu_rate = _rate(lambda n: run_study(spec(n), chunk_size=n, progress=False, device="gpu"), 4096,
+                         min(reps, PILOT_MAX_REPS))
+        cpu_rate = _rate(lambda n: run_study(spec(n), chunk_size=n, progress=False), 4096,
+                         min(cpu_reps, PILOT_MAX_REPS))
+        before_work(gpu_work_seconds(reps, cpu_reps, check_reps, cores, repeat, limit_cupy is not None,
+                                     gpu_rate, cpu_rate))
 
     # equality first: the same seed and replications on both devices
+    step(f"the equality check ({check_reps:,} replications on each device)")
     cpu_ds = run_study(spec(check_reps), n_jobs=cores, chunk_size=max(1, check_reps // (4 * cores)), progress=False)
     gpu_ds = run_study(spec(check_reps), chunk_size=check_reps, progress=False, device="gpu")
     same = same_measures(cpu_ds, gpu_ds)
 
     s = spec(reps)
+    step("gpu_study_runner")
     dt, ds = best_of(lambda: run_study(s, chunk_size=reps, progress=False, device="gpu"), repeat)
     row("gpu_study_runner", None, reps, dt, ds)
     sc = s.points()[0][1]
+    step("gpu_evaluate_scenario")
     dt, c = best_of(lambda: evaluate_scenario(sc, ["clustered_normal"], [MARGIN], [ALPHA], reps, seed,
                                             device="gpu"), repeat)
     rows.append({"name": "gpu_evaluate_scenario", "threads": None, "replications": reps, "seconds": dt,
                  "replications_per_s": reps / dt, "pass_rate": c.count("n_pass", "clustered_normal") / reps})
+    step("gpu_kernels")
     split = _kernel_split(table_source(sc, seed, "auto"), min(reps, 1 << 30), repeat)
     s = spec(cpu_reps)
+    step("cpu_study_runner_1job")
     dt, ds = best_of(lambda: run_study(s, n_jobs=1, chunk_size=max(1, cpu_reps // 8), progress=False), repeat)
     row("cpu_study_runner_1job", 1, cpu_reps, dt, ds)
     if cores > 1:
         big = cpu_reps * cores
         s = spec(big)
+        step(f"cpu_study_runner_{cores}jobs")
         run_study(spec(4000 * cores), n_jobs=cores, chunk_size=1000, progress=False)  # warm the pool
         dt, ds = best_of(lambda: run_study(s, n_jobs=cores, chunk_size=max(1, big // (4 * cores)), progress=False),
                        repeat)
         row(f"cpu_study_runner_{cores}jobs", cores, big, dt, ds)
     limit_error = None
     if limit_cupy is not None:
+        step("cuda_c_limit_kernel")
         try:
             rows.append(_limit_cupy(limit_cupy, min(reps, 1_000_000_000)))
         except (ValueError, subprocess.TimeoutExpired) as exc:  # reported, not fatal: the other rows stand

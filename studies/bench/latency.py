@@ -31,6 +31,7 @@ TABLES = ("--table", "3,1,0,6", "--table", "4,0,1,5")
 CALIBRATION = ("--calibration", "45,5,3,47")  # one shared judge calibration set, for judge-corrected methods
 METHODS = ("clustered_normal", "betting_ci")
 TARGET_METHODS, TARGET_INTERVAL, TARGET_ERROR = 0.5, 1.0, 1.0
+SPECS = Path(__file__).resolve().parents[1] / "specs"   # the shipped study specs
 
 # one input error of every command group: (label, argv); each must exit 2
 INPUT_ERRORS = (
@@ -63,6 +64,13 @@ INPUT_ERRORS = (
     ("evidence replay: missing packet", ("evidence", "replay", "missing.json")),
     ("compare: missing manifest", ("compare", "a.jsonl", "b.jsonl", "--manifest", "missing.json")),
     ("bench methods: unknown method", ("bench", "methods", "--methods", "no_such_method")),
+    ("certify: --engine exact over the exact states", ("certify", "--method", "paired_wald", "--clusters", "300",
+                                                       "--trials", "300", "--margin", "0.03", "--engine", "exact")),
+    ("certify: --engine exact, refused by the method's probe", ("certify", "--method", "cluster_t", "--clusters",
+                                                                "30", "--trials", "3", "--margin", "0.03",
+                                                                "--engine", "exact")),
+    ("study run: --device gpu with table methods", ("study", "run", str(SPECS / "power-30x1.toml"), "--device",
+                                                   "gpu", "--out", "o.nc")),
 )
 
 
@@ -121,8 +129,13 @@ def _calibration(method: str) -> tuple[str, ...]:
 
 
 def bench_latency(methods: tuple[str, ...] = METHODS, repeats: int = 3, errors: bool = True,
-                  progress: Callable[[str], None] = lambda message: None) -> dict:
-    """Time the interactive commands in fresh processes (module docstring)."""
+                  progress: Callable[[str], None] = lambda message: None,
+                  before_commands: Callable[[float], None] | None = None,
+                  before_each: Callable[[str], None] | None = None) -> dict:
+    """Time the interactive commands in fresh processes (module docstring).  Once the two
+    references are timed, ``before_commands(seconds)`` is told what the rest will take at least
+    (each run at ``simlab --help``'s time; it may raise to refuse), and ``before_each(label)``
+    is told before each command (it may raise to stop at a time limit)."""
     simlab = simlab_command()
     load_before = os.getloadavg()[0]
     rows = []
@@ -135,7 +148,11 @@ def bench_latency(methods: tuple[str, ...] = METHODS, repeats: int = 3, errors: 
                   for m in methods]
         if errors:
             cases += [(f"input error, {label}", [*simlab, *argv], 2, TARGET_ERROR) for label, argv in INPUT_ERRORS]
-        for label, argv, expect, target in cases:
+        for i, (label, argv, expect, target) in enumerate(cases):
+            if i == 2 and before_commands is not None:   # every later run starts simlab: at least --help's time
+                before_commands((len(cases) - 2) * (repeats + 1) * rows[1]["wall_min_s"])
+            if before_each is not None:
+                before_each(label)
             progress(label)
             rows.append(_row(label, argv, expect, target, repeats, cwd))
     floor = rows[0]["wall_s"]

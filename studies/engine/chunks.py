@@ -155,14 +155,16 @@ class ChunkedRun:
     def todo(self) -> list[tuple[int, int, int]]:
         return [t for t in self.tasks if t not in self.results]
 
-    def run(self, executor, fn: Callable, payloads: Sequence[tuple], advance: Callable[[int], Any] = lambda n: None,
+    def run(self, executor, fn: Callable, payloads: Sequence[tuple], advance: Callable[..., Any] = lambda n, resumed=False: None,
             on_task_done: Callable[[int, int], Any] | None = None) -> None:
         """Compute the tasks still to do (``payloads`` in the order of :attr:`todo`) and
         save each chunk as it arrives."""
         from studies.engine.durable import save_chunk
 
         todo = self.todo
-        advance(sum(e - s for (_, s, e) in self.results))
+        found = sum(e - s for (_, s, e) in self.results)
+        if found:   # resumed: done, but not part of this run's rate
+            advance(found, resumed=True)
         for i, arr in executor.imap(fn, payloads):
             t = todo[i]
             if self.run_dir is not None and t not in self._blocked:

@@ -158,3 +158,46 @@ def _error_of(argv, capsys) -> dict:
 
     assert main(argv + ["--json"]) == 2
     return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_bench_latency_refuses_beyond_its_limit_once_its_references_are_timed(capsys):
+    err = _error_of(["bench", "latency", "--max-seconds", "0.5"], capsys)
+    assert err["field"] == "--max-seconds"
+    assert err["message"].startswith("bench latency (at least) would take an estimated ")
+
+
+def test_every_input_error_the_latency_bench_times_is_one(tmp_path, monkeypatch, capsys):
+    """``bench latency`` times each of these as an input error: each must exit 2 with one JSON
+    error line (the bench checks the exit code too, but only when it is run)."""
+    from simlab.cli import main
+    from studies.bench.latency import INPUT_ERRORS
+
+    monkeypatch.chdir(tmp_path)
+    for label, argv in INPUT_ERRORS:
+        assert main([*argv, "--json"]) == 2, label
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1 and json.loads(out)["error"]["message"], (label, out)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_bench_gpu_prices_its_rows_after_compiling_and_refuses_beyond_the_limit(capsys):
+    """``bench gpu`` had no --max-seconds; its rows now are priced by a pilot on each device
+    (here numba's CUDA simulator, as CI has no GPU) and refused beyond the limit."""
+    from simlab import gpu
+
+    if not gpu.available():
+        pytest.skip(f"no GPU and no CUDA simulator: {gpu.why_unavailable()}")
+    err = _error_of(["bench", "gpu", "--reps", "20000", "--cpu-reps", "1000", "--check-reps", "1000", "--repeat", "1",
+                     "--max-seconds", "5"], capsys)
+    assert err["field"] == "--max-seconds"
+    assert err["message"].startswith("bench gpu (after compiling its kernels) would take an estimated ")
+
+
+def test_bench_gpus_estimate_counts_every_row():
+    from studies.bench.gpu import gpu_work_seconds
+
+    one = gpu_work_seconds(reps=10, cpu_reps=100, check_reps=1000, cores=2, repeat=1, limit_cupy=False,
+                           gpu_rate=1.0, cpu_rate=1e9)
+    assert one == pytest.approx(1000 + 2 * 10 + 2 * 2 * 10 + (1000 / 2 + 200 + 4000) / 1e9)
+    assert gpu_work_seconds(10, 100, 1000, 2, 1, True, 1.0, 1e9) == pytest.approx(one + 10)

@@ -15,8 +15,38 @@ def test_progress_lines_report_counts_and_finish():
         for _ in range(5):
             advance(2)
     lines = out.getvalue().splitlines()
-    assert len(lines) == 6 and lines[0].startswith("study x: 2/10 (20%)") and "left" in lines[0]
+    # the last advance said 10/10: the end does not say it again (it printed the final line twice)
+    assert len(lines) == 5 and lines[0].startswith("study x: 2/10 (20%)") and "left" in lines[0]
     assert lines[-1].startswith("study x: 10/10 (100%)")
+
+
+def test_the_time_left_is_projected_from_this_runs_work_not_resumed_work(monkeypatch):
+    """A run resumed at half way said "about 14 s left" at 50 % when 42 s remained: the chunks
+    found done counted towards the rate."""
+    from simlab import progress
+
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    out = io.StringIO()
+    with progress_lines(100, "study r", interval=0.0, stream=out) as advance:
+        advance(50, resumed=True)   # found done: no rate from it
+        now[0] = 10.0
+        advance(10)                 # 10 in 10 s: 40 left at 1 a second
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "study r: 50/100 (50%), 0 s"
+    assert lines[1] == "study r: 60/100 (60%), 10 s, about 40 s left"
+    assert lines[-1] == "study r: 60/100 (60%), 10 s, about 40 s left" and len(lines) == 2
+
+
+def test_the_terminal_bar_takes_resumed_work(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    with progress_bar(10, "bar") as advance:
+        advance(5, resumed=True)
+        advance(5)
+    with progress_bar(10, "off", enabled=False) as advance:
+        advance(5, resumed=True)
 
 
 def test_progress_bar_falls_back_to_lines_off_a_terminal(capsys, monkeypatch):
