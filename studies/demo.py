@@ -123,13 +123,13 @@ def _replication_plan(methods, refs, scenario, replications: int, seconds: float
     (``methods.analysis_cost`` on 400 of the scenario's tables) is over ``seconds`` (then fewer,
     >= MIN_REPLICATIONS).  Declared, not timed: the demo's figures are the same on every machine
     and at any load (a timed pilot planned fewer replications on a busy one)."""
-    from methods.analysis_cost import analysis_cost
+    from methods import fixed_and_per_table
 
     tables = scenario_tables(scenario, seed, 0, 400)
     plan = {}
     for ref, m in zip(refs, methods):
-        per = analysis_cost(m, tables).seconds / tables.shape[0]
-        n = replications if per * replications <= seconds else int(seconds / per)
+        once, per = fixed_and_per_table(m, tables)
+        n = replications if once + per * (replications - 1) <= seconds else int((seconds - once) / max(per, 1e-12))
         plan[ref.key] = int(max(MIN_REPLICATIONS, min(replications, n // 100 * 100)))
     return plan
 

@@ -347,8 +347,13 @@ def declared_seconds(scenario: PairedScenario, method, engine: str) -> float:
     (``methods.analysis_cost`` of the probe tables at these cluster sizes).  No clock: the same
     on every machine, so the exact budget of a grid or a command decides alike everywhere
     (measured against the kernels on 2 cores: 0.2-3.4 times the time taken, once the Bayesian
-    quadratures declared their per-table cost)."""
-    return state_count(scenario, engine) * probe_seconds(method, cluster_sizes(scenario)) / (3 * PROBE_REPS)
+    quadratures declared their per-table cost).  A one-off part of the method's cost (a
+    calibrated level's E+M table) is counted once, not per state
+    (``methods.analysis_cost.fixed_and_per_table``)."""
+    from methods import fixed_and_per_table
+
+    once, per = fixed_and_per_table(method, probe_tables(cluster_sizes(scenario), False))
+    return once + per * max(state_count(scenario, engine) - 1, 0)
 
 
 def state_seconds(scenario: PairedScenario, method, engine: str, margin: float, alpha: float) -> float:
