@@ -106,10 +106,12 @@ def _run(argv: list[str], cwd: str) -> tuple[float, float, int, str]:
     return wall, cpu, done.returncode, err[-1] if err else ""
 
 
-def _row(label: str, argv: list[str], expect: int, target: float | None, repeats: int, cwd: str) -> dict:
+def _row(label: str, argv: list[str], expect: int, target: float | None, repeats: int, cwd: str,
+         before_run: Callable[[str], None] = lambda label: None) -> dict:
     _run(argv, cwd)  # untimed: stores bytecode and loads (or compiles) the kernels once
     walls, cpus = [], []
     for _ in range(repeats):
+        before_run(label)
         wall, cpu, rc, err = _run(argv, cwd)
         if rc != expect:
             raise RuntimeError(f"bench latency {label!r}: exit code {rc}, expected {expect}: {err}")
@@ -132,10 +134,11 @@ def bench_latency(methods: tuple[str, ...] = METHODS, repeats: int = 3, errors: 
                   progress: Callable[[str], None] = lambda message: None,
                   before_commands: Callable[[float], None] | None = None,
                   before_each: Callable[[str], None] | None = None) -> dict:
-    """Time the interactive commands in fresh processes (module docstring).  Once the two
-    references are timed, ``before_commands(seconds)`` is told what the rest will take at least
-    (each run at ``simlab --help``'s time; it may raise to refuse), and ``before_each(label)``
-    is told before each command (it may raise to stop at a time limit)."""
+    """Time the interactive commands in fresh processes (module docstring).  Before any row,
+    one run of ``simlab --help`` prices the rest: ``before_commands(seconds)`` is told what they
+    will take at least (every run at that run's time; it may raise to refuse), and
+    ``before_each(label)`` is told before each command and each of its timed runs (it may raise
+    to stop at a time limit)."""
     simlab = simlab_command()
     load_before = os.getloadavg()[0]
     rows = []
@@ -148,13 +151,14 @@ def bench_latency(methods: tuple[str, ...] = METHODS, repeats: int = 3, errors: 
                   for m in methods]
         if errors:
             cases += [(f"input error, {label}", [*simlab, *argv], 2, TARGET_ERROR) for label, argv in INPUT_ERRORS]
-        for i, (label, argv, expect, target) in enumerate(cases):
-            if i == 2 and before_commands is not None:   # every later run starts simlab: at least --help's time
-                before_commands((len(cases) - 2) * (repeats + 1) * rows[1]["wall_min_s"])
-            if before_each is not None:
-                before_each(label)
+        if before_commands is not None:   # every run but python's own starts simlab: at least --help's time
+            one = _run([*simlab, "--help"], cwd)[0]
+            before_commands((len(cases) - 1) * (repeats + 1) * one)
+        check = before_each if before_each is not None else (lambda label: None)
+        for label, argv, expect, target in cases:
+            check(label)
             progress(label)
-            rows.append(_row(label, argv, expect, target, repeats, cwd))
+            rows.append(_row(label, argv, expect, target, repeats, cwd, check))
     floor = rows[0]["wall_s"]
     for r in rows:
         r["over_python_startup"] = r["wall_s"] / floor if floor > 0 else float("nan")

@@ -160,10 +160,19 @@ def _error_of(argv, capsys) -> dict:
     return json.loads(capsys.readouterr().out)["error"]
 
 
-def test_bench_latency_refuses_beyond_its_limit_once_its_references_are_timed(capsys):
-    err = _error_of(["bench", "latency", "--max-seconds", "0.5"], capsys)
+def test_bench_latency_refuses_beyond_its_limit_before_any_row(capsys, monkeypatch):
+    """It was priced after its reference rows, which ran --repeats times first (--repeats 1000000
+    ran until killed); one run of simlab --help prices it now, before any row, and each timed run
+    is a step the limit is checked at."""
+    from studies.bench import latency
+
+    runs = []
+    real = latency._run
+    monkeypatch.setattr(latency, "_run", lambda argv, cwd: runs.append(argv) or real(argv, cwd))
+    err = _error_of(["bench", "latency", "--repeats", "1000000", "--max-seconds", "60"], capsys)
     assert err["field"] == "--max-seconds"
     assert err["message"].startswith("bench latency (at least) would take an estimated ")
+    assert len(runs) == 1 and runs[0][-1] == "--help"
 
 
 def test_every_input_error_the_latency_bench_times_is_one(tmp_path, monkeypatch, capsys):
