@@ -188,7 +188,8 @@ def describe_error(exc: BaseException, args: argparse.Namespace | None) -> tuple
         return msg, field_of(msg, args)
     if isinstance(exc, (ValueError, OverflowError)):
         msg = " ".join(str(exc).split())  # one line
-        return msg, field_of(msg, args)
+        # a lower layer's error class may say which argument it is about (a class attribute)
+        return msg, getattr(exc, "field", None) or field_of(msg, args)
     return None
 
 

@@ -36,6 +36,9 @@ def _interval_text(lo: str, hi: str, status: str, reasons: list[str]) -> str:
     return f"[{lo}, {hi}]"
 
 
+ANNOUNCE_SECONDS = 1.0   # an analysis declared to take this long says so on stderr before it starts
+
+
 def run_interval(args: argparse.Namespace) -> None:
     from methods import check_alpha, check_margin, info
 
@@ -68,12 +71,15 @@ def run_interval(args: argparse.Namespace) -> None:
         if options:
             method = method.with_options(**options)
         try:
-            check_analysis_cost(method, table, max_bytes=args.max_memory, max_seconds=args.max_seconds)
+            cost = check_analysis_cost(method, table, max_bytes=args.max_memory, max_seconds=args.max_seconds)
         except AnalysisTooCostly as exc:
             flag = "--max-seconds" if exc.resource == "time" else "--max-memory"
             raise UsageError(f"{exc.what}; raise {flag} to run it anyway, or choose a method whose cost does not "
                              "grow with the counts", flag) from None
-        with first_use_compiles([method], log_to_stderr(args)) as compiled:
+        say = log_to_stderr(args)
+        if cost.seconds >= ANNOUNCE_SECONDS:   # a construction at a new design ran 11-13 s without a word
+            say(f"{method.name}: {cost.driver}: estimated {cost.seconds:.0f} s")
+        with first_use_compiles([method], say) as compiled:
             result = analyze_fixed(method, table, args.margin, args.alpha, calibration)
     except UsageError:
         raise

@@ -21,6 +21,12 @@ from methods.qualification import QUALIFIED
 from studies.qualify.nuisance import DesignFalsePass, design_false_pass
 
 
+class NotQualifiedUpTo(ValueError):
+    """The method's false-pass rate is not qualified at any K up to the cap: the method is at
+    fault, not the design's nuisance ranges its worst case names (the CLI blamed --baseline)."""
+    field = "--method"
+
+
 class FalsePassGate:
     def __init__(self, method, *, trials: int, margin: float, rho_max: float, alpha: float, policy, seed: int,
                  looks: int | None, sampler: str, cap: int, log: list, say: Callable[[str], None], executor=None):
@@ -60,7 +66,7 @@ class FalsePassGate:
         bad, good, at = k, None, None
         while good is None:
             if bad >= self.cap:
-                raise ValueError(f"refused: the false-pass rate over the nuisance domain is not qualified up to "
+                raise NotQualifiedUpTo(f"refused: the false-pass rate over the nuisance domain is not qualified up to "
                                  f"K={self.cap} (the raise limit, or the cluster cap); worst case "
                                  f"{screen_worst_text(at) if at else 'see the certificate at K=' + str(k)}")
             nxt = min(2 * bad, self.cap)

@@ -210,3 +210,33 @@ def test_bench_gpus_estimate_counts_every_row():
                            gpu_rate=1.0, cpu_rate=1e9)
     assert one == pytest.approx(1000 + 2 * 10 + 2 * 2 * 10 + (1000 / 2 + 200 + 4000) / 1e9)
     assert gpu_work_seconds(10, 100, 1000, 2, 1, True, 1.0, 1e9) == pytest.approx(one + 10)
+
+
+def test_a_method_not_qualified_up_to_the_cap_blames_the_method_not_the_baseline():
+    """``size --method cluster_t ... --rho 0.1`` was refused naming --baseline, a flag never
+    given: the message's worst case ("b=0.5 ...") matched the argument's name."""
+    from simlab.cli import build_parser
+    from simlab.cli._output import describe_error
+    from studies.sizing.gate import NotQualifiedUpTo
+
+    args = build_parser().parse_args(["size", "--method", "cluster_t", "--margin", "0.03", "--true-difference", "0"])
+    msg = ("refused: the false-pass rate over the nuisance domain is not qualified up to K=5872 (the raise limit, "
+           "or the cluster cap); worst case baseline 0.5, discordance 0.03")
+    assert describe_error(NotQualifiedUpTo(msg), args) == (msg, "--method")
+    assert describe_error(ValueError(msg), args)[1] == "--baseline"   # what the field was guessed as before
+
+
+def test_interval_says_a_long_analysis_before_it_starts(monkeypatch, capsys):
+    """``interval --method dm_likelihood_ratio`` at a design with no stored construction ran
+    11-13 s without a word; an analysis declared to take a second or more is now announced."""
+    import methods
+    from methods import AnalysisCost
+    from simlab.cli import main
+
+    monkeypatch.setattr(methods, "check_analysis_cost",
+                        lambda m, t, **k: AnalysisCost(m.name, 0.0, 12.0, "its construction at this design"))
+    assert main(["interval", "--method", "cluster_t", "--table", "3,1,0,6", "--table", "4,0,1,5"]) == 0
+    assert "cluster_t: its construction at this design: estimated 12 s" in capsys.readouterr().err
+    monkeypatch.setattr(methods, "check_analysis_cost", lambda m, t, **k: AnalysisCost(m.name, 0.0, 0.01, "x"))
+    assert main(["interval", "--method", "cluster_t", "--table", "3,1,0,6", "--table", "4,0,1,5"]) == 0
+    assert "estimated" not in capsys.readouterr().err
