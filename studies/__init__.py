@@ -30,7 +30,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(__name__, submodules=["bench", "eng
     "judge": ["JudgeModel", "JudgeStudySpec", "judge_study", "judge_study_estimate", "judge_study_paths",
               "judge_study_rows", "run_judge_study"],
     "recommend": ["recommend"],
-    "demo": ["study_demo"],
+    "demo": ["demo_floor_seconds", "study_demo"],
     "engine": ["StudySpec", "evaluate_scenario", "false_pass", "load_spec", "run_sequential_study", "run_study"],
     "qualify": ["certify", "qualify"],
     "sizing": ["size"],

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from simlab.sampling import scenario_tables
 from simlab.scenario import ExplicitSizes, PairedScenario
 
@@ -105,6 +107,36 @@ def warm_kernels(names: list[str], seed: int = 20261129,
             before_each(f"loading {name}'s kernel")
         registry.get(name).batch(table, MARGIN, ALPHA)
     return list(names)
+
+
+def demo_floor_seconds(replications: int = 10_000, design_replications: int = 10_000,
+                       curve_replications: int = 3000, headline_replications: int = 400_000,
+                       method_seconds: float = 3.0, full: bool = False) -> float:
+    """The least the demo's simulations can take, from the methods' declared costs per table
+    (``methods.fixed_and_per_table`` on probe tables of each design; no kernel runs): the
+    headline, the method comparison (each method capped at ``method_seconds`` as its plan caps
+    it), both designs' two scenarios and the power curve.  One-off constructions, start-up and
+    kernel loading come on top, so the demo can be refused on it before anything runs."""
+    from methods import fixed_and_per_table, registry
+    from studies.exact.probes import probe_tables
+
+    from .demo_designs import BUILD_SECONDS, CALIBRATED_METHODS, CURVE_CLUSTERS, CURVE_TRIALS, DESIGNS, \
+        THEOREM_METHODS, UNCERTIFIED_METHOD
+
+    def per_table(name: str, clusters: int, trials: int) -> float:
+        once, per = fixed_and_per_table(registry.get(name), probe_tables(np.full(clusters, trials), False))
+        return 0.0 if once - per > BUILD_SECONDS else per   # a construction that long: the demo may skip it
+
+    total = headline_replications * per_table("clustered_normal", SEED_CLUSTERS, 1)
+    points = len(DIFFERENCES) + 1
+    for name in demo_methods(full):
+        total += min(replications * per_table(name, SEED_CLUSTERS, 3) * points, method_seconds)
+    designed = (*THEOREM_METHODS, *CALIBRATED_METHODS, UNCERTIFIED_METHOD)
+    for clusters, trials, _ in DESIGNS:
+        total += 2 * design_replications * sum(per_table(n, clusters, trials) for n in designed)
+    for clusters in CURVE_CLUSTERS:
+        total += curve_replications * sum(per_table(n, clusters, CURVE_TRIALS) for n in designed)
+    return total
 
 
 def demo_spec(methods: list[str], replications: int, seed: int) -> StudySpec:

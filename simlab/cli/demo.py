@@ -128,10 +128,14 @@ def run_demo_command(args: argparse.Namespace) -> None:
     # two worker processes share the work: one for study_demo (it says what), one for the
     # evidence path, independent of the rest (in a temporary folder: it holds a demo signing
     # key).  Leaving the block ends them, also on an error or Ctrl-C.
+    say = log_to_stderr(args)
+    from studies import demo_floor_seconds   # the least it can take, before anything runs
+
+    check_and_say_time(args, demo_floor_seconds(args.reps, args.reps, full=args.full),
+                       "the demo's simulations (their declared costs; start-up and loading kernels come on top)", say)
     spawn = multiprocessing.get_context("spawn")
     with spawn.Pool(1) as evidence_worker, spawn.Pool(1) as worker:
         evidence = evidence_worker.apply_async(evidence_demo)
-        say = log_to_stderr(args)
 
         def before_designs(seconds: float) -> None:
             so_far = time.perf_counter() - started   # the fixed sections before it count against the limit too

@@ -109,15 +109,31 @@ def test_whether_an_exact_value_is_kept_does_not_depend_on_the_clock(monkeypatch
     assert list(tight["engine"][0]) == ["", "pooled"] and np.isnan(tight["pass_rate"][0, 0]).all()
 
 
-def test_the_demo_stops_at_its_limit_in_the_fixed_sections_too(tmp_path, capsys):
-    """``demo --full --max-seconds 10`` was refused at 18.8 s: the limit was checked only when the
-    designs' section was priced, after the fixed sections had run.  Each section and each kernel
-    it loads or waits for is now a step checked against the limit."""
+def test_the_demo_is_priced_before_it_runs_and_stops_at_its_limit(tmp_path, capsys, monkeypatch):
+    """``demo --full --max-seconds 10`` was refused at 18.8 s, ``--max-seconds 1`` after 3.9 s of
+    work: the limit was checked only when the designs' section was priced, after the fixed
+    sections had run.  The declared costs of its simulations price it before anything runs, and
+    each section and each kernel it loads or waits for is a step checked against the limit."""
+    import studies
+
+    err = _error_of(["demo", "--out", str(tmp_path), "--max-seconds", "0.001"], capsys)
+    assert err["field"] == "--max-seconds"
+    assert err["message"].startswith("the demo's simulations (their declared costs; start-up and loading kernels "
+                                     "come on top) would take an estimated ")
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(studies, "demo_floor_seconds", lambda *a, **k: 0.0)   # past the price: the steps stop it
     err = _error_of(["demo", "--out", str(tmp_path), "--max-seconds", "0.001"], capsys)
     assert err["field"] == "--max-seconds"
     assert err["message"].startswith("the demo: stopped at the limit of 0.001 s (")
     assert "nothing was written" in err["message"]
     assert not list(tmp_path.iterdir())
+
+
+def test_the_demos_price_grows_with_its_replications():
+    from studies import demo_floor_seconds
+
+    small, large = demo_floor_seconds(1000, 1000), demo_floor_seconds(1_000_000, 1_000_000)
+    assert 0 < small < large and demo_floor_seconds(1000, 1000, full=True) > small
 
 
 def test_the_demo_tells_its_steps_before_it_runs_them(tmp_path):
