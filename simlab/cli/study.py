@@ -14,15 +14,41 @@ DEFAULT_WORK_DIR = "simlab-out/.runs"  # scratch: results/ holds only what ships
 
 
 def _existing_ancestor(path):
-    """``path`` or its nearest ancestor that exists: where the missing folders would be made."""
-    while not path.exists():
+    """``path`` or its nearest ancestor that exists: where the missing folders would be made
+    (a folder that cannot be searched hides what is under it: it is the answer)."""
+    while True:
+        try:
+            if path.exists():
+                return path
+        except PermissionError:
+            return path.parent
+        if path.parent == path:   # a working folder that is gone
+            return path
         path = path.parent
-    return path
+
+
+def _probe_file(folder, flag: str, p) -> None:
+    """Create and remove a uniquely named file in ``folder``: os.access says yes to root
+    everywhere, /proc included, and the refusal came after the work as the errno of a lock or
+    temporary file.  Refused with the flag named."""
+    import os
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".simlab-probe-", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"{flag} {p}: {folder} cannot be written here ({exc.strerror or exc})", flag) from None
+    os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
 
 
 def check_writable(path, flag: str) -> None:
     """Refuse an output path that cannot be written, before any work (its first existing
-    ancestor must be a writable folder; an existing target must be a file)."""
+    ancestor must be a folder in which a file can be made, tried with a probe file; an
+    existing target must be a file)."""
     import os
     from pathlib import Path
 
@@ -32,13 +58,16 @@ def check_writable(path, flag: str) -> None:
     parent = _existing_ancestor(p.parent)
     if not parent.is_dir():
         raise UsageError(f"{flag} {p}: {parent} is not a directory", flag)
-    if not os.access(parent, os.W_OK):
+    if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {p}: {parent} is not writable", flag)
+    _probe_file(parent, flag, p)
 
 
 def check_folder(path, flag: str) -> None:
     """Refuse, before any work, an output folder that is a file (or lies under one) or cannot
-    be written: the refusal names the flag, not the first file the work would have written."""
+    be written: the refusal names the flag, not the first file the work would have written.
+    os.access says yes to root everywhere, /proc included: a missing folder's parent is tried
+    by making and removing a folder in it, an existing folder by a probe file."""
     import os
     from pathlib import Path
 
@@ -50,13 +79,15 @@ def check_folder(path, flag: str) -> None:
         raise UsageError(f"{flag} {p}: {parent} is a file, not a directory", flag)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {p}: {parent} is not writable", flag)
-    if not p.exists():   # os.access says yes to root everywhere, /proc included: a folder is made and removed
-        import tempfile
+    if p.exists():
+        _probe_file(p, flag, p)
+        return
+    import tempfile
 
-        try:
-            os.rmdir(tempfile.mkdtemp(prefix=".simlab-probe-", dir=parent))
-        except OSError as exc:
-            raise UsageError(f"{flag} {p}: cannot create a folder in {parent} ({exc.strerror or exc})", flag) from None
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".simlab-probe-", dir=parent))
+    except OSError as exc:
+        raise UsageError(f"{flag} {p}: cannot create a folder in {parent} ({exc.strerror or exc})", flag) from None
 
 
 def _seconds(s: float) -> str:
@@ -312,11 +343,12 @@ def run_study_show(args: argparse.Namespace) -> None:
 
 
 def _plot_png(path) -> bool:
-    """Whether ``path`` is a PNG that matplotlib wrote (its tEXt "Software" chunk names it), as
-    every plot simlab draws is: such a file may be replaced by a new plot."""
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    return head.startswith(b"\x89PNG\r\n\x1a\n") and b"Matplotlib" in head
+    """Whether ``path`` is a PNG simlab drew: it carries simlab's PNG text key (every plot is
+    saved with it; read from the PNG's chunks, without matplotlib).  Such a file may be replaced
+    by a new plot; a user's own PNG, matplotlib's included, may not."""
+    from studies.plots import is_simlab_png
+
+    return is_simlab_png(path)
 
 
 def refuse_spec_as_out(out, spec) -> None:
@@ -348,13 +380,16 @@ def check_plot_out(path, flag: str, force: bool) -> None:
     with ``force``): an existing file may be replaced when it is a plot simlab drew."""
     from pathlib import Path
 
+    from studies.plots import PNG_KEY
+
     out = Path(path)
     check_writable(out, flag)
     if out.suffix.lower() != ".png":
         raise UsageError(f"{flag} {out}: the plot is a PNG; give a path ending in .png", flag)
     if out.is_file() and not force and not _plot_png(out):
-        raise UsageError(f"{flag} {out} exists and is not a plot simlab drew (a matplotlib PNG); refusing to "
-                         "overwrite it (choose another path, or add --force to replace it)", flag)
+        raise UsageError(f"{flag} {out} exists and is not a plot simlab drew (a PNG with simlab's '{PNG_KEY}' "
+                         "text key); refusing to overwrite it (choose another path, or add --force to replace it)",
+                         flag)
 
 
 def run_study_plot(args: argparse.Namespace) -> None:

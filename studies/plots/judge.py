@@ -14,6 +14,7 @@ def plot_judge_study(ds, out: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from studies.plots.stamp import save_png
 
     judges, diffs = list(ds.judge.values), list(ds.difference.values)
     items = np.asarray(ds.calibration_items.values, dtype=float)
@@ -48,6 +49,6 @@ def plot_judge_study(ds, out: str | Path) -> Path:
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_png(fig, out, dpi=110)   # marked: a rerun may replace it, a user's PNG is not
     plt.close(fig)
     return out

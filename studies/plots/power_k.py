@@ -15,6 +15,7 @@ def plot_power_k(curve: dict, limit: int, path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from studies.plots.stamp import save_png
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,7 +36,7 @@ def plot_power_k(curve: dict, limit: int, path: str | Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path, dpi=110)   # marked: a rerun may replace it, a user's PNG is not
     plt.close(fig)
     return path
 

@@ -62,6 +62,8 @@ def heatmap(record: QualificationRecord, path: str | Path, noise: int = 0) -> Pa
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
 
+    from studies.plots.stamp import save_png
+
     dom = record.policy.domain
     cmap = record.cell_map()
     ks, rhos = dom.clusters.grid, dom.rho.grid
@@ -99,6 +101,6 @@ def heatmap(record: QualificationRecord, path: str | Path, noise: int = 0) -> Pa
                loc="lower center", ncol=2 if n_m > 1 else 1, fontsize=7, frameon=False)
     fig.subplots_adjust(bottom=0.1 + 0.35 / (n_s + 1))
     path = Path(path)
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # tight: the title and legend are never cut off
+    save_png(fig, path, dpi=110, bbox_inches="tight")  # tight: the title and legend are never cut off; marked
     plt.close(fig)
     return path

@@ -24,6 +24,7 @@ def plot_sequential(ds: xr.Dataset, path: str | Path, margin: float | None = Non
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from studies.plots.stamp import save_png
 
     margin = float(ds.margin.values[0]) if margin is None else float(margin)
     if margin not in ds.margin.values:
@@ -68,7 +69,7 @@ def plot_sequential(ds: xr.Dataset, path: str | Path, margin: float | None = Non
     fig.tight_layout(rect=(0, 0.06 + 0.03 * math.ceil(len(labels) / 4), 1, 0.95))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_png(fig, out, dpi=110)   # marked: a rerun may replace it, a user's PNG is not
     plt.close(fig)
     return out
 

@@ -45,6 +45,7 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from studies.plots.stamp import save_png
 
     sel, margin, alpha = select_level(ds, margin, alpha)
     grid_dims = [d for d in sel.pass_rate.dims if d != "method"]
@@ -89,7 +90,7 @@ def plot_dataset(ds: xr.Dataset, out: str | Path, margin: float | None = None,
     fig.tight_layout(rect=(0, 0, 1 - 2.4 / width, 0.93))
     p = Path(out)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=110)
+    save_png(fig, p, dpi=110)   # marked: a rerun may replace it, a user's PNG is not
     plt.close(fig)
     return p
 

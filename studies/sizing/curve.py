@@ -27,6 +27,7 @@ def plot_curve(result, path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from studies.plots.stamp import save_png
 
     ds = result.curve
     k = ds["clusters"].values
@@ -46,7 +47,7 @@ def plot_curve(result, path) -> None:
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path, dpi=110)   # marked: a rerun may replace it, a user's PNG is not
     plt.close(fig)
 
 

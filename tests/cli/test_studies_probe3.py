@@ -281,7 +281,9 @@ def test_size_may_replace_its_own_files(tmp_path, capsys, monkeypatch):
     stem = tmp_path / "size-cluster_t-m0.05-d0-M1-rho0-seed20261129"
     save_dataset(xr.Dataset({"power": ("clusters", [0.5])}, coords={"clusters": [10]},
                             attrs=make_attrs("sizing", title="t")), f"{stem}.nc")
-    plt.figure().savefig(f"{stem}.png")
+    from studies.plots import save_png
+
+    save_png(plt.figure(), f"{stem}.png")   # simlab's own plot carries its key (a user's matplotlib PNG is refused)
     plt.close("all")
 
     def reached(*args, **kwargs):
