@@ -108,6 +108,8 @@ def field_of(message: str, args: argparse.Namespace | None) -> str | None:
         return m.group(1)
     if args is None:
         return None
+    if "spec" in POSITIONALS.get(getattr(args, "func", None), ()) and re.match(r"(method|option \w+ of) '", message):
+        return "spec"   # a method the spec file names, refused where it prepared (a range only its own code knows)
     best = None
     for dest in vars(args):
         if dest in ("func", "json") or dest.endswith("_command") or dest == "command":

@@ -13,6 +13,20 @@ from simlab.cli._output import UsageError, emit, log_to_stderr
 from simlab.cli.study import check_folder
 
 
+def refusal(exc: ValueError, args: argparse.Namespace) -> UsageError | None:
+    """The calibration's own refusal ("refused: even at nominal level ... the worst case is not
+    below alpha", and the like) as the ``--method`` field's error: the method cannot be
+    calibrated at this design (the field was null).  Whether it can is what the calibration
+    computes, so this answer comes after its search, not from the catalogue (a method whose
+    ``calibration`` is None is calibrated by searching its levels)."""
+    text = " ".join(str(exc).split())
+    if not text.startswith("refused: "):
+        return None
+    return UsageError(f"--method {args.method} cannot be calibrated at this design (K={args.clusters}, "
+                      f"M={args.trials}, margin {args.margin:g}, rho <= {args.rho_max:g}): "
+                      f"{text.removeprefix('refused: ')}", "--method")
+
+
 def cmd_calibrate(args: argparse.Namespace) -> None:
     deadline = deadline_of(args)
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
@@ -39,10 +53,13 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
             check_time(args, floor.low, what)
             say(f"{what}: its certificate alone estimated {floor.describe()} on {ex.describe()}; the level search "
                 "comes on top")
-            cal = calibrate_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
-                                        alpha=args.alpha, target=args.target, baseline=args.baseline,
-                                        discordance=args.discordance, search_replications=args.search_reps,
-                                        executor=ex, sign_key=signing_key(args), progress=say, **judged)
+            try:
+                cal = calibrate_label_noise(args.method, args.clusters, args.trials, args.margin, args.rho_max,
+                                            alpha=args.alpha, target=args.target, baseline=args.baseline,
+                                            discordance=args.discordance, search_replications=args.search_reps,
+                                            executor=ex, sign_key=signing_key(args), progress=say, **judged)
+            except ValueError as exc:
+                raise refusal(exc, args) or exc from None
         else:
             from methods import get
             from studies.engine import design_preparation
@@ -65,6 +82,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                                 sign_key=signing_key(args), progress=say, deadline=deadline)
             except DeadlineReached as exc:
                 raise over_time(exc, f"{what}: its certificate", "nothing was calibrated") from None
+            except ValueError as exc:
+                raise refusal(exc, args) or exc from None
     path = write_certificate(cal.certificate, args.out or records_dir())
     payload = {**certificate_payload(cal.certificate, path), "calibration": cal.as_dict(),
                "method_options": dict(cal.certificate.method.options)}

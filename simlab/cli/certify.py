@@ -57,9 +57,47 @@ def check_exact_design(args: argparse.Namespace, perfect_labels: bool) -> None:
             raise UsageError(exact_refusal(args.method, why), "--engine")
 
 
+def _bounds(field) -> tuple[float, float]:
+    """``(low, high)`` of a pydantic field declared with ``ge`` / ``le``."""
+    low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), float("-inf"))
+    high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), float("inf"))
+    return low, high
+
+
+def check_stream_options(args: argparse.Namespace) -> None:
+    """``--allowed-excess``, ``--max-reps`` and ``--seed`` checked against the qualification
+    policy's own field ranges (``QualificationPolicy``: the model every certificate's policy is)
+    before the method and the studies load (they were refused 1-2 s later, in pydantic's words
+    or with no field).  ``--max-reps`` must reach the first replication stage, certify's
+    ``min_replications`` (the policy's default; the command has no flag for it)."""
+    if args.allowed_excess is None and args.max_reps is None and args.seed is None:
+        return
+    from methods.qualification import QualificationPolicy
+
+    fields = QualificationPolicy.model_fields
+    if args.allowed_excess is not None:
+        low, high = _bounds(fields["allowed_excess"])
+        if not low <= args.allowed_excess <= high:
+            raise UsageError(f"--allowed-excess {args.allowed_excess:g} must lie in [{low:g}, {high:g}]: the threshold "
+                             f"is allowed-excess x alpha (1 holds alpha itself, as calibrate does)", "--allowed-excess")
+    if args.max_reps is not None:
+        low, high = _bounds(fields["max_replications"])
+        first = fields["min_replications"].default
+        if not max(low, first) <= args.max_reps <= high:
+            raise UsageError(f"--max-reps {args.max_reps:,} must lie in [{max(low, first):,}, {high:,}]: the largest "
+                             f"replication stage per scenario, at least the first stage ({first:,} replications)",
+                             "--max-reps")
+    if args.seed is not None:
+        low, high = _bounds(fields["seed"])
+        if not low <= args.seed <= high:
+            raise UsageError(f"--seed {args.seed} must lie in [{low}, {high}] (2^53 - 1: the certificate hashes it as "
+                             "an exact JSON number)", "--seed")
+
+
 def cmd_certify(args: argparse.Namespace) -> None:
     deadline = deadline_of(args)
     check_methods(args.method, "--method")  # from the catalogue: a typo answers before the studies load
+    check_stream_options(args)
     check_design_ranges(args)
     judged = label_noise_options(args)
     if args.engine == "exact":

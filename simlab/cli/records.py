@@ -210,6 +210,9 @@ def _check_certificate_files(paths) -> None:
 
 def cmd_coverage(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method")  # an unknown name is an input error, not "not covered"
+    if args.rho is not None and args.rho_max is not None and args.rho_max < args.rho:   # it answered covered: true
+        raise UsageError(f"--rho-max {args.rho_max:g} must be >= --rho {args.rho:g}: the nuisance domain the coverage "
+                         "must reach holds the design's own correlation", "--rho-max")
     _check_certificate_files(args.certificate)  # before the qualification layer loads
     from methods.qualification import DesignPoint, find_coverage
     from simlab.scenario import FixedSize

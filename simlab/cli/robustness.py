@@ -7,7 +7,7 @@ import argparse
 from simlab.cli._args import (SCENARIO_CLUSTERS, add_json, add_max_seconds, check_and_say_time, check_methods,
                              check_time, checked, int_between, n_jobs, nonnegative_int, nonempty_path, positive_int)
 from simlab.cli._backend import add_backend_arguments
-from simlab.cli._output import emit, log_to_stderr, print_table
+from simlab.cli._output import UsageError, emit, log_to_stderr, print_table
 
 DEFAULT_REPS = 20_000
 FAMILY_HELP = ("logit_normal (random cluster, candidate and case effects), random_sizes (the model with Poisson / "
@@ -24,6 +24,9 @@ def _families(text: str) -> tuple[str, ...]:
     names = tuple(f.strip() for f in text.split(",") if f.strip())
     if not names or any(f not in FAMILIES for f in names):
         raise argparse.ArgumentTypeError(f"must be a comma-separated list of {', '.join(FAMILIES)}, got {text!r}")
+    twice = sorted({f for f in names if names.count(f) > 1})
+    if twice:   # was accepted silently (each family is measured once)
+        raise argparse.ArgumentTypeError(f"lists {', '.join(twice)} more than once ({text!r}): each family once")
     return names
 
 
@@ -46,22 +49,25 @@ def render(p: dict) -> None:
 
 def run_robustness(args: argparse.Namespace) -> None:
     check_methods(args.method, "--method", "fixed")  # before the studies load: a typo answers at once
+    twice = sorted({m for m in args.method if args.method.count(m) > 1})
+    if twice:   # was refused by the library with no field ("duplicate methods")
+        raise UsageError(f"--method {', '.join(twice)} is given more than once: give each method once", "--method")
     from pathlib import Path
 
-    from simlab.cli._backend import executor_from_args
-    from simlab.cli._output import UsageError
     from simlab.cli.study import check_writable, refuse_foreign_file
-    from studies import save_dataset, save_json
-    from studies.qualify import robustness, robustness_estimate
 
     if args.report and args.dataset and Path(args.report).resolve() == Path(args.dataset).resolve():
         raise UsageError(f"--dataset {args.dataset} is also --report: the dataset would replace the report; give "
                          "two paths", "--dataset")
     for flag, path in (("--report", args.report), ("--dataset", args.dataset)):
-        if path:
+        if path:   # before the studies load and any work (an unwritable --report failed after the whole run)
             check_writable(path, flag)
             refuse_foreign_file(path, flag, args.force, "robustness" if flag == "--report" else None,
                                 kind=None if flag == "--report" else "robustness")
+    from simlab.cli._backend import executor_from_args
+    from studies import save_dataset, save_json
+    from studies.qualify import robustness, robustness_estimate
+
     kw = dict(alpha=args.alpha, rho_max=args.rho_max, baseline=args.baseline, replications=args.reps)
     kw.update({k: v for k, v in (("families", args.laws), ("seed", args.seed)) if v is not None})
     say = log_to_stderr(args)

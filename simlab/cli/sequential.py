@@ -36,7 +36,8 @@ from simlab.cli._sequential import (
     method_refs,
     schedule_of,
 )
-from simlab.cli.study import check_plot_out, check_writable, read_dataset, refuse_foreign_file, refuse_spec_as_out
+from simlab.cli.study import (check_levels, check_plot_out, check_writable, read_dataset, refuse_foreign_file,
+                              refuse_spec_as_out)
 
 
 def run_exact(args: argparse.Namespace) -> None:
@@ -158,6 +159,41 @@ def _render_rows(rows: list[dict]) -> None:
                  "E[trials]"], table)
 
 
+def check_spec_methods(raw, path) -> None:
+    """A sequential spec's methods checked against the method catalogue before the engine loads
+    (``studies.engine.check_method_refs``: names, kind, wrapped method, options), and
+    likelihood_ratio's alternative against the spec's margins (the method refused it where it
+    prepared, after the engine and a pilot); the error names the spec file, its field is the
+    spec argument.  What does not read as a list of methods, or margins as numbers, is left to
+    the spec's own validation."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("methods"), list):
+        return
+    from methods import as_method_refs, info
+    from studies.engine import StudySpec, check_method_refs
+
+    try:
+        refs = as_method_refs(raw["methods"])
+        check_method_refs(refs, "sequential")
+    except ValueError as exc:
+        raise UsageError(f"{path}: {' '.join(str(exc).split())}", "spec") from None
+    margins = raw.get("margins", raw.get("margin", list(StudySpec.model_fields["margins"].default)))  # the default
+    margins = margins if isinstance(margins, list) else [margins]
+    if not all(isinstance(m, (int, float)) and not isinstance(m, bool) and 0.0 < m < 1.0 for m in margins):
+        return   # the spec's validation words it
+    for i, ref in enumerate(refs):
+        if ":" in ref.name:
+            continue
+        entry = info(ref.name)
+        if entry.name != "likelihood_ratio":
+            continue
+        alternative = float(ref.options.get("alternative", entry.options["alternative"]))
+        for m in margins:
+            if not 0.0 < alternative < m:
+                raise UsageError(f"{path}: methods[{i}]: likelihood_ratio's option alternative ({alternative:g}) "
+                                 f"must lie in (0, margin = {m:g}): the alternative loss rate, below the margin it "
+                                 "tests", "spec")
+
+
 def run_run(args: argparse.Namespace) -> None:
     from studies.engine import read_spec_file
 
@@ -165,6 +201,7 @@ def run_run(args: argparse.Namespace) -> None:
     if isinstance(raw, dict) and "methods" in raw and not {"schedule", "looks"} & set(raw):   # before the engine (1.4 s)
         raise UsageError(f"{args.spec}: a fixed-sample study spec (it has no looks): run it with simlab study run; "
                          "a sequential spec adds its looks (looks = [...] or a [schedule])", "spec")
+    check_spec_methods(raw, args.spec)   # from the catalogue, before the engine (numba) loads: it took 0.8-1.3 s
     from simlab.cli._backend import executor_from_args
     from studies import save_dataset
     from studies.engine import (parse_sequential_spec, run_sequential_study, sequential_study_estimate,
@@ -200,7 +237,7 @@ def run_run(args: argparse.Namespace) -> None:
 
 
 def run_show(args: argparse.Namespace) -> None:
-    ds = open_sequential(args.path)  # a refused file is named before the summary code is imported
+    ds = open_sequential(args.path, args.margin)  # a refused file or margin is named before the summary code loads
     from studies.engine import sequential_summary_rows
 
     payload = {"path": args.path, "spec_hash": ds.attrs.get("spec_hash"), "looks": ds.look_count.values.tolist(),
@@ -208,13 +245,16 @@ def run_show(args: argparse.Namespace) -> None:
     emit(args, payload, lambda p: _render_rows(p["rows"]))
 
 
-def open_sequential(path: str):
+def open_sequential(path: str, margin: float | None = None):
+    """The sequential dataset at ``path``; a file of another kind, or a ``--margin`` it does not
+    hold, is refused from the file's attributes and coordinates before its data are read."""
     from studies import dataset_kind, file_kind, stored_kind
 
     held = stored_kind(path) if file_kind(path) == "netcdf" else None
     if held is not None and held != "sequential":   # named from its attrs, before the data are read (2.8-5.4 s)
         raise UsageError(f"{path}: not a sequential study dataset (a {held} dataset; written by simlab sequential "
                          "run --out?)", "path")
+    check_levels(path, margin, None)   # the margin coordinate, read alone with h5py (it was refused after 1.6 s)
     ds = read_dataset(path, "path")
     if dataset_kind(ds) != "sequential":
         raise UsageError(f"{path}: not a sequential study dataset (written by simlab sequential run --out?)", "path")
@@ -223,7 +263,7 @@ def open_sequential(path: str):
 
 def run_plot(args: argparse.Namespace) -> None:
     check_plot_out(args.out, "--out", args.force)  # before matplotlib loads: a bad path answers at once
-    ds = open_sequential(args.path)
+    ds = open_sequential(args.path, args.margin)
     from studies.plots import plot_sequential
 
     out = plot_sequential(ds, args.out, args.margin)

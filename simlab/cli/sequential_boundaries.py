@@ -19,12 +19,36 @@ def _fractions(text: str) -> list[float]:
                          "--information") from None
 
 
+def check_design(args: argparse.Namespace) -> list[float]:
+    """The information fractions, with ``--alpha``, ``--information`` and ``--gamma`` checked
+    from the arguments as ``methods.sequential.boundaries.check_design`` checks them, before
+    that module loads (numba and the spending recursion: ``--alpha 0.5`` was refused after 1 s).
+    The hsd gamma limit stays the library's check."""
+    import math
+
+    if not 0.0 < args.alpha < 0.5:
+        raise UsageError(f"--alpha {args.alpha:g} must lie in (0, 0.5): the one-sided level", "--alpha")
+    t = _fractions(args.information)
+    if not t:
+        raise UsageError(f"--information {args.information!r} lists no fraction; give e.g. 0.5,1", "--information")
+    if any(not math.isfinite(x) for x in t) or t[0] <= 0.0 or any(b <= a for a, b in zip(t, t[1:])) \
+            or abs(t[-1] - 1.0) > 1e-12:
+        raise UsageError(f"--information {args.information!r}: fractions must increase strictly in (0, 1] and end "
+                         "at 1", "--information")
+    if args.gamma is not None and args.spending in ("obf", "pocock"):
+        raise UsageError(f"--gamma {args.gamma:g}: the {args.spending} family has no parameter", "--gamma")
+    if args.gamma is not None and args.spending == "power" and args.gamma <= 0.0:
+        raise UsageError(f"--gamma {args.gamma:g}: the power family's exponent rho must be > 0", "--gamma")
+    return t
+
+
 def cmd_boundaries(args: argparse.Namespace) -> None:
+    information = check_design(args)
     from methods import efficacy_boundaries
 
     import math
 
-    p = efficacy_boundaries(args.spending, args.alpha, _fractions(args.information), args.gamma)
+    p = efficacy_boundaries(args.spending, args.alpha, information, args.gamma)
     # a look at which the family spends no alpha in double precision (obf at information 1e-6) has
     # no finite boundary: no result stops there (its z was printed as nan)
     spent = [c - (p["cumulative_alpha"][k - 1] if k else 0.0) for k, c in enumerate(p["cumulative_alpha"])]

@@ -18,7 +18,7 @@ Crowther 2019 measures with MC SEs), ``study_dataset``, ``frame`` (power on K-pr
 import lazy_loader as _lazy
 
 __getattr__, __dir__, __all__ = _lazy.attach(__name__, submod_attrs={
-    "spec": ["StudySpec", "ScenarioTemplate", "load_spec", "parse_spec"],
+    "spec": ["StudySpec", "ScenarioTemplate", "check_method_refs", "load_spec", "parse_spec"],
     "spec_file": ["read_spec_file"],
     "evaluate": ["Block", "PassCounts", "ScenarioRows", "evaluate", "moment_path"],
     "runner": ["ScenarioCounts", "evaluate_scenario", "run_key", "run_study"],

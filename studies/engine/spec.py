@@ -36,7 +36,7 @@ import math
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import rfc8785
 from pydantic import BeforeValidator, Field, Strict, ValidationError, field_validator, model_serializer, model_validator
@@ -233,6 +233,7 @@ class GridSpec(FrozenModel):
     """What fixed-sample and sequential study specs share: methods, a base scenario and a
     grid of varied scenario fields (cartesian product), margins, seed and sampler.  The
     content hash leaves out the execution-only ``chunk_size`` (it never changes results)."""
+    method_kind: ClassVar[str | None] = None   # "fixed" / "sequential": what kind of method it runs, when known
     name: str = "study"
     description: str = ""
     scenario: ScenarioTemplate = ScenarioTemplate()
@@ -352,6 +353,7 @@ class GridSpec(FrozenModel):
 
 class StudySpec(GridSpec):
     """What to run.  See the module docstring for the file format."""
+    method_kind: ClassVar[str | None] = "fixed"   # the kind of method it runs (checked when the spec is read)
     methods: tuple[MethodRef, ...]
     alphas: tuple[SFloat, ...] = (0.025,)
     replications: SInt | None = Field(default=None, ge=1, le=MAX_REPLICATIONS)
@@ -392,14 +394,68 @@ class StudySpec(GridSpec):
         return min(max(n, 1), MAX_REPLICATIONS)
 
 
+def check_method_refs(refs, kind: str | None = None) -> None:
+    """Each method reference's name, kind, wrapped method and options checked against the method
+    catalogue (``methods.info``: no kernel is imported), so that a spec naming an unknown method,
+    a method of the wrong kind, or an option that is unknown or not a number (or outside a range
+    the catalogue declares) is refused with its file before the engine loads (it was refused
+    where the engine resolved the method, 1-2 s later, without naming the file).  ``ValueError``
+    naming the entry, ``methods[i]: ...``.  A ``package.module:ATTR`` reference is left to
+    :meth:`MethodRef.resolve` (finding it imports its module); a range that only a method's own
+    code knows is checked where the method prepares."""
+    from methods import info, names, option_values
+
+    def entry_of(name: str, where: str):
+        try:
+            return info(name)
+        except KeyError as exc:
+            raise ValueError(f"{where}: {exc.args[0] if exc.args else f'unknown method {name!r}'}") from None
+
+    for i, ref in enumerate(refs):
+        where = f"methods[{i}]"
+        if ":" in ref.name:
+            continue
+        entry = entry_of(ref.name, where)
+        if kind is not None and entry.kind != kind:
+            word = "fixed-sample" if kind == "fixed" else kind
+            raise ValueError(f"{where}: method {ref.name!r} is not a {word} method; {word} methods: "
+                             f"{', '.join(names(kind))}")
+        try:
+            option_values(entry.name, entry.options, entry.choices, ref.options, entry.ranges)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if ref.inner is None:
+            if ref.inner_options:
+                raise ValueError(f"{where}: method {ref.name!r}: inner_options given without inner")
+            continue
+        if entry.inner is None:
+            raise ValueError(f"{where}: method {ref.name!r} does not wrap a fixed-sample method, so it takes no "
+                             f"inner (got {ref.inner!r})")
+        if ":" in ref.inner:
+            continue
+        inner = entry_of(ref.inner, f"{where}.inner")
+        if inner.kind != "fixed":
+            raise ValueError(f"{where}.inner: {ref.name!r} wraps fixed-sample methods; {ref.inner!r} is not one; "
+                             f"fixed-sample methods: {', '.join(names('fixed'))}")
+        try:
+            option_values(inner.name, inner.options, inner.choices, ref.inner_options, inner.ranges)
+        except ValueError as exc:
+            raise ValueError(f"{where}.inner_options: {exc}") from None
+
+
 def validate_spec(model: type[GridSpec], data: dict, source: str = "spec"):
     """``model.model_validate(data)`` with a one-line error naming the source and fields; the
-    scenario of every grid point is built too, so that a bad one is named with the file before
-    the engine loads (building them is cheap next to importing the kernels)."""
+    methods are checked against the catalogue (:func:`check_method_refs`) and the scenario of
+    every grid point is built too, so that a bad one is named with the file before the engine
+    loads (building them is cheap next to importing the kernels)."""
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:
         raise ValueError(f"{source}: {_short_validation(exc)}") from None
+    try:
+        check_method_refs(spec.methods, model.method_kind)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
     try:
         if math.prod(spec.shape) <= EAGER_POINTS:
             spec.points()
