@@ -223,14 +223,27 @@ def check_levels(path: str, margin: float | None, alpha: float | None) -> None:
                              f"{', '.join(f'{v:g}' for v in held)})", f"--{name}")
 
 
+OTHER_DATASETS = {   # how each other kind of simlab dataset is shown
+    "qualification": "a qualification record's scenario data: show the record with `simlab qualify show RECORD.json`",
+    "judge": "written by `simlab judge-study`, which prints its table",
+    "sizing": "written by `simlab size`, which prints its search and draws its power curve",
+    "robustness": "written by `simlab robustness --dataset`, which prints its table",
+}
+
+
 def open_study(path: str, allow_sequential: bool = False):
     """A study dataset (or a sequential one, when allowed), or a one-line refusal naming the file."""
     from studies import dataset_kind, file_kind, stored_kind
 
-    # a sequential dataset is named from its attrs, before the data are read (it took 3.5-5.8 s)
-    if not allow_sequential and file_kind(path) == "netcdf" and stored_kind(path) == "sequential":
+    # another kind of dataset is named from its attrs, before the data are read (a sequential
+    # one took 3.5-5.8 s, a record's 1.4 s; a judge study's ended in a traceback)
+    kind = stored_kind(path) if file_kind(path) == "netcdf" else None
+    if kind == "sequential" and not allow_sequential:
         raise UsageError(f"{path}: not a study dataset (a sequential study's; show it with `simlab sequential "
                          "show`)", "file")
+    if kind is not None and kind not in ("study", "demo", "sequential"):
+        how = OTHER_DATASETS.get(kind, "")
+        raise UsageError(f"{path}: not a study dataset (a {kind} dataset{'; ' + how if how else ''})", "file")
     ds = read_dataset(path, "file")
     if allow_sequential and dataset_kind(ds) == "sequential":
         return ds

@@ -256,3 +256,21 @@ def test_interval_says_a_long_analysis_before_it_starts(monkeypatch, capsys):
     monkeypatch.setattr(methods, "check_analysis_cost", lambda m, t, **k: AnalysisCost(m.name, 0.0, 0.01, "x"))
     assert main(["interval", "--method", "cluster_t", "--table", "3,1,0,6", "--table", "4,0,1,5"]) == 0
     assert "estimated" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["show", "plot"])
+def test_study_show_names_another_kind_of_dataset_before_reading_it(command, tmp_path, capsys):
+    """``study show`` of a record's .nc took 1.4 s to be refused; of a judge study's dataset it
+    ended in a traceback (AttributeError in select_level)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "results"
+    argv = ["--out", str(tmp_path / "x.png")] if command == "plot" else []
+    record = sorted((root / "qualification").glob("*.nc"))[0]
+    err = _error_of(["study", command, str(record), *argv], capsys)
+    assert err == {"field": "file", "message": f"{record}: not a study dataset (a qualification dataset; a "
+                   "qualification record's scenario data: show the record with `simlab qualify show RECORD.json`)"}
+    judge = sorted((root / "judge").glob("*.nc"))[0]
+    err = _error_of(["study", command, str(judge), *argv], capsys)
+    assert err == {"field": "file", "message": f"{judge}: not a study dataset (a judge dataset; written by `simlab "
+                                               "judge-study`, which prints its table)"}
