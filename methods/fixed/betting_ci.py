@@ -50,7 +50,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, Theorem
+from methods.protocol import Estimand, FixedMethod, OptionRange, Theorem
 from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, scored_bets, truncation_consts
 from methods.fixed._common import decide, write_inconclusive
 
@@ -126,6 +126,7 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=truncation_consts,
     options={"truncation": 0.5},
+    ranges={"truncation": OptionRange(0.0, 1.0)},  # the catalogue's closed check; the code refuses the open ends
     theorem=Theorem(
         statement="for any law of the cluster differences in [-1, 1] with mean mu, P(lower bound > mu) <= alpha at "
                   "the planned number of clusters: the capital at mu is a nonnegative martingale with mean one, and "

@@ -57,7 +57,7 @@ import numpy as np
 from methods.fixed._bounded import BOUNDED_MEAN_ASSUMPTIONS, plugin_bets, truncation_consts, unit_scores
 from methods.fixed._common import decide, write_inconclusive
 from methods.fixed.betting_ci import lower_x, reaches
-from methods.protocol import Estimand, FixedMethod, Theorem
+from methods.protocol import Estimand, FixedMethod, OptionRange, Theorem
 
 
 @nb.njit(cache=True)
@@ -136,6 +136,8 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"truncation": 0.99, "horizon": 1.0},
+    # the catalogue's closed check; the code refuses the open ends
+    ranges={"truncation": OptionRange(0.0, 1.0), "horizon": OptionRange(0.0, 1.0, integer=True)},
     theorem=Theorem(
         statement="for any law of the cluster differences in [-1, 1] with mean mu <= -margin, P(pass) <= alpha at the "
                   "planned number of clusters: every bet is fixed before its cluster is seen (from earlier clusters, "

@@ -46,7 +46,7 @@ import math
 import numba as nb
 import numpy as np
 
-from methods.protocol import Estimand, FixedMethod, z_value
+from methods.protocol import Estimand, FixedMethod, OptionRange, z_value
 from methods.fixed._common import decide, write_inconclusive
 
 TOL = 1e-12
@@ -154,4 +154,5 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"icc_floor": 0.0},
+    ranges={"icc_floor": OptionRange(0.0, 1.0)},
 )

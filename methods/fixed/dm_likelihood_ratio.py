@@ -68,7 +68,7 @@ from methods.fixed._least_favourable import (ITERATIONS, MAX_TRIALS, hypothesis_
                                              stored_arguments)
 from methods.fixed.dm_score import cluster_sums, designs_of, score_bounds
 from methods.fixed.em_table import design_weight
-from methods.protocol import Estimand, FixedMethod, z_value
+from methods.protocol import Estimand, FixedMethod, OptionRange, z_value
 
 SEED = 20261206
 # the ALFD's cost: its draws (8.4e7 simulated clusters at 100 x 3) and its iteration (600 steps over
@@ -255,6 +255,11 @@ METHOD = FixedMethod(
     prepare=prepare,
     options={"rho_max": 0.1, "alt_low": 1.0, "alt_high": 10.0 / 3.0, "alt_weight": 0.95, "q_hi": 0.5,
              "n_q": 60.0, "n_rho": 1.0, "draws": 14000.0, "superiority_level": 1.0e-4},
+    # the catalogue's closed check; the code refuses the open ends
+    ranges={"rho_max": OptionRange(0.0, 1.0), "alt_low": OptionRange(0.0), "alt_high": OptionRange(0.0),
+            "alt_weight": OptionRange(0.0, 1.0), "q_hi": OptionRange(0.0, 1.0), "n_q": OptionRange(2.0, integer=True),
+            "n_rho": OptionRange(1.0, integer=True), "draws": OptionRange(2.0, integer=True),
+            "superiority_level": OptionRange(0.0, 0.5)},
     cost=analysis_cost,
     calibration="least-favourable",
 )

@@ -66,7 +66,7 @@ from methods.fixed._common import decide, write_inconclusive
 from methods.fixed.clustered_score import crossing, score
 from methods.fixed.em_table import (DESIGN_AT, DESIGNS_AT, MAX_PAIRS, NODES, NODES_AT, ROBUST_AT, RHO_AT, critical,
                                      design_weight, em_table, node_step, restricted_discordance)
-from methods.protocol import Estimand, FixedMethod, z_value
+from methods.protocol import Estimand, FixedMethod, OptionRange, z_value
 
 # Building one design's E+M table (once per process and design: ``em_table`` is cached): measured
 # 5.1e-5 to 5.5e-5 s and a peak of 546 to 572 bytes (tracemalloc) per lattice state at 100, 300 and
@@ -243,6 +243,8 @@ METHOD = FixedMethod(
     kernel=kernel,
     prepare=prepare,
     options={"rho_max": 0.1, "robust": 0.0, "em_q_hi": 0.5},
+    ranges={"rho_max": OptionRange(0.0, 1.0), "robust": OptionRange(0.0, 1.0, integer=True),
+            "em_q_hi": OptionRange(0.0, 1.0)},  # the catalogue's closed check; the code refuses the open ends
     cost=analysis_cost,
     calibration="exact-em",
 )

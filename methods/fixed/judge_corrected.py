@@ -241,5 +241,5 @@ METHOD = JudgeFixedMethod(
     prepare=judge_consts,
     options={"min_clusters": 2.0, "min_calibration": 50.0, "pseudo": 2.0},
     ranges={"min_clusters": OptionRange(0.0, integer=True),  # counts: of clusters, of calibration items
-            "min_calibration": OptionRange(0.0, integer=True)},
+            "min_calibration": OptionRange(0.0, integer=True), "pseudo": OptionRange(0.0, 100.0)},
 )

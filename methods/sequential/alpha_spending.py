@@ -92,5 +92,5 @@ METHOD = SequentialMethod(
     units=("clusters",),
     choices={"spending": SPENDING_CODES},
     ranges={"gamma": OptionRange(-_spending.HSD_GAMMA_LIMIT, _spending.HSD_GAMMA_LIMIT),
-            "min_clusters": OptionRange(0.0, integer=True)},
+            "min_clusters": OptionRange(0.0, integer=True), "harm_alpha": OptionRange(0.0, 0.5)},
 )

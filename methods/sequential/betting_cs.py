@@ -143,7 +143,8 @@ METHOD = SequentialMethod(
     kernel=kernel,
     prepare=prepare,
     options={"truncation": 0.5, "all_bounds": 0.0},
-    ranges={"all_bounds": OptionRange(0.0, 1.0, integer=True)},  # a flag: 1 = every look's bound
+    ranges={"all_bounds": OptionRange(0.0, 1.0, integer=True),  # a flag: 1 = every look's bound
+            "truncation": OptionRange(0.0, 1.0)},  # the catalogue's closed check; the code refuses the open ends
     markov=False,
     theorem=Theorem(
         statement="for any law of the cluster differences in [-1, 1] with mean mu, P(the lower bound exceeds mu at "

@@ -87,13 +87,17 @@ def test_study_run_names_the_spec_for_a_method_the_catalogue_refuses(tmp_path, m
     assert not (tmp_path / "o.nc").exists()
 
 
-def test_a_range_only_the_method_knows_still_names_the_spec(tmp_path, capsys):
-    """clustered_score's icc_floor range is checked where the method prepares (its code; the
-    catalogue declares no range for it): the error comes from the engine but names the spec."""
+def test_a_declared_range_is_checked_with_the_spec_and_an_open_end_by_the_method(tmp_path, capsys):
+    """clustered_score's icc_floor range was checked only where the method prepares (2.1 s, the
+    file unnamed); the catalogue declares it now.  An open end of a range (betting_ci's
+    truncation in (0, 1)) is still the method's own check: its error names the spec too."""
     spec = _spec(tmp_path, STUDY, '{name = "clustered_score", options = {icc_floor = -3}}')
     err = _error(["study", "run", str(spec), "--out", str(tmp_path / "o.nc")], capsys)
-    assert err == {"field": "spec",
-                   "message": "method 'clustered_score': option icc_floor must lie in [0, 1], got -3.0"}
+    assert err == {"field": "spec", "message": f"{spec}: methods[0]: option icc_floor of 'clustered_score' must be "
+                                               "a number in [0, 1], got -3.0"}
+    spec = _spec(tmp_path, STUDY, '{name = "betting_ci", options = {truncation = 0}}')
+    err = _error(["study", "run", str(spec), "--out", str(tmp_path / "o.nc")], capsys)
+    assert err == {"field": "spec", "message": "method 'betting_ci': option truncation must lie in (0, 1), got 0.0"}
 
 
 def test_the_catalogue_check_is_the_spec_parser_s_and_leaves_good_specs_alone():
