@@ -411,6 +411,12 @@ def check_method_refs(refs, kind: str | None = None) -> None:
         except KeyError as exc:
             raise ValueError(f"{where}: {exc.args[0] if exc.args else f'unknown method {name!r}'}") from None
 
+    def check_options(entry, given, where: str) -> None:
+        try:
+            option_values(entry.name, entry.options, entry.choices, given, entry.ranges)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+
     for i, ref in enumerate(refs):
         where = f"methods[{i}]"
         if ":" in ref.name:
@@ -420,10 +426,7 @@ def check_method_refs(refs, kind: str | None = None) -> None:
             word = "fixed-sample" if kind == "fixed" else kind
             raise ValueError(f"{where}: method {ref.name!r} is not a {word} method; {word} methods: "
                              f"{', '.join(names(kind))}")
-        try:
-            option_values(entry.name, entry.options, entry.choices, ref.options, entry.ranges)
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+        check_options(entry, ref.options, where)
         if ref.inner is None:
             if ref.inner_options:
                 raise ValueError(f"{where}: method {ref.name!r}: inner_options given without inner")
@@ -437,10 +440,7 @@ def check_method_refs(refs, kind: str | None = None) -> None:
         if inner.kind != "fixed":
             raise ValueError(f"{where}.inner: {ref.name!r} wraps fixed-sample methods; {ref.inner!r} is not one; "
                              f"fixed-sample methods: {', '.join(names('fixed'))}")
-        try:
-            option_values(inner.name, inner.options, inner.choices, ref.inner_options, inner.ranges)
-        except ValueError as exc:
-            raise ValueError(f"{where}.inner_options: {exc}") from None
+        check_options(inner, ref.inner_options, f"{where}.inner_options")
 
 
 def validate_spec(model: type[GridSpec], data: dict, source: str = "spec"):
