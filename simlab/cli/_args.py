@@ -456,7 +456,8 @@ def add_device_option(p: argparse.ArgumentParser) -> None:
 
 def check_device(args: argparse.Namespace, names) -> None:
     """``--device gpu`` with methods the GPU path does not run is refused from the catalogue,
-    before the studies load (it was refused after them, in 1.6-2 s)."""
+    before the studies load (it was refused after them, in 1.6-2 s); so is ``--device gpu`` where
+    no GPU (nor numba's CUDA simulator) is there."""
     if getattr(args, "device", "cpu") != "gpu":
         return
     from methods import gpu_refusal, info
@@ -464,6 +465,10 @@ def check_device(args: argparse.Namespace, names) -> None:
     bad = [n for n in names if not info(n).gpu]
     if bad:
         raise UsageError(f"--device gpu: {gpu_refusal(bad)}", "--device")
+    from simlab import gpu   # numba's CUDA probe (about 0.4 s), still before the methods and the studies load
+
+    if not gpu.available():   # it was refused where a simulation started (1-3 s), or not at all where an
+        raise UsageError(f"--device gpu: {gpu.why_unavailable()}", "--device")   # exact engine applied
 
 
 def on_selected_device(func: Callable) -> Callable:

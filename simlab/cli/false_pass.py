@@ -35,11 +35,6 @@ def run_false_pass(args: argparse.Namespace) -> None:
     options = parse_options(args.option)
     check_methods(args.method, "--method", "fixed", options)
     check_device(args, [args.method])
-    if args.simulate and getattr(args, "device", "cpu") == "gpu":   # a simulation on a GPU, certainly: is there one?
-        from simlab import gpu   # numba's CUDA probe (about 0.4 s), still before the method and the studies load
-
-        if not gpu.available():   # it was refused where the simulation started (1-3 s)
-            raise UsageError(f"--device gpu: {gpu.why_unavailable()}", "--device")
     scenario = scenario_from_args(args)
 
     from methods import MethodRef

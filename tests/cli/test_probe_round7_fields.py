@@ -269,12 +269,23 @@ def test_boundaries_s_power_family_needs_a_positive_exponent(capsys):
 # ---------------------------------------------------------------- false-pass --device gpu
 
 
-def test_false_pass_simulating_on_a_missing_gpu_is_refused_before_the_studies_load():
-    """3.0 s: the method, the studies and a pilot came first.  The GPU probe loads numba (and
+@pytest.mark.parametrize("argv", [
+    ["false-pass", "--method", "cluster_t", "--simulate"],
+    ["false-pass", "--method", "cluster_t"],   # an exact engine applies: it was run on the CPU, said unused
+    ["study", "run", "{spec}", "--out", "{tmp}/o.nc"],
+])
+def test_a_missing_gpu_is_refused_before_the_studies_load(argv, tmp_path):
+    """3.0 s: the method, the studies and a pilot came first (false-pass --simulate), or the
+    request was dropped with a note (an exact engine applied).  The GPU probe loads numba (and
     numba.cuda, scipy) itself; the studies' engine and xarray are not loaded.  Run without the
     CUDA simulator the test session sets (tests/conftest.py)."""
     import os
     import shutil
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('methods = ["cluster_t"]\nreplications = 100\n[scenario]\nclusters = 30\ntrials = 3\n'
+                    'cells = [0.9, 0.04, 0.03, 0.03]\n')
+    argv = [a.replace("{spec}", str(spec)).replace("{tmp}", str(tmp_path)) for a in argv] + ["--device", "gpu"]
 
     if shutil.which("nvidia-smi") is not None:
         pytest.skip("this machine may have a GPU")
@@ -282,14 +293,15 @@ def test_false_pass_simulating_on_a_missing_gpu_is_refused_before_the_studies_lo
     probe = PROBE.replace('m.startswith("methods.qualification")',
                           'm.startswith(("methods.fixed.", "studies.engine."))')
     assert probe != PROBE
-    done = subprocess.run([sys.executable, "-c", probe, "false-pass", "--method", "cluster_t", "--simulate", "--device",
-                           "gpu", "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    done = subprocess.run([sys.executable, "-c", probe, *argv, "--json"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env=env)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     err = json.loads(report["out"])["error"]
     assert report["rc"] == 2 and err["field"] == "--device" and err["message"].startswith("--device gpu: "), err
     assert "NUMBA_ENABLE_CUDASIM is not set" in err["message"] or "numba.cuda" in err["message"], err
     loaded = [m for m in report["modules"] if m.startswith(("xarray", "methods.fixed.", "studies.engine."))]
-    assert loaded == ["studies.engine.device"], loaded   # on_selected_device's, alone: no method, no engine
+    light = ("studies.engine.device", "studies.engine.spec", "studies.engine.spec_file")   # selecting, parsing
+    assert not [m for m in loaded if m not in light], loaded   # no method, no engine, no xarray
 
 
 # ---------------------------------------------------------------- records coverage --rho-max
