@@ -277,6 +277,28 @@ def deadline_of(args: argparse.Namespace) -> float:
     return time.monotonic() + time_limit(args)
 
 
+class LimitSteps:
+    """``before_step(what)`` for work checked at steps (sections, rows, runs): past ``--max-seconds``
+    since it was made (or :meth:`restart`), it raises :func:`over_time` naming the step it did not
+    start, so that the work stops at the limit rather than after it."""
+
+    def __init__(self, args: argparse.Namespace, command: str, kept: str):
+        import time
+
+        self.limit, self.command, self.kept, self._clock = time_limit(args), command, kept, time.perf_counter
+        self.restart()
+
+    def restart(self) -> None:
+        """Count from now (what came before is not the work the limit is for: a first compile)."""
+        self.started = self._clock()
+
+    def __call__(self, what: str) -> None:
+        so_far = self._clock() - self.started
+        if so_far > self.limit:
+            raise over_time(Exception(f"stopped at the limit of {self.limit:g} s ({so_far:.1f} s so far), before "
+                                      f"{what}"), self.command, self.kept)
+
+
 def over_time(exc: Exception, what: str, kept: str = "") -> UsageError:
     """The error of work stopped at its deadline (exit 2, field ``--max-seconds``); ``kept``
     says what of it was kept."""

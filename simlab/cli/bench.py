@@ -6,6 +6,7 @@ import argparse
 import time
 
 from simlab.cli._args import (
+    LimitSteps,
     add_json,
     add_max_memory,
     add_max_seconds,
@@ -16,7 +17,6 @@ from simlab.cli._args import (
     time_limit,
     n_jobs,
     nonnegative_int,
-    over_time,
     positive_float,
     positive_int,
 )
@@ -310,19 +310,12 @@ def run_bench_latency(args: argparse.Namespace) -> None:
     from studies.bench import bench_latency
 
     say = log_to_stderr(args)
-    started, limit = time.perf_counter(), time_limit(args)
-
-    def before_each(label: str) -> None:
-        so_far = time.perf_counter() - started
-        if so_far > limit:
-            raise over_time(Exception(f"stopped at the limit of {limit:g} s ({so_far:.1f} s so far), before "
-                                      f"{label!r}"), "bench latency:", "nothing was reported")
-
+    step = LimitSteps(args, "bench latency:", "nothing was reported")
     payload = bench_latency(methods=methods, repeats=args.repeats, errors=not args.no_errors,
                             progress=lambda label: say(f"timing {label} ..."),
                             before_commands=lambda s: check_and_say_time(
-                                args, time.perf_counter() - started + s, "bench latency (at least)", say),
-                            before_each=before_each)
+                                args, time.perf_counter() - step.started + s, "bench latency (at least)", say),
+                            before_each=lambda label: step(repr(label)))
 
     def render(p: dict) -> None:
         rows = [[r["label"], r["wall_s"], r["cpu_s"], r["over_python_startup"],

@@ -16,28 +16,23 @@ def cmd_bench_gpu(args: argparse.Namespace) -> None:
         raise UsageError(f"bench gpu needs a CUDA GPU: {gpu.why_unavailable()}")
     import time
 
-    from simlab.cli._args import check_and_say_time, over_time, time_limit
+    from simlab.cli._args import LimitSteps, check_and_say_time
     from simlab.cli._output import log_to_stderr
     from studies.bench import bench_gpu
 
     say = log_to_stderr(args)
-    started, limit = [time.perf_counter()], time_limit(args)
-
-    def compiled() -> None:   # a first use's compiling is not counted, as in every command
-        started[0] = time.perf_counter()
+    step = LimitSteps(args, "bench gpu:", "nothing was reported")   # restarted once compiled, as no command
+                                                                    # counts a first use's compiling
 
     def before_step(what: str) -> None:   # each row stops at the limit, not after it
-        so_far = time.perf_counter() - started[0]
-        if so_far > limit:
-            raise over_time(Exception(f"stopped at the limit of {limit:g} s ({so_far:.1f} s so far), before {what}"),
-                            "bench gpu:", "nothing was reported")
+        step(what)
         say(what)
 
     payload = bench_gpu(reps=args.reps, cpu_reps=args.cpu_reps, check_reps=args.check_reps,
                         limit_cupy=args.limit_cupy, n_jobs=args.n_jobs, seed=args.seed, repeat=args.repeat,
-                        before_work=lambda s: check_and_say_time(args, time.perf_counter() - started[0] + s,
+                        before_work=lambda s: check_and_say_time(args, time.perf_counter() - step.started + s,
                                                                  "bench gpu (after compiling its kernels)", say),
-                        before_step=before_step, compiled=compiled)
+                        before_step=before_step, compiled=step.restart)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(jsonable(payload), indent=1) + "\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from simlab.cli._args import (add_json, add_max_seconds, check_and_say_time, checked, nonnegative_int, nonempty_path,
-                             over_time, time_limit)
+from simlab.cli._args import (LimitSteps, add_json, add_max_seconds, check_and_say_time, checked, nonnegative_int,
+                             nonempty_path)
 
 # the demo shows and has no time estimate; `study run` measures at any scale, priced before it starts
 DEMO_REPS = checked(int, lambda v: 1 <= v <= 1_000_000, "an integer >= 1 and at most 1,000,000 (the demo shows; "
@@ -119,7 +119,6 @@ def run_demo_command(args: argparse.Namespace) -> None:
     from simlab.cli.study import check_plot_out, refuse_foreign_file
 
     started = time.perf_counter()
-    limit = time_limit(args)
     check_writable(f"{args.out}/demo.nc", "--out")
     # the files it writes are not a user's files of the same names (replaced only with --force)
     refuse_foreign_file(Path(args.out) / "demo.nc", "--out", args.force, kind="demo")
@@ -143,11 +142,11 @@ def run_demo_command(args: argparse.Namespace) -> None:
                                                        f"comparison ({args.reps:,} tables per design, scenario and "
                                                        "method)", say)
 
-        def before_step(what: str) -> None:   # the fixed sections stop at the limit too, not after it
-            so_far = time.perf_counter() - started
-            if so_far > limit:
-                raise over_time(Exception(f"stopped at the limit of {limit:g} s ({so_far:.1f} s so far), before "
-                                          f"{what[:1].lower() + what[1:]}"), "the demo:", "nothing was written")
+        step = LimitSteps(args, "the demo:", "nothing was written")   # the fixed sections stop at the limit too
+        step.started = started
+
+        def before_step(what: str) -> None:
+            step(what[:1].lower() + what[1:])
 
         payload = study_demo(out_dir=args.out, replications=args.reps, design_replications=args.reps,
                              seed=args.seed, full=args.full, progress=say, background=worker,
