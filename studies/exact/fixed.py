@@ -241,9 +241,11 @@ def exact_grid(points, refs, resolved, margins, alphas, max_seconds: float | Non
                 engine, _ = exact_engine(scenario, method, alpha)
                 if engine is None:
                     continue
+                if max_seconds is not None and declared_seconds(scenario, method, engine) > max_seconds:
+                    continue   # decided once for every margin (the declared cost does not depend on it)
                 for j, margin in enumerate(margins):
                     try:
-                        res = exact_measures(scenario, method, margin, alpha, engine, max_seconds)
+                        res = exact_measures(scenario, method, margin, alpha, engine)
                     except ExactUnsupported:
                         engine = None
                         break
